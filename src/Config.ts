@@ -1,0 +1,96 @@
+/**
+ * Every setting of the service (CONTRACT section 1), read through effect/Config.
+ * Nothing else in the program reads the environment.
+ */
+import { Config, ConfigError, Effect, Either, Option, Redacted } from "effect"
+
+const seconds = (name: string, fallback: number) =>
+  Config.number(name).pipe(Config.withDefault(fallback), Config.validate({
+    message: `${name} must be a non-negative number`,
+    validation: (n) => Number.isFinite(n) && n >= 0
+  }))
+
+const positiveInt = (name: string, fallback: number) =>
+  Config.integer(name).pipe(Config.withDefault(fallback), Config.validate({
+    message: `${name} must be a positive integer`,
+    validation: (n) => n > 0
+  }))
+
+const retrySchedule = Config.string("WEBHOOK_RETRY_SCHEDULE").pipe(
+  Config.withDefault("0,5,300,1800,7200,18000,36000,36000"),
+  Config.mapOrFail((text) => {
+    const parts = text.split(",").map((s) => Number(s.trim()))
+    return parts.length > 0 && parts.every((n) => Number.isFinite(n) && n >= 0)
+      ? Either.right(parts as ReadonlyArray<number>)
+      : Either.left(ConfigError.InvalidData([], "WEBHOOK_RETRY_SCHEDULE must be comma-separated seconds"))
+  })
+)
+
+export interface AppSettings {
+  readonly port: number
+  readonly host: string
+  readonly opsPort: number
+  readonly opsHost: string
+  readonly adminToken: Option.Option<Redacted.Redacted>
+  readonly databaseUrl: Option.Option<Redacted.Redacted>
+  readonly dataDir: string
+  readonly provider: "simulator"
+  readonly simCatalogue: Option.Option<string>
+  readonly simCatalogueSize: number
+  readonly simChurnPerSecond: number
+  readonly simTimeScale: number
+  readonly buySyncWaitSeconds: number
+  readonly byNameBudgetSeconds: number
+  readonly dumpIntervalSeconds: number
+  readonly dumpMaxConcurrentDownloads: number
+  readonly feedRetentionHours: number
+  readonly rateLimitRps: number
+  readonly rateLimitBurst: number
+  readonly authFailureRps: number
+  readonly authFailureBurst: number
+  readonly webhookRetrySchedule: ReadonlyArray<number>
+  readonly webhookTimeoutSeconds: number
+  readonly webhookAllowPrivateTargets: boolean
+  readonly walletIssuanceEnabled: boolean
+  readonly logLevel: string
+  readonly demoMerchant: boolean
+}
+
+export const AppConfig: Config.Config<AppSettings> = Config.all({
+  port: Config.port("PORT").pipe(Config.withDefault(8080)),
+  host: Config.string("HOST").pipe(Config.withDefault("127.0.0.1")),
+  opsPort: Config.port("OPS_PORT").pipe(Config.withDefault(9090)),
+  opsHost: Config.string("OPS_HOST").pipe(Config.withDefault("127.0.0.1")),
+  adminToken: Config.option(Config.redacted("ADMIN_TOKEN")),
+  databaseUrl: Config.option(Config.redacted("DATABASE_URL")),
+  dataDir: Config.string("DATA_DIR").pipe(Config.withDefault("./data")),
+  provider: Config.literal("simulator")("PROVIDER").pipe(Config.withDefault("simulator" as const)),
+  simCatalogue: Config.option(Config.string("SIM_CATALOGUE")),
+  simCatalogueSize: Config.integer("SIM_CATALOGUE_SIZE").pipe(Config.withDefault(2000)),
+  simChurnPerSecond: Config.option(seconds("SIM_CHURN_PER_SECOND", 5)),
+  simTimeScale: seconds("SIM_TIME_SCALE", 1),
+  buySyncWaitSeconds: seconds("BUY_SYNC_WAIT_SECONDS", 30),
+  byNameBudgetSeconds: seconds("BY_NAME_BUDGET_SECONDS", 30),
+  dumpIntervalSeconds: seconds("DUMP_INTERVAL_SECONDS", 120),
+  dumpMaxConcurrentDownloads: positiveInt("DUMP_MAX_CONCURRENT_DOWNLOADS", 32),
+  feedRetentionHours: seconds("FEED_RETENTION_HOURS", 24),
+  rateLimitRps: seconds("RATE_LIMIT_RPS", 20),
+  rateLimitBurst: positiveInt("RATE_LIMIT_BURST", 100),
+  authFailureRps: seconds("AUTH_FAILURE_RPS", 10),
+  authFailureBurst: positiveInt("AUTH_FAILURE_BURST", 100),
+  webhookRetrySchedule: retrySchedule,
+  webhookTimeoutSeconds: seconds("WEBHOOK_TIMEOUT_SECONDS", 10),
+  webhookAllowPrivateTargets: Config.boolean("WEBHOOK_ALLOW_PRIVATE_TARGETS").pipe(Config.withDefault(false)),
+  walletIssuanceEnabled: Config.boolean("WALLET_ISSUANCE_ENABLED").pipe(Config.withDefault(false)),
+  logLevel: Config.string("LOG_LEVEL").pipe(Config.withDefault("info")),
+  demoMerchant: Config.boolean("DEMO_MERCHANT").pipe(Config.withDefault(true))
+}).pipe(Config.map((c) => ({
+  ...c,
+  // A fixture replaces the synthetic catalogue and defaults churn to 0 (CONTRACT section 1).
+  simChurnPerSecond: Option.getOrElse(c.simChurnPerSecond, () => Option.isSome(c.simCatalogue) ? 0 : 5)
+})))
+
+/** The settings as a service, so layers and tests can read or replace them. */
+export class Settings extends Effect.Service<Settings>()("Settings", {
+  effect: AppConfig
+}) {}

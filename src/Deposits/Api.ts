@@ -1,0 +1,50 @@
+/** Deposit fees and confirmed deposits (spec 2.4, 2.5, 4.1). */
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
+import { Schema } from "effect"
+import { Wire } from "../Domain/Errors.js"
+import { Authentication } from "../Merchants/Authentication.js"
+import { Usd } from "../Merchants/Api.js"
+
+export const DepositFees = Schema.Struct({
+  currency: Schema.Literal("USD"),
+  tiers: Schema.Array(Schema.Struct({
+    min_amount: Schema.Number.annotations({ description: "Inclusive USD lower bound." }),
+    max_amount: Schema.NullOr(Schema.Number).annotations({ description: "Exclusive upper bound; null is unbounded." }),
+    percent: Schema.Number.annotations({ description: "1 means 1 percent." })
+  }))
+}).annotations({ identifier: "DepositFees" })
+
+export const DepositItem = Schema.Struct({
+  id: Schema.UUID,
+  provider: Schema.String,
+  amount: Usd.annotations({ description: "Credited USD after the tier commission, not the amount sent." }),
+  currency: Schema.Literal("USD"),
+  network: Schema.NullOr(Schema.Literal("tron", "bsc")),
+  destination: Schema.NullOr(Schema.String),
+  tx_id: Schema.NullOr(Schema.String),
+  status: Schema.Literal("paid"),
+  created_at: Schema.String.annotations({ description: "ISO 8601 UTC" })
+}).annotations({ identifier: "DepositItem" })
+
+export const DepositList = Schema.Struct({
+  deposits: Schema.Array(DepositItem),
+  next_cursor: Schema.NullOr(Schema.String)
+}).annotations({ identifier: "DepositList" })
+
+/** `limit` of the lists: 1 to 200, default 50 (spec 8). */
+export const PageLimit = Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 200))
+
+export class DepositsApi extends HttpApiGroup.make("deposits")
+  .add(HttpApiEndpoint.get("getFees", "/deposits/fees").addSuccess(DepositFees))
+  .add(
+    HttpApiEndpoint.get("listDeposits", "/deposits")
+      .setUrlParams(Schema.Struct({
+        cursor: Schema.optional(Schema.String),
+        limit: Schema.optional(PageLimit)
+      }))
+      .addSuccess(DepositList)
+      .addError(Wire.InvalidQuery)
+  )
+  .middleware(Authentication)
+  .annotate(OpenApi.Title, "Deposits")
+{}

@@ -1,0 +1,164 @@
+/**
+ * Confirmed deposits: the crediting path (tier commission, ledger credit, `balance.deposited`
+ * event, all in one transaction, idempotent on tx_id) and the merchant's list of credits.
+ */
+import { SqlClient, SqlSchema } from "@effect/sql"
+import { Data, Effect, Option, Schema } from "effect"
+import { randomUUID } from "node:crypto"
+import { CreatedAtIdPosition, decodeCursor, encodeCursor } from "../Domain/Cursor.js"
+import { Int8, Timestamp } from "../Domain/Db.js"
+import { toUnits, usd } from "../Domain/Money.js"
+import { Ledger } from "../Ledger/Ledger.js"
+import { Outbox } from "../Webhooks/Outbox.js"
+import { settle } from "./Fees.js"
+
+/** The new USDT wallet provider, and the earlier provider whose addresses are retained. */
+export const WALLET_PROVIDER = "walletpay"
+export const LEGACY_PROVIDER = "legacy"
+
+export type Network = "tron" | "bsc"
+
+export class DepositMerchantNotFound extends Data.TaggedError("DepositMerchantNotFound")<{ readonly merchantId: string }> {}
+export class DepositAmountInvalid extends Data.TaggedError("DepositAmountInvalid")<{ readonly message: string }> {}
+export class DepositTxIdConflict extends Data.TaggedError("DepositTxIdConflict")<{ readonly txId: string }> {}
+
+const DepositRow = Schema.Struct({
+  id: Schema.UUID,
+  merchantId: Schema.UUID,
+  provider: Schema.String,
+  network: Schema.NullOr(Schema.Literal("tron", "bsc")),
+  destination: Schema.NullOr(Schema.String),
+  txId: Schema.String,
+  amountSentMicros: Int8,
+  amount: Int8,
+  createdAt: Timestamp,
+  position: Schema.String
+})
+type DepositRow = typeof DepositRow.Type
+
+/** DepositItem of spec 2.4. */
+export const toDepositItem = (row: DepositRow) => ({
+  id: row.id,
+  provider: row.provider,
+  amount: usd(row.amount),
+  currency: "USD" as const,
+  network: row.network,
+  destination: row.destination,
+  tx_id: row.txId,
+  status: "paid" as const,
+  created_at: row.createdAt.toISOString()
+})
+export type DepositItem = ReturnType<typeof toDepositItem>
+
+const columns = (sql: SqlClient.SqlClient) => sql`
+  id, merchant_id AS "merchantId", provider, network, destination, tx_id AS "txId",
+  amount_sent_micros AS "amountSentMicros", amount_cents AS amount, created_at AS "createdAt",
+  to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS position`
+
+export interface CreditRequest {
+  readonly merchantId: string
+  readonly network: Network
+  /** USDT sent, as the JSON number given. */
+  readonly amount: number
+  readonly txId?: string | undefined
+}
+
+export class Deposits extends Effect.Service<Deposits>()("Deposits", {
+  effect: Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const ledger = yield* Ledger
+    const outbox = yield* Outbox
+
+    const byTxId = SqlSchema.findOne({
+      Request: Schema.String,
+      Result: DepositRow,
+      execute: (txId) => sql`SELECT ${columns(sql)} FROM deposits WHERE tx_id = ${txId}`
+    })
+
+    /**
+     * Credits a confirmed payment once per tx_id. A repeat with the same tx_id returns the first
+     * deposit and credits nothing; the same tx_id for another merchant or amount is a conflict.
+     */
+    const credit = (request: CreditRequest) =>
+      Effect.gen(function*() {
+        const sentMicros = Number.isFinite(request.amount) && request.amount > 0 ? toUnits(request.amount, 6) : undefined
+        if (sentMicros === undefined) {
+          return yield* new DepositAmountInvalid({ message: "amount must be a positive number of USDT with at most 6 decimals" })
+        }
+        const settlement = settle(sentMicros)
+        if (settlement.creditedCents <= 0n) {
+          return yield* new DepositAmountInvalid({ message: "amount is too small to credit a cent after the commission" })
+        }
+        const txId = request.txId ?? `internal-${randomUUID()}`
+        const sameDeposit = (row: DepositRow) =>
+          row.merchantId === request.merchantId && BigInt(row.amountSentMicros) === sentMicros
+            ? Effect.succeed(row)
+            : Effect.fail(new DepositTxIdConflict({ txId }))
+
+        const existing = yield* byTxId(txId)
+        if (Option.isSome(existing)) return yield* sameDeposit(existing.value)
+
+        return yield* sql.withTransaction(Effect.gen(function*() {
+          const merchant = yield* sql<{ legacyTrc20: string | null; legacyBep20: string | null }>`
+            SELECT legacy_trc20 AS "legacyTrc20", legacy_bep20 AS "legacyBep20" FROM merchants WHERE id = ${request.merchantId}`
+          if (merchant.length === 0) return yield* new DepositMerchantNotFound({ merchantId: request.merchantId })
+          const legacy = request.network === "tron" ? merchant[0]!.legacyTrc20 : merchant[0]!.legacyBep20
+          const id = randomUUID()
+          // Concurrent confirmations of one tx_id: the unique index lets exactly one insert through.
+          const inserted = yield* sql`
+            INSERT INTO deposits (id, merchant_id, provider, network, destination, tx_id, amount_sent_micros,
+                                  fee_basis_points, commission_cents, amount_cents)
+            VALUES (${id}, ${request.merchantId}, ${legacy === null ? WALLET_PROVIDER : LEGACY_PROVIDER}, ${request.network},
+                    ${legacy}, ${txId}, ${sentMicros.toString()}, ${settlement.basisPoints},
+                    ${settlement.commissionCents.toString()}, ${settlement.creditedCents.toString()})
+            ON CONFLICT (tx_id) DO NOTHING RETURNING id`
+          if (inserted.length === 0) {
+            const raced = yield* byTxId(txId)
+            return yield* sameDeposit(Option.getOrThrow(raced))
+          }
+          const credited = Number(settlement.creditedCents)
+          const balanceAfter = yield* ledger.creditDeposit(request.merchantId, credited, id)
+          const row = Option.getOrThrow(yield* byTxId(txId))
+          yield* outbox.enqueue({
+            merchantId: request.merchantId,
+            type: "balance.deposited",
+            orderId: null,
+            data: {
+              deposit_id: id,
+              amount: usd(credited),
+              currency: "USD",
+              network: request.network,
+              tx_id: txId,
+              balance_after: usd(balanceAfter)
+            }
+          })
+          return row
+        }))
+      }).pipe(
+        Effect.map(toDepositItem),
+        Effect.catchTags({ SqlError: Effect.die, ParseError: Effect.die }),
+        Effect.withSpan("Deposits.credit")
+      )
+
+    /** Confirmed credits, newest first, then id ascending (spec 4.1). */
+    const list = (merchantId: string, options: { readonly cursor: string | undefined; readonly limit: number }) =>
+      Effect.gen(function*() {
+        const after = options.cursor === undefined ? undefined : yield* decodeCursor(CreatedAtIdPosition, options.cursor)
+        const rows = yield* sql`
+          SELECT ${columns(sql)} FROM deposits
+          WHERE merchant_id = ${merchantId}
+          ${after === undefined ? sql`` : sql`AND (created_at < ${after[0]}::timestamptz OR (created_at = ${after[0]}::timestamptz AND id > ${after[1]}))`}
+          ORDER BY created_at DESC, id ASC
+          LIMIT ${options.limit + 1}`.pipe(Effect.flatMap(Schema.decodeUnknown(Schema.Array(DepositRow))), Effect.orDie)
+        const page = rows.slice(0, options.limit)
+        const last = page[page.length - 1]
+        return {
+          deposits: page.map(toDepositItem),
+          next_cursor: rows.length > options.limit && last !== undefined ? encodeCursor([last.position, last.id]) : null
+        }
+      }).pipe(Effect.withSpan("Deposits.list"))
+
+    return { credit, list } as const
+  }),
+  dependencies: [Ledger.Default, Outbox.Default]
+}) {}

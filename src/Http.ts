@@ -1,0 +1,184 @@
+/**
+ * The public server: the merchant HttpApi with its docs and OpenAPI document, the raw routes that
+ * stream bytes (added by later features), and the request middleware every response passes
+ * through (X-Request-Id, metrics, errors in the spec's shape).
+ */
+import {
+  HttpApiBuilder,
+  HttpApiError,
+  HttpApiScalar,
+  HttpApp,
+  HttpMiddleware,
+  HttpServer,
+  HttpServerError,
+  HttpServerRequest,
+  HttpServerResponse
+} from "@effect/platform"
+import { NodeHttpServer } from "@effect/platform-node"
+import { Cause, Effect, Layer, Option } from "effect"
+import { randomUUID } from "node:crypto"
+import { createServer } from "node:http"
+import { MerchantApi } from "./Api.js"
+import { Settings } from "./Config.js"
+import { DepositsHttp } from "./Deposits/Http.js"
+import * as Errors from "./Domain/Errors.js"
+import { Authenticator, AuthenticationLive } from "./Merchants/Authentication.js"
+import { BalanceHttp } from "./Merchants/Http.js"
+import { Metrics } from "./Ops/Metrics.js"
+
+const API_PREFIX = "/api/v1/merchant"
+
+// ---- decode failures to the spec's per-field codes (spec 4.3, 7.2; CONTRACT 6) ------------------
+
+type ErrorFor = (message: string) => Errors.ApiError
+
+/** Body fields whose failures have their own code. */
+const bodyFieldErrors: Record<string, ErrorFor> = {
+  item_id: (message) => new Errors.InvalidItemId({ message }),
+  max_price: (message) => new Errors.InvalidMaxPrice({ message }),
+  custom_id: (message) => new Errors.InvalidCustomId({ message }),
+  target_trade_url: (message) => new Errors.InvalidTradeUrl({ message }),
+  trade_url: (message) => new Errors.InvalidTradeUrl({ message }),
+  target_steam_id: (message) => new Errors.InvalidSteamId({ message }),
+  market_hash_name: (message) => new Errors.InvalidMarketHashName({ message }),
+  estimated_time: (message) => new Errors.InvalidEstimatedTime({ message }),
+  network: (message) => new Errors.WalletNetworkInvalid({ message })
+}
+
+/** Query and path parameters whose failures have their own code; the rest are MERCHANT_INVALID_QUERY. */
+const paramErrors: Record<string, ErrorFor> = {
+  status: (message) => new Errors.InvalidStatus({ message }),
+  sort: (message) => new Errors.InvalidSort({ message }),
+  purchaseId: (message) => new Errors.PurchaseNotFound({ message }),
+  walletId: (message) => new Errors.WalletNotFound({ message })
+}
+
+/** The first body field of each POST endpoint: what a body that is not an object fails as. */
+const firstBodyField = (path: string): string =>
+  path.endsWith("/buy-by-name") ? "market_hash_name" : path.includes("/deposits/wallets") ? "network" : "item_id"
+
+const decodeFailure = (request: HttpServerRequest.HttpServerRequest, error: HttpApiError.HttpApiDecodeError) => {
+  const issue = error.issues[0]
+  const field = issue !== undefined && issue.path.length > 0 ? String(issue.path[0]) : undefined
+  const message = issue === undefined
+    ? error.message
+    : `${issue.path.length > 0 ? issue.path.join(".") : "request"}: ${issue.message}`
+  if (field !== undefined && paramErrors[field] !== undefined) return paramErrors[field](message)
+  if (request.method === "GET") return new Errors.InvalidQuery({ message })
+  const forField = bodyFieldErrors[field ?? firstBodyField(request.url)]
+  return forField !== undefined ? forField(message) : new Errors.InvalidQuery({ message })
+}
+
+/** A body that is not JSON: RFC 9457 problem details, with the spec's error object beside them. */
+const malformedBody = (detail: string) =>
+  HttpServerResponse.unsafeJson({
+    type: "about:blank",
+    title: "Bad Request",
+    status: 400,
+    detail,
+    error: { code: "MERCHANT_MALFORMED_JSON", message: detail }
+  }, { status: 400, contentType: "application/problem+json" })
+
+const notFound = (request: HttpServerRequest.HttpServerRequest) =>
+  HttpServerResponse.text(
+    Errors.errorBody("MERCHANT_NOT_FOUND", `No route for ${request.method} ${request.url.split("?")[0]}`),
+    { status: 404, contentType: "application/json" }
+  )
+
+const internalError = HttpServerResponse.text(
+  Errors.errorBody("MERCHANT_INTERNAL_ERROR", "Internal error. The request may be retried; for purchases keep the same custom_id."),
+  { status: 500, contentType: "application/json" }
+)
+
+const isRequestError = (u: unknown): u is HttpServerError.RequestError =>
+  HttpServerError.isServerError(u) && u._tag === "RequestError"
+
+/**
+ * Framework failures become the spec's errors: decode failures their field's code, unreadable
+ * bodies problem details, unknown routes 404; defects are logged and become a bare 500. Typed API
+ * errors pass through to HttpApi's own encoding.
+ */
+const SpecErrors = HttpApiBuilder.middleware(MerchantApi, (app) =>
+  Effect.gen(function*() {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    return yield* Effect.catchAllCause(app, (cause) => {
+      const failure = Option.getOrUndefined(Cause.failureOption(cause))
+      const defect = Option.getOrUndefined(Cause.dieOption(cause))
+      const error: unknown = failure ?? defect
+      if (error instanceof HttpApiError.HttpApiDecodeError) return Effect.succeed(Errors.errorResponse(decodeFailure(request, error)))
+      if (isRequestError(error)) return Effect.succeed(malformedBody(error.description ?? "request body is not valid JSON"))
+      if (HttpServerError.isServerError(error) && error._tag === "RouteNotFound") return Effect.succeed(notFound(request))
+      if (failure === undefined && defect !== undefined) return Effect.as(Effect.logError("unhandled defect", cause), internalError)
+      return Effect.failCause(cause)
+    })
+  }))
+
+// ---- every response: request id, metrics, last-resort 500 ----------------------------------------
+
+const UUID_SEGMENT = /\/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}(?=\/|$)/gi
+const MAX_ROUTE_LABELS = 100
+const INCOMING_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
+
+/** A route label of bounded cardinality: ids folded, unknown paths grouped. */
+const makeRouteLabeler = () => {
+  const seen = new Set<string>()
+  return (url: string) => {
+    const path = url.split("?")[0]!.replace(UUID_SEGMENT, "/:id")
+    if (seen.has(path)) return path
+    if (seen.size >= MAX_ROUTE_LABELS) return "other"
+    seen.add(path)
+    return path
+  }
+}
+
+/**
+ * Every response gets its X-Request-Id and is counted, by route and status. Responses are written
+ * by the platform before an outer middleware sees them, so this works through a pre-response
+ * handler; it also gives a body to a bare 500 that escaped every other handler.
+ */
+export const requestMiddleware = (server: string, metrics: Metrics) => {
+  const routeLabel = makeRouteLabeler()
+  return HttpMiddleware.make((app) =>
+    Effect.gen(function*() {
+      const request = yield* HttpServerRequest.HttpServerRequest
+      const started = performance.now()
+      const incoming = request.headers["x-request-id"]
+      const requestId = incoming !== undefined && INCOMING_REQUEST_ID.test(incoming) ? incoming : randomUUID()
+      yield* HttpApp.appendPreResponseHandler((_request, response) =>
+        Effect.sync(() => {
+          metrics.recordRequest(server, request.method, routeLabel(request.url), response.status, (performance.now() - started) / 1000)
+          const answered = response.status === 500 && response.body._tag === "Empty" ? internalError : response
+          return HttpServerResponse.setHeader(answered, "x-request-id", requestId)
+        })
+      )
+      return yield* Effect.annotateLogs(app, "request_id", requestId)
+    })
+  )
+}
+
+// ---- the server ----------------------------------------------------------------------------------
+
+const ApiLive = HttpApiBuilder.api(MerchantApi).pipe(
+  Layer.provide([BalanceHttp, DepositsHttp]),
+  Layer.provide(AuthenticationLive)
+)
+
+const Docs = Layer.mergeAll(
+  HttpApiBuilder.middlewareOpenApi({ path: `${API_PREFIX}/openapi.json` }),
+  HttpApiScalar.layer({ path: "/docs" })
+)
+
+export const HttpLive = Layer.unwrapEffect(Effect.gen(function*() {
+  const settings = yield* Settings
+  const metrics = yield* Metrics
+  return HttpApiBuilder.serve(requestMiddleware("api", metrics)).pipe(
+    Layer.provide([Docs, SpecErrors]),
+    Layer.provide(ApiLive),
+    // Per-request spans cost about a quarter of a request's CPU; traces come from service spans.
+    HttpMiddleware.withTracerDisabledWhen(() => true),
+    HttpServer.withLogAddress,
+    Layer.provide(NodeHttpServer.layer(createServer, { port: settings.port, host: settings.host }))
+  )
+}))
+
+export { Authenticator }

@@ -1,0 +1,101 @@
+/**
+ * The ledger: every change of a merchant's balance is a ledger row written in the same transaction
+ * as the balance row's update (CHECKs in the schema keep available >= 0 and
+ * available + total_spent = total_deposited). Each method must run inside the caller's
+ * transaction, beside the state change it pays for. The UNIQUE (kind, reference_id) of the ledger
+ * makes every credit, debit and refund happen at most once, whatever retries or crashes happen.
+ */
+import { SqlClient, SqlSchema } from "@effect/sql"
+import { Effect, Option, Schema } from "effect"
+import { Int8 } from "../Domain/Db.js"
+
+export const BalanceRow = Schema.Struct({
+  available: Int8,
+  onHold: Int8,
+  totalDeposited: Int8,
+  totalSpent: Int8,
+  trc20: Schema.NullOr(Schema.String),
+  bep20: Schema.NullOr(Schema.String)
+})
+export type BalanceRow = typeof BalanceRow.Type
+
+const AvailableAfter = Schema.Struct({ available: Int8 })
+
+export class Ledger extends Effect.Service<Ledger>()("Ledger", {
+  effect: Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+
+    /** Balance in cents, with the retained legacy deposit addresses. */
+    const balance = SqlSchema.findOne({
+      Request: Schema.String,
+      Result: BalanceRow,
+      execute: (merchantId) => sql`
+        SELECT b.available_cents AS available, b.on_hold_cents AS "onHold",
+               b.total_deposited_cents AS "totalDeposited", b.total_spent_cents AS "totalSpent",
+               m.legacy_trc20 AS trc20, m.legacy_bep20 AS bep20
+        FROM balances b JOIN merchants m ON m.id = b.merchant_id
+        WHERE b.merchant_id = ${merchantId}`
+    })
+
+    const entry = (merchantId: string, kind: string, amount: number, availableAfter: number, referenceId: string) =>
+      sql`INSERT INTO ledger_entries (merchant_id, kind, amount_cents, available_after_cents, reference_id)
+          VALUES (${merchantId}, ${kind}, ${amount}, ${availableAfter}, ${referenceId})`
+
+    const availableAfter = (rows: ReadonlyArray<unknown>) =>
+      rows.length === 0 ? Option.none<number>() : Option.some(Schema.decodeUnknownSync(AvailableAfter)(rows[0]).available)
+
+    /** Credits a confirmed deposit: available and total_deposited grow. Returns available after. */
+    const creditDeposit = (merchantId: string, cents: number, depositId: string) =>
+      Effect.gen(function*() {
+        const rows = yield* sql`
+          UPDATE balances SET available_cents = available_cents + ${cents},
+                 total_deposited_cents = total_deposited_cents + ${cents}, updated_at = now()
+          WHERE merchant_id = ${merchantId} RETURNING available_cents AS available`
+        const after = yield* Effect.orDieWith(availableAfter(rows), () => new Error(`no balance row for ${merchantId}`))
+        yield* entry(merchantId, "deposit_credit", cents, after, depositId)
+        return after
+      })
+
+    /**
+     * Debits a purchase's actual price if the balance covers it: available shrinks, on_hold and
+     * total_spent grow. None when available is below the price (nothing is changed).
+     */
+    const debitPurchase = (merchantId: string, cents: number, purchaseId: string) =>
+      Effect.gen(function*() {
+        const rows = yield* sql`
+          UPDATE balances SET available_cents = available_cents - ${cents}, on_hold_cents = on_hold_cents + ${cents},
+                 total_spent_cents = total_spent_cents + ${cents}, updated_at = now()
+          WHERE merchant_id = ${merchantId} AND available_cents >= ${cents} RETURNING available_cents AS available`
+        const after = availableAfter(rows)
+        if (Option.isSome(after)) yield* entry(merchantId, "purchase_debit", -cents, after.value, purchaseId)
+        return after
+      })
+
+    /** Delivery: the purchase leaves on_hold without crediting available. */
+    const settlePurchase = (merchantId: string, cents: number) =>
+      sql`UPDATE balances SET on_hold_cents = on_hold_cents - ${cents}, updated_at = now() WHERE merchant_id = ${merchantId}`
+
+    /**
+     * Refunds a purchase in full, once: available grows, total_spent shrinks, and on_hold shrinks
+     * if the purchase was still in flight. None if it was already refunded (nothing is changed).
+     */
+    const refundPurchase = (merchantId: string, cents: number, purchaseId: string, wasInFlight: boolean) =>
+      Effect.gen(function*() {
+        const inserted = yield* sql`
+          INSERT INTO ledger_entries (merchant_id, kind, amount_cents, available_after_cents, reference_id)
+          VALUES (${merchantId}, 'purchase_refund', ${cents}, 0, ${purchaseId})
+          ON CONFLICT (kind, reference_id) DO NOTHING RETURNING id`
+        if (inserted.length === 0) return Option.none<number>()
+        const holdRelease = wasInFlight ? cents : 0
+        const rows = yield* sql`
+          UPDATE balances SET available_cents = available_cents + ${cents}, total_spent_cents = total_spent_cents - ${cents},
+                 on_hold_cents = on_hold_cents - ${holdRelease}, updated_at = now()
+          WHERE merchant_id = ${merchantId} RETURNING available_cents AS available`
+        const after = yield* Effect.orDieWith(availableAfter(rows), () => new Error(`no balance row for ${merchantId}`))
+        yield* sql`UPDATE ledger_entries SET available_after_cents = ${after} WHERE id = ${(inserted[0] as { id: unknown }).id}`
+        return Option.some(after)
+      })
+
+    return { balance, creditDeposit, debitPurchase, settlePurchase, refundPurchase } as const
+  })
+}) {}

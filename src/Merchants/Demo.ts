@@ -1,0 +1,63 @@
+/**
+ * First start in embedded mode: create the `demo` merchant funded with 1000.00 USD (through the
+ * real crediting path: 1010.10 USDT sent, 1 % commission) and save its credentials to
+ * DATA_DIR/demo-merchant.json; print the start-up banner.
+ */
+import { SqlClient } from "@effect/sql"
+import { Console, Effect, Layer, Option } from "effect"
+import { writeFileSync } from "node:fs"
+import { join } from "node:path"
+import { Settings } from "../Config.js"
+import { Deposits } from "../Deposits/Deposits.js"
+import { AdminToken } from "../Ops/AdminToken.js"
+import { Merchants } from "./Merchants.js"
+
+const DEMO_FUNDING_USDT = 1010.1
+const DEMO_FUNDING_TX = "demo-initial-funding"
+
+const createDemoMerchant = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const merchants = yield* Merchants
+  const deposits = yield* Deposits
+  const settings = yield* Settings
+  const empty = yield* sql`SELECT 1 FROM merchants LIMIT 1`.pipe(Effect.map((rows) => rows.length === 0))
+  if (!empty) return Option.none<{ apiKey: string; webhookSecret: string }>()
+  const created = yield* merchants.create({ name: "demo", webhookUrl: null })
+  yield* deposits.credit({ merchantId: created.merchant.id, network: "tron", amount: DEMO_FUNDING_USDT, txId: DEMO_FUNDING_TX })
+  const file = join(settings.dataDir, "demo-merchant.json")
+  writeFileSync(file, JSON.stringify({
+    merchant_id: created.merchant.id,
+    name: "demo",
+    api_key: created.apiKey,
+    webhook_secret: created.webhookSecret
+  }, null, 2) + "\n", { mode: 0o600 })
+  return Option.some({ apiKey: created.apiKey, webhookSecret: created.webhookSecret })
+})
+
+export const StartupBannerLive = Layer.effectDiscard(Effect.gen(function*() {
+  const settings = yield* Settings
+  const adminToken = yield* AdminToken
+  const embedded = Option.isNone(settings.databaseUrl)
+  const demo = embedded && settings.demoMerchant ? yield* createDemoMerchant.pipe(Effect.orDie) : Option.none()
+  const api = `http://${settings.host}:${settings.port}`
+  const lines = [
+    "",
+    "Merchant Purchasing API is running",
+    `  API:   ${api}/api/v1/merchant`,
+    `  Docs:  ${api}/docs  (OpenAPI: ${api}/api/v1/merchant/openapi.json)`,
+    `  Ops:   http://${settings.opsHost}:${settings.opsPort}  (/health /ready /metrics /ops/fibers /admin)`,
+    `  Database: ${embedded ? `embedded PGlite in ${join(settings.dataDir, "pg")}` : "PostgreSQL (DATABASE_URL)"}`
+  ]
+  if (Option.isSome(adminToken.generatedNow)) {
+    lines.push(`  Admin token (shown once, saved to ${join(settings.dataDir, "admin-token")}): ${adminToken.generatedNow.value}`)
+  }
+  if (Option.isSome(demo)) {
+    lines.push(
+      "  Demo merchant `demo` created with 1000.00 USD (shown once, saved to data/demo-merchant.json):",
+      `    API key:        ${demo.value.apiKey}`,
+      `    Webhook secret: ${demo.value.webhookSecret}`,
+      `  Try: curl -H "Authorization: Bearer ${demo.value.apiKey}" ${api}/api/v1/merchant/balance`
+    )
+  }
+  yield* Console.log(lines.join("\n") + "\n")
+}))

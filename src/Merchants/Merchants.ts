@@ -1,0 +1,172 @@
+/**
+ * Merchants and their credentials: creation, status, key rotation, webhook secret rotation,
+ * legacy deposit addresses, and key authentication with a small cache that is dropped at once on
+ * any change (in this process directly, in the others through pg_notify).
+ */
+import { SqlClient, SqlSchema } from "@effect/sql"
+import { PgClient } from "@effect/sql-pg"
+import { Clock, Effect, Option, Schema, Stream } from "effect"
+import { randomUUID } from "node:crypto"
+import { Timestamp } from "../Domain/Db.js"
+import { type AuthenticatedMerchant, Merchant, MerchantId, MerchantStatus } from "../Domain/Merchant.js"
+import { Fibers } from "../Ops/Fibers.js"
+import { generateApiKey, generateWebhookSecret, hashApiKey, isWellFormedApiKey, last4 } from "./Keys.js"
+
+const AUTH_CHANGED_CHANNEL = "merchant_auth_changed"
+/** A safety net only: changes invalidate the cache through notifications. */
+const AUTH_CACHE_TTL_MS = 2_000
+const AUTH_CACHE_MAX = 100_000
+
+const MerchantRow = Schema.Struct({
+  id: MerchantId,
+  name: Schema.String,
+  status: MerchantStatus,
+  webhookUrl: Schema.NullOr(Schema.String),
+  legacyTrc20: Schema.NullOr(Schema.String),
+  legacyBep20: Schema.NullOr(Schema.String),
+  createdAt: Timestamp,
+  updatedAt: Timestamp
+})
+
+const merchantColumns = (sql: SqlClient.SqlClient) => sql`
+  id, name, status, webhook_url AS "webhookUrl", legacy_trc20 AS "legacyTrc20", legacy_bep20 AS "legacyBep20",
+  created_at AS "createdAt", updated_at AS "updatedAt"`
+
+export interface CreatedMerchant {
+  readonly merchant: Merchant
+  readonly apiKey: string
+  readonly webhookSecret: string
+}
+
+export interface MerchantChanges {
+  readonly status?: MerchantStatus | undefined
+  readonly webhookUrl?: string | null | undefined
+}
+
+export class Merchants extends Effect.Service<Merchants>()("Merchants", {
+  scoped: Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const pg = yield* PgClient.PgClient
+    const fibers = yield* Fibers
+
+    const cache = new Map<string, { readonly merchant: AuthenticatedMerchant; readonly expiresAt: number }>()
+    const forget = (merchantId: string) => {
+      for (const [hash, entry] of cache) if (entry.merchant.id === merchantId) cache.delete(hash)
+    }
+    const announce = (merchantId: string) =>
+      Effect.sync(() => forget(merchantId)).pipe(Effect.zipRight(pg.notify(AUTH_CHANGED_CHANNEL, merchantId)))
+
+    // Other processes' changes arrive here; a lost listener is restarted by the fiber supervisor.
+    yield* fibers.supervise("merchant-auth-invalidation", (beat) =>
+      pg.listen(AUTH_CHANGED_CHANNEL).pipe(
+        Stream.runForEach((merchantId) => Effect.zipRight(beat, Effect.sync(() => forget(merchantId))))
+      ))
+
+    const findById = SqlSchema.findOne({
+      Request: Schema.String,
+      Result: MerchantRow,
+      execute: (id) => sql`SELECT ${merchantColumns(sql)} FROM merchants WHERE id = ${id}`
+    })
+
+    const get = (id: string) =>
+      Schema.is(Schema.UUID)(id) ? findById(id).pipe(Effect.map(Option.map((row) => new Merchant(row))), Effect.orDie) : Effect.succeed(Option.none())
+
+    const create = (input: { readonly name: string; readonly webhookUrl: string | null }) =>
+      sql.withTransaction(Effect.gen(function*() {
+        const id = randomUUID()
+        const apiKey = generateApiKey()
+        const webhookSecret = generateWebhookSecret()
+        yield* sql`INSERT INTO merchants (id, name, webhook_url, webhook_secret)
+                   VALUES (${id}, ${input.name}, ${input.webhookUrl}, ${webhookSecret})`
+        yield* sql`INSERT INTO api_keys (id, merchant_id, key_hash, last4)
+                   VALUES (${randomUUID()}, ${id}, ${hashApiKey(apiKey)}, ${last4(apiKey)})`
+        yield* sql`INSERT INTO balances (merchant_id) VALUES (${id})`
+        const merchant = yield* findById(id).pipe(Effect.flatMap(Effect.orElseFail(() => new Error("merchant vanished"))))
+        return { merchant: new Merchant(merchant), apiKey, webhookSecret } satisfies CreatedMerchant
+      })).pipe(Effect.orDie, Effect.withSpan("Merchants.create"))
+
+    const nameTaken = (name: string) =>
+      sql`SELECT 1 FROM merchants WHERE name = ${name}`.pipe(Effect.map((rows) => rows.length > 0), Effect.orDie)
+
+    const update = (id: string, changes: MerchantChanges) =>
+      Effect.gen(function*() {
+        const current = yield* get(id)
+        if (Option.isNone(current)) return current
+        const status = changes.status ?? current.value.status
+        const webhookUrl = changes.webhookUrl === undefined ? current.value.webhookUrl : changes.webhookUrl
+        yield* sql`UPDATE merchants SET status = ${status}, webhook_url = ${webhookUrl}, updated_at = now() WHERE id = ${id}`
+        yield* announce(id)
+        return yield* get(id)
+      }).pipe(Effect.orDie, Effect.withSpan("Merchants.update"))
+
+    const rotateApiKey = (id: string) =>
+      sql.withTransaction(Effect.gen(function*() {
+        const rows = yield* sql`SELECT id FROM merchants WHERE id = ${id} FOR UPDATE`
+        if (rows.length === 0) return Option.none<string>()
+        const apiKey = generateApiKey()
+        yield* sql`UPDATE api_keys SET revoked_at = now() WHERE merchant_id = ${id} AND revoked_at IS NULL`
+        yield* sql`INSERT INTO api_keys (id, merchant_id, key_hash, last4)
+                   VALUES (${randomUUID()}, ${id}, ${hashApiKey(apiKey)}, ${last4(apiKey)})`
+        return Option.some(apiKey)
+      })).pipe(
+        Effect.tap((key) => Option.isSome(key) ? announce(id) : Effect.void),
+        Effect.orDie,
+        Effect.withSpan("Merchants.rotateApiKey")
+      )
+
+    const rotateWebhookSecret = (id: string) =>
+      Effect.gen(function*() {
+        if (!Schema.is(Schema.UUID)(id)) return Option.none<string>()
+        const secret = generateWebhookSecret()
+        const rows = yield* sql`UPDATE merchants SET webhook_secret = ${secret}, updated_at = now() WHERE id = ${id} RETURNING id`
+        return rows.length === 0 ? Option.none<string>() : Option.some(secret)
+      }).pipe(Effect.orDie, Effect.withSpan("Merchants.rotateWebhookSecret"))
+
+    const webhookSecret = (id: string) =>
+      sql<{ webhook_secret: string }>`SELECT webhook_secret FROM merchants WHERE id = ${id}`.pipe(
+        Effect.map((rows) => Option.fromNullable(rows[0]?.webhook_secret)),
+        Effect.orDie
+      )
+
+    const setLegacyAddresses = (id: string, addresses: { readonly trc20: string | null; readonly bep20: string | null }) =>
+      Effect.gen(function*() {
+        if (!Schema.is(Schema.UUID)(id)) return Option.none<Merchant>()
+        yield* sql`UPDATE merchants SET legacy_trc20 = ${addresses.trc20}, legacy_bep20 = ${addresses.bep20},
+                   updated_at = now() WHERE id = ${id}`
+        return yield* get(id)
+      }).pipe(Effect.orDie, Effect.withSpan("Merchants.setLegacyAddresses"))
+
+    const lookupKey = SqlSchema.findOne({
+      Request: Schema.String,
+      Result: Schema.Struct({ id: MerchantId, name: Schema.String, status: MerchantStatus }),
+      execute: (hash) => sql`
+        SELECT m.id, m.name, m.status FROM api_keys k JOIN merchants m ON m.id = k.merchant_id
+        WHERE k.key_hash = ${hash} AND k.revoked_at IS NULL`
+    })
+
+    /**
+     * The merchant a presented key belongs to. The key is looked up by its SHA-256 hash (an index
+     * probe on a hash reveals nothing about the key through timing); unknown, revoked and
+     * malformed keys are all `None`.
+     */
+    const authenticate = (key: string): Effect.Effect<Option.Option<AuthenticatedMerchant>> =>
+      Effect.gen(function*() {
+        if (!isWellFormedApiKey(key)) return Option.none()
+        const hash = hashApiKey(key)
+        const now = yield* Clock.currentTimeMillis
+        const cached = cache.get(hash)
+        if (cached !== undefined && cached.expiresAt > now) return Option.some(cached.merchant)
+        const found = yield* lookupKey(hash).pipe(Effect.orDie)
+        if (Option.isSome(found)) {
+          if (cache.size >= AUTH_CACHE_MAX) cache.clear()
+          cache.set(hash, { merchant: found.value, expiresAt: now + AUTH_CACHE_TTL_MS })
+        } else {
+          cache.delete(hash)
+        }
+        return found
+      })
+
+    return { create, get, nameTaken, update, rotateApiKey, rotateWebhookSecret, webhookSecret, setLegacyAddresses, authenticate } as const
+  }),
+  dependencies: [Fibers.Default]
+}) {}

@@ -1,0 +1,89 @@
+/**
+ * The registry of supervised fibers: long-running background work (listeners, workers, the dump
+ * builder, the webhook sender) is started here, named, restarted with backoff when it fails or
+ * ends, and reported by `/ops/fibers` and `/metrics`.
+ */
+import { Cause, Clock, Duration, Effect, Exit, type Scope } from "effect"
+
+export type FiberState = "starting" | "running" | "restarting" | "stopped"
+
+export interface FiberReport {
+  readonly name: string
+  readonly state: FiberState
+  readonly restarts: number
+  readonly last_error: string | null
+  readonly last_heartbeat: string | null
+  readonly started_at: string
+}
+
+interface Entry {
+  state: FiberState
+  restarts: number
+  lastError: string | null
+  lastHeartbeat: number | null
+  readonly startedAt: number
+}
+
+const MAX_BACKOFF = Duration.seconds(30)
+/** A run that lasted this long was healthy: the next failure starts the backoff from the beginning. */
+const HEALTHY_RUN = Duration.seconds(60)
+
+export class Fibers extends Effect.Service<Fibers>()("Fibers", {
+  sync: () => {
+    const entries = new Map<string, Entry>()
+
+    /**
+     * Runs `body` in a fiber of the caller's scope for as long as that scope lives. `body` gets a
+     * heartbeat to call when it makes progress. A failure, defect or return restarts it after an
+     * exponential backoff (100 ms doubling, at most 30 s).
+     */
+    const supervise = <E, R>(
+      name: string,
+      body: (heartbeat: Effect.Effect<void>) => Effect.Effect<unknown, E, R>
+    ): Effect.Effect<void, never, R | Scope.Scope> =>
+      Effect.gen(function*() {
+        const startedAt = yield* Clock.currentTimeMillis
+        const entry: Entry = { state: "starting", restarts: 0, lastError: null, lastHeartbeat: null, startedAt }
+        entries.set(name, entry)
+        const heartbeat = Effect.map(Clock.currentTimeMillis, (now) => {
+          entry.lastHeartbeat = now
+        })
+        const loop = Effect.gen(function*() {
+          let failuresInARow = 0
+          while (true) {
+            entry.state = "running"
+            const runStarted = yield* Clock.currentTimeMillis
+            const exit = yield* Effect.exit(body(heartbeat))
+            const ranFor = (yield* Clock.currentTimeMillis) - runStarted
+            entry.restarts += 1
+            entry.state = "restarting"
+            entry.lastError = Exit.isFailure(exit)
+              ? Cause.pretty(exit.cause).slice(0, 2_000)
+              : "exited unexpectedly"
+            yield* Effect.logError("supervised fiber stopped; restarting", entry.lastError).pipe(
+              Effect.annotateLogs({ fiber: name, restarts: entry.restarts })
+            )
+            failuresInARow = ranFor >= Duration.toMillis(HEALTHY_RUN) ? 1 : failuresInARow + 1
+            const delay = Duration.min(Duration.millis(100 * 2 ** Math.min(failuresInARow - 1, 10)), MAX_BACKOFF)
+            yield* Effect.sleep(delay)
+          }
+        }).pipe(
+          Effect.onExit(() => Effect.sync(() => { entry.state = "stopped" })),
+          Effect.annotateLogs("fiber", name)
+        )
+        yield* Effect.forkScoped(loop)
+      })
+
+    const list = (): ReadonlyArray<FiberReport> =>
+      Array.from(entries, ([name, e]) => ({
+        name,
+        state: e.state,
+        restarts: e.restarts,
+        last_error: e.lastError,
+        last_heartbeat: e.lastHeartbeat === null ? null : new Date(e.lastHeartbeat).toISOString(),
+        started_at: new Date(e.startedAt).toISOString()
+      }))
+
+    return { supervise, list } as const
+  }
+}) {}

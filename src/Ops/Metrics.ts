@@ -1,0 +1,95 @@
+/**
+ * Prometheus metrics through prom-client: HTTP requests by route and status, Effect's own fiber
+ * metrics, the supervised fibers, and gauges that features refresh at scrape time.
+ */
+import { Effect, Metric } from "effect"
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client"
+import { Fibers } from "./Fibers.js"
+
+export class Metrics extends Effect.Service<Metrics>()("Metrics", {
+  effect: Effect.gen(function*() {
+    const fibers = yield* Fibers
+    const registry = new Registry()
+    collectDefaultMetrics({ register: registry })
+    const registers = [registry]
+
+    const httpRequests = new Counter({
+      name: "http_requests_total",
+      help: "HTTP requests answered, by server, method, route template and status",
+      labelNames: ["server", "method", "route", "status"] as const,
+      registers
+    })
+    const httpDuration = new Histogram({
+      name: "http_request_duration_seconds",
+      help: "HTTP request latency, by server, method, route template and status",
+      labelNames: ["server", "method", "route", "status"] as const,
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers
+    })
+    const effectFibers = new Gauge({
+      name: "effect_fibers",
+      help: "Effect runtime fiber counters (started, active, successes, failures)",
+      labelNames: ["kind"] as const,
+      registers
+    })
+    const supervisedRestarts = new Gauge({
+      name: "supervised_fiber_restarts",
+      help: "Restarts of each supervised fiber since the process started",
+      labelNames: ["fiber"] as const,
+      registers
+    })
+    const supervisedRunning = new Gauge({
+      name: "supervised_fiber_running",
+      help: "1 while the supervised fiber is running, 0 while it waits to restart or has stopped",
+      labelNames: ["fiber"] as const,
+      registers
+    })
+
+    const scrapeHooks: Array<Effect.Effect<void>> = []
+
+    const effectFiberCounters = [
+      ["started", Metric.fiberStarted],
+      ["active", Metric.fiberActive],
+      ["successes", Metric.fiberSuccesses],
+      ["failures", Metric.fiberFailures]
+    ] as const
+
+    const refreshBuiltIn = Effect.gen(function*() {
+      for (const [kind, counter] of effectFiberCounters) {
+        const state = yield* Metric.value(counter)
+        effectFibers.set({ kind }, state.count)
+      }
+      for (const fiber of fibers.list()) {
+        supervisedRestarts.set({ fiber: fiber.name }, fiber.restarts)
+        supervisedRunning.set({ fiber: fiber.name }, fiber.state === "running" ? 1 : 0)
+      }
+    })
+
+    const recordRequest = (server: string, method: string, route: string, status: number, seconds: number) => {
+      const labels = { server, method, route, status: String(status) }
+      httpRequests.inc(labels)
+      httpDuration.observe(labels, seconds)
+    }
+
+    /** A gauge of this registry; `refresh` (if given) runs before every scrape. */
+    const gauge = <L extends string>(
+      options: { readonly name: string; readonly help: string; readonly labelNames?: ReadonlyArray<L> }
+    ) => new Gauge<L>({ ...options, labelNames: options.labelNames ?? [], registers })
+
+    const counter = <L extends string>(
+      options: { readonly name: string; readonly help: string; readonly labelNames?: ReadonlyArray<L> }
+    ) => new Counter<L>({ ...options, labelNames: options.labelNames ?? [], registers })
+
+    const onScrape = (refresh: Effect.Effect<void>) => Effect.sync(() => { scrapeHooks.push(refresh) })
+
+    /** The Prometheus text exposition. A failing refresh leaves its gauges at their last value. */
+    const render = Effect.gen(function*() {
+      yield* refreshBuiltIn
+      for (const hook of scrapeHooks) yield* Effect.catchAllCause(hook, (cause) => Effect.logWarning("metrics refresh failed", cause))
+      return yield* Effect.promise(() => registry.metrics())
+    })
+
+    return { recordRequest, gauge, counter, onScrape, render, contentType: registry.contentType } as const
+  }),
+  dependencies: [Fibers.Default]
+}) {}

@@ -1,0 +1,29 @@
+/** Readiness checks: each feature registers what must hold before the process takes traffic. */
+import { SqlClient } from "@effect/sql"
+import { Effect } from "effect"
+
+export interface ReadinessReport {
+  readonly ready: boolean
+  readonly checks: Record<string, { readonly ok: boolean; readonly detail?: string }>
+}
+
+export class Readiness extends Effect.Service<Readiness>()("Readiness", {
+  effect: Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const checks = new Map<string, Effect.Effect<boolean>>()
+
+    // The database layer is built only after migrations ran, so a reachable database means both.
+    checks.set("database", sql`SELECT 1`.pipe(Effect.as(true), Effect.timeout("2 seconds"), Effect.orElseSucceed(() => false)))
+    checks.set("migrations", Effect.succeed(true))
+
+    const register = (name: string, check: Effect.Effect<boolean>) => Effect.sync(() => { checks.set(name, check) })
+
+    const report: Effect.Effect<ReadinessReport> = Effect.gen(function*() {
+      const results = yield* Effect.forEach(Array.from(checks), ([name, check]) =>
+        Effect.map(Effect.catchAllCause(check, () => Effect.succeed(false)), (ok) => [name, { ok }] as const), { concurrency: "unbounded" })
+      return { ready: results.every(([, r]) => r.ok), checks: Object.fromEntries(results) }
+    })
+
+    return { register, report } as const
+  })
+}) {}

@@ -1,0 +1,39 @@
+/** The ops listener (CONTRACT 2): health, readiness, metrics, supervised fibers and the admin API. */
+import { HttpRouter, HttpServer, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { NodeHttpServer } from "@effect/platform-node"
+import { Effect, Layer } from "effect"
+import { createServer } from "node:http"
+import { Settings } from "../Config.js"
+import { errorBody } from "../Domain/Errors.js"
+import { requestMiddleware } from "../Http.js"
+import { AdminRoutes } from "./Admin.js"
+import { Fibers } from "./Fibers.js"
+import { Metrics } from "./Metrics.js"
+import { Readiness } from "./Readiness.js"
+
+export const OpsServerLive = Layer.unwrapEffect(Effect.gen(function*() {
+  const settings = yield* Settings
+  const metrics = yield* Metrics
+  const fibers = yield* Fibers
+  const readiness = yield* Readiness
+  const admin = yield* AdminRoutes
+
+  const router = HttpRouter.empty.pipe(
+    HttpRouter.get("/health", Effect.succeed(HttpServerResponse.unsafeJson({ status: "ok" }))),
+    HttpRouter.get("/ready", Effect.map(readiness.report, (report) => HttpServerResponse.unsafeJson(report, { status: report.ready ? 200 : 503 }))),
+    HttpRouter.get("/metrics", Effect.map(metrics.render, (text) => HttpServerResponse.text(text, { contentType: metrics.contentType }))),
+    HttpRouter.get("/ops/fibers", Effect.sync(() => HttpServerResponse.unsafeJson({ fibers: fibers.list() }))),
+    HttpRouter.concat(admin)
+  )
+  const app = Effect.catchTag(router, "RouteNotFound", () =>
+    Effect.map(HttpServerRequest.HttpServerRequest, (request) =>
+      HttpServerResponse.text(errorBody("NOT_FOUND", `No route for ${request.method} ${request.url}`), {
+        status: 404,
+        contentType: "application/json"
+      })))
+
+  return HttpServer.serve(app, requestMiddleware("ops", metrics)).pipe(
+    HttpServer.withLogAddress,
+    Layer.provide(NodeHttpServer.layer(createServer, { port: settings.opsPort, host: settings.opsHost }))
+  )
+}))

@@ -1,0 +1,48 @@
+/**
+ * The outbox of webhook events (CONTRACT 4). `enqueue` must run inside the transaction of the state
+ * change it reports, so an event exists exactly when its change does. The body is stored as the
+ * exact bytes every attempt and replay will send.
+ */
+import { SqlClient } from "@effect/sql"
+import { Effect } from "effect"
+import { randomUUID } from "node:crypto"
+
+export const EVENT_TYPES = [
+  "purchase.created",
+  "purchase.processing",
+  "purchase.sent_to_steam",
+  "purchase.completed",
+  "purchase.failed",
+  "purchase.refunded",
+  "purchase.reverted",
+  "balance.deposited"
+] as const
+export type EventType = (typeof EVENT_TYPES)[number]
+
+export interface NewEvent {
+  readonly merchantId: string
+  readonly type: EventType
+  readonly orderId: string | null
+  readonly data: Record<string, unknown>
+}
+
+export class Outbox extends Effect.Service<Outbox>()("Outbox", {
+  effect: Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+
+    /** Writes one event; returns its event_id. Call inside the state change's transaction. */
+    const enqueue = (event: NewEvent) =>
+      Effect.gen(function*() {
+        const id = randomUUID()
+        const createdAt = new Date()
+        // Unknown values are omitted from the payload, never sent as null (CONTRACT 4).
+        const data = Object.fromEntries(Object.entries(event.data).filter(([, v]) => v !== undefined && v !== null))
+        const body = JSON.stringify({ event_id: id, event_type: event.type, created_at: createdAt.toISOString(), data })
+        yield* sql`INSERT INTO webhook_events (id, merchant_id, event_type, order_id, body, created_at)
+                   VALUES (${id}, ${event.merchantId}, ${event.type}, ${event.orderId}, ${body}, ${createdAt})`
+        return id
+      })
+
+    return { enqueue } as const
+  })
+}) {}

@@ -1,0 +1,24 @@
+/** Entry point: settings, logging and the service's layers; nothing else. */
+import { NodeRuntime } from "@effect/platform-node"
+import { Effect, Layer, Logger, LogLevel, RuntimeFlags } from "effect"
+import { AppLive } from "./App.js"
+import { Settings } from "./Config.js"
+
+const levels: ReadonlyArray<LogLevel.LogLevel> = LogLevel.allLevels
+
+/** JSON lines on stdout at LOG_LEVEL (info by default). */
+const LoggingLive = Layer.unwrapEffect(Effect.map(Settings, (settings) =>
+  Layer.mergeAll(
+    Logger.replace(Logger.defaultLogger, Logger.jsonLogger),
+    Logger.minimumLogLevel(
+      levels.find((l) => l.label.toLowerCase() === settings.logLevel.toLowerCase().replace(/^warn$/, "warning")) ?? LogLevel.Info
+    )
+  )
+))
+
+Layer.launch(AppLive).pipe(
+  Effect.provide(LoggingLive),
+  Effect.provide(RuntimeFlags.enableRuntimeMetrics),
+  Effect.provide(Settings.Default),
+  NodeRuntime.runMain({ disablePrettyLogger: true })
+)
