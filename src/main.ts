@@ -9,7 +9,7 @@ const levels: ReadonlyArray<LogLevel.LogLevel> = LogLevel.allLevels
 /** JSON lines on stdout at LOG_LEVEL (info by default). */
 const LoggingLive = Layer.unwrapEffect(Effect.map(Settings, (settings) =>
   Layer.mergeAll(
-    Logger.replace(Logger.defaultLogger, Logger.jsonLogger),
+    Logger.json,
     Logger.minimumLogLevel(
       levels.find((l) => l.label.toLowerCase() === settings.logLevel.toLowerCase().replace(/^warn$/, "warning")) ?? LogLevel.Info
     )

@@ -1,0 +1,143 @@
+/**
+ * Starts the real service in a child process on free ports (`node --import tsx src/main.ts`),
+ * exactly as `npm start` runs it, and talks to it over real sockets.
+ */
+import { type ChildProcess, spawn } from "node:child_process"
+import { createServer } from "node:net"
+import { freshDatabase, type FreshDatabase } from "./database.js"
+import { ROOT } from "./paths.js"
+
+export const freePort = (): Promise<number> =>
+  new Promise((resolve, reject) => {
+    const server = createServer()
+    server.once("error", reject)
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address()
+      const port = typeof address === "object" && address !== null ? address.port : 0
+      server.close(() => resolve(port))
+    })
+  })
+
+export interface StartOptions {
+  /** Extra environment (settings of CONTRACT section 1). */
+  readonly env?: Record<string, string>
+  /** Reuse a database (several servers on one PostgreSQL); a fresh one otherwise. */
+  readonly database?: FreshDatabase
+}
+
+export interface JsonResponse {
+  readonly status: number
+  readonly headers: Headers
+  readonly text: string
+  readonly json: any
+}
+
+export interface RunningServer {
+  readonly baseUrl: string
+  readonly opsUrl: string
+  readonly adminToken: string
+  readonly database: FreshDatabase
+  readonly output: () => string
+  /** A request to the merchant API (path relative to /api/v1/merchant). */
+  readonly api: (path: string, init?: { method?: string; key?: string | null; body?: unknown; headers?: Record<string, string> }) => Promise<JsonResponse>
+  /** A request to the ops listener with the admin token. */
+  readonly admin: (path: string, init?: { method?: string; body?: unknown; token?: string | null }) => Promise<JsonResponse>
+  readonly createMerchant: (name?: string, webhookUrl?: string | null) => Promise<{ id: string; apiKey: string; webhookSecret: string }>
+  /** Credits `amount` USDT sent (through the real crediting path). */
+  readonly deposit: (merchantId: string, amount: number, txId?: string) => Promise<JsonResponse>
+  readonly stop: (signal?: NodeJS.Signals) => Promise<number | null>
+  readonly process: ChildProcess
+}
+
+const ADMIN_TOKEN = "adm_test_token_0123456789"
+let merchantCounter = 0
+
+const request = async (url: string, init: { method?: string; body?: unknown; headers?: Record<string, string> }) => {
+  const headers: Record<string, string> = { ...init.headers }
+  let body: string | undefined
+  if (init.body !== undefined) {
+    body = typeof init.body === "string" ? init.body : JSON.stringify(init.body)
+    headers["content-type"] ??= "application/json"
+  }
+  const response = await fetch(url, { method: init.method ?? "GET", headers, ...(body !== undefined ? { body } : {}) })
+  const text = await response.text()
+  let json: unknown = undefined
+  try {
+    json = text === "" ? undefined : JSON.parse(text)
+  } catch {
+    json = undefined
+  }
+  return { status: response.status, headers: response.headers, text, json }
+}
+
+export const startServer = async (options: StartOptions = {}): Promise<RunningServer> => {
+  const database = options.database ?? await freshDatabase()
+  const port = await freePort()
+  const opsPort = await freePort()
+  const env: Record<string, string> = {
+    ...process.env as Record<string, string>,
+    PORT: String(port),
+    OPS_PORT: String(opsPort),
+    HOST: "127.0.0.1",
+    OPS_HOST: "127.0.0.1",
+    DATA_DIR: database.dataDir,
+    ADMIN_TOKEN,
+    DEMO_MERCHANT: "false",
+    LOG_LEVEL: "warning",
+    SIM_TIME_SCALE: "0.02",
+    ...options.env
+  }
+  delete env["DATABASE_URL"]
+  if (database.url !== undefined) env["DATABASE_URL"] = database.url
+  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"] })
+  let output = ""
+  child.stdout!.on("data", (chunk) => { output += chunk })
+  child.stderr!.on("data", (chunk) => { output += chunk })
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)))
+
+  const baseUrl = `http://127.0.0.1:${port}`
+  const opsUrl = `http://127.0.0.1:${opsPort}`
+  const deadline = Date.now() + 60_000
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}:\n${output}`)
+    if (Date.now() > deadline) {
+      child.kill("SIGKILL")
+      throw new Error(`server did not become ready:\n${output}`)
+    }
+    const ready = await fetch(`${opsUrl}/ready`).then((r) => r.status === 200, () => false)
+    if (ready) break
+    await new Promise((r) => setTimeout(r, 100))
+  }
+
+  const api: RunningServer["api"] = (path, init = {}) =>
+    request(`${baseUrl}/api/v1/merchant${path}`, {
+      ...init,
+      headers: { ...(init.key ? { authorization: `Bearer ${init.key}` } : {}), ...init.headers }
+    })
+  const admin: RunningServer["admin"] = (path, init = {}) =>
+    request(`${opsUrl}${path}`, {
+      ...init,
+      headers: init.token === null ? {} : { authorization: `Bearer ${init.token ?? ADMIN_TOKEN}` }
+    })
+  const createMerchant: RunningServer["createMerchant"] = async (name, webhookUrl = null) => {
+    const res = await admin("/admin/merchants", {
+      method: "POST",
+      body: { name: name ?? `merchant-${process.pid}-${merchantCounter++}-${Math.random().toString(36).slice(2, 8)}`, webhook_url: webhookUrl }
+    })
+    if (res.status !== 201) throw new Error(`create merchant: ${res.status} ${res.text}`)
+    return { id: res.json.merchant_id, apiKey: res.json.api_key, webhookSecret: res.json.webhook_secret }
+  }
+  const deposit: RunningServer["deposit"] = (merchantId, amount, txId) =>
+    admin("/admin/deposits", { method: "POST", body: { merchant_id: merchantId, network: "tron", amount, ...(txId ? { tx_id: txId } : {}) } })
+
+  const stop = async (signal: NodeJS.Signals = "SIGTERM") => {
+    if (child.exitCode === null) child.kill(signal)
+    const timer = setTimeout(() => child.kill("SIGKILL"), 15_000)
+    const code = await exited
+    clearTimeout(timer)
+    if (options.database === undefined) await database.drop()
+    return code
+  }
+
+  return { baseUrl, opsUrl, adminToken: ADMIN_TOKEN, database, output: () => output, api, admin, createMerchant, deposit, stop, process: child }
+}
