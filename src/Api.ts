@@ -1,5 +1,6 @@
 /** The public merchant API: every group under /api/v1/merchant. OpenAPI is generated from it. */
 import { HttpApi, OpenApi } from "@effect/platform"
+import { CatalogueApi } from "./Catalogue/Api.js"
 import { DepositsApi } from "./Deposits/Api.js"
 import { Wire } from "./Domain/Errors.js"
 import { BalanceApi } from "./Merchants/Api.js"
@@ -33,6 +34,7 @@ const withoutFrameworkErrors = (spec: Record<string, any>) => {
 export class MerchantApi extends HttpApi.make("merchant")
   .add(BalanceApi)
   .add(DepositsApi)
+  .add(CatalogueApi)
   .addError(Wire.InternalError)
   .prefix("/api/v1/merchant")
   .annotateContext(OpenApi.annotations({

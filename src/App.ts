@@ -1,5 +1,10 @@
 /** The whole service as one layer, given its Settings: what main.ts runs and e2e tests start. */
 import { Layer } from "effect"
+import { ChangeLog } from "./Catalogue/ChangeLog.js"
+import { CatalogueDump } from "./Catalogue/Dump.js"
+import { CatalogueEngine } from "./Catalogue/Engine.js"
+import { SyncLive } from "./Catalogue/Sync.js"
+import { SupplierSimLive } from "./Providers/Simulator/SupplierSim.js"
 import { DatabaseLive } from "./Db/Database.js"
 import { Deposits } from "./Deposits/Deposits.js"
 import { HttpLive } from "./Http.js"
@@ -14,19 +19,22 @@ import { Readiness } from "./Ops/Readiness.js"
 import { OpsServerLive } from "./Ops/Server.js"
 import { Outbox } from "./Webhooks/Outbox.js"
 
+/** What every feature may use: the fiber registry, metrics, readiness, the admin token. */
+const Base = Layer.mergeAll(Fibers.Default, Metrics.Default, Readiness.Default, AdminToken.Default)
+
 const Services = Layer.mergeAll(
-  Fibers.Default,
-  Metrics.Default,
-  Readiness.Default,
-  AdminToken.Default,
   Merchants.Default,
   Authenticator.Default,
   Ledger.Default,
   Outbox.Default,
-  Deposits.Default
-)
+  Deposits.Default,
+  ChangeLog.Default,
+  CatalogueEngine.Default,
+  CatalogueDump.Default,
+  SupplierSimLive
+).pipe(Layer.provideMerge(Base))
 
-export const AppLive = Layer.mergeAll(HttpLive, OpsServerLive, StartupBannerLive).pipe(
+export const AppLive = Layer.mergeAll(HttpLive, OpsServerLive, SyncLive, StartupBannerLive).pipe(
   Layer.provide(Services),
   Layer.provide(DatabaseLive)
 )

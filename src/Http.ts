@@ -19,6 +19,8 @@ import { Cause, Effect, Layer, Option } from "effect"
 import { randomUUID } from "node:crypto"
 import { createServer } from "node:http"
 import { MerchantApi } from "./Api.js"
+import { CatalogueHttp } from "./Catalogue/Http.js"
+import { StreamLive } from "./Catalogue/Stream.js"
 import { Settings } from "./Config.js"
 import { DepositsHttp } from "./Deposits/Http.js"
 import * as Errors from "./Domain/Errors.js"
@@ -159,7 +161,7 @@ export const requestMiddleware = (server: string, metrics: Metrics) => {
 // ---- the server ----------------------------------------------------------------------------------
 
 const ApiLive = HttpApiBuilder.api(MerchantApi).pipe(
-  Layer.provide([BalanceHttp, DepositsHttp]),
+  Layer.provide([BalanceHttp, DepositsHttp, CatalogueHttp]),
   Layer.provide(AuthenticationLive)
 )
 
@@ -172,7 +174,7 @@ export const HttpLive = Layer.unwrapEffect(Effect.gen(function*() {
   const settings = yield* Settings
   const metrics = yield* Metrics
   return HttpApiBuilder.serve(requestMiddleware("api", metrics)).pipe(
-    Layer.provide([Docs, SpecErrors]),
+    Layer.provide([Docs, SpecErrors, StreamLive]),
     Layer.provide(ApiLive),
     // Per-request spans cost about a quarter of a request's CPU; traces come from service spans.
     HttpMiddleware.withTracerDisabledWhen(() => true),

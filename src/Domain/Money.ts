@@ -55,3 +55,21 @@ export const percentOfMicrosInCents = (amountMicros: bigint, basisPoints: number
   (amountMicros * BigInt(basisPoints) + 50_000_000n) / 100_000_000n
 
 export const MICROS_PER_CENT = 10_000n
+
+/** The smallest whole number of cents >= n USD, exactly. */
+export const centsCeil = (n: number): number => {
+  const { digits, scale } = decimalOf(n)
+  const numerator = digits * 100n
+  const denominator = pow10(scale)
+  const q = numerator / denominator
+  return Number(numerator % denominator !== 0n && numerator > 0n ? q + 1n : q)
+}
+
+/** The largest whole number of cents <= n USD, exactly. */
+export const centsFloor = (n: number): number => {
+  const { digits, scale } = decimalOf(n)
+  const numerator = digits * 100n
+  const denominator = pow10(scale)
+  const q = numerator / denominator
+  return Number(numerator % denominator !== 0n && numerator < 0n ? q - 1n : q)
+}

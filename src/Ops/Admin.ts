@@ -4,7 +4,11 @@
  */
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Data, Effect, Option, ParseResult, Schema } from "effect"
+import { randomUUID } from "node:crypto"
+import { ChangeLog } from "../Catalogue/ChangeLog.js"
 import { DepositAmountInvalid, Deposits } from "../Deposits/Deposits.js"
+import { CatalogItemInput } from "../Domain/CatalogItem.js"
+import { toUnits } from "../Domain/Money.js"
 import { errorBody } from "../Domain/Errors.js"
 import type { Merchant } from "../Domain/Merchant.js"
 import { MerchantStatus } from "../Domain/Merchant.js"
@@ -63,7 +67,13 @@ const body = <A, I>(schema: Schema.Schema<A, I>) =>
     )
   )
 
-const merchantId = HttpRouter.params.pipe(Effect.map((p) => p["id"] ?? ""))
+const CatalogueItems = Schema.Struct({
+  items: Schema.Array(CatalogItemInput.pipe(Schema.filter((item) =>
+    toUnits(item.price, 2) !== undefined || "price must have at most two decimals")))
+})
+
+/** The `:id` path parameter. */
+const pathId = HttpRouter.params.pipe(Effect.map((p) => p["id"] ?? ""))
 
 export const merchantView = (m: Merchant) => ({
   merchant_id: m.id,
@@ -82,6 +92,7 @@ export const AdminRoutes = Effect.gen(function*() {
   const merchants = yield* Merchants
   const deposits = yield* Deposits
   const adminToken = yield* AdminToken
+  const changeLog = yield* ChangeLog
 
   const routes = HttpRouter.empty.pipe(
     HttpRouter.post("/admin/merchants", Effect.gen(function*() {
@@ -100,11 +111,11 @@ export const AdminRoutes = Effect.gen(function*() {
       }, 201)
     })),
     HttpRouter.get("/admin/merchants/:id", Effect.gen(function*() {
-      const merchant = yield* merchantId.pipe(Effect.flatMap(merchants.get), Effect.flatMap(found("merchant")))
+      const merchant = yield* pathId.pipe(Effect.flatMap(merchants.get), Effect.flatMap(found("merchant")))
       return json(merchantView(merchant))
     })),
     HttpRouter.patch("/admin/merchants/:id", Effect.gen(function*() {
-      const id = yield* merchantId
+      const id = yield* pathId
       const changes = yield* body(PatchMerchant)
       const merchant = yield* merchants.update(id, { status: changes.status, webhookUrl: changes.webhook_url }).pipe(
         Effect.flatMap(found("merchant"))
@@ -112,15 +123,15 @@ export const AdminRoutes = Effect.gen(function*() {
       return json(merchantView(merchant))
     })),
     HttpRouter.post("/admin/merchants/:id/api-key", Effect.gen(function*() {
-      const apiKey = yield* merchantId.pipe(Effect.flatMap(merchants.rotateApiKey), Effect.flatMap(found("merchant")))
+      const apiKey = yield* pathId.pipe(Effect.flatMap(merchants.rotateApiKey), Effect.flatMap(found("merchant")))
       return json({ api_key: apiKey }, 201)
     })),
     HttpRouter.post("/admin/merchants/:id/webhook-secret", Effect.gen(function*() {
-      const secret = yield* merchantId.pipe(Effect.flatMap(merchants.rotateWebhookSecret), Effect.flatMap(found("merchant")))
+      const secret = yield* pathId.pipe(Effect.flatMap(merchants.rotateWebhookSecret), Effect.flatMap(found("merchant")))
       return json({ webhook_secret: secret }, 201)
     })),
     HttpRouter.put("/admin/merchants/:id/legacy-addresses", Effect.gen(function*() {
-      const id = yield* merchantId
+      const id = yield* pathId
       const addresses = yield* body(LegacyAddresses)
       const merchant = yield* merchants.setLegacyAddresses(id, addresses).pipe(Effect.flatMap(found("merchant")))
       return json(merchantView(merchant))
@@ -139,6 +150,31 @@ export const AdminRoutes = Effect.gen(function*() {
           Effect.fail(new AdminError({ status: 409, code: "ADMIN_CONFLICT", message: `tx_id ${e.txId} was credited with another merchant or amount` }))
       }))
       return json(deposit, 201)
+    })),
+    HttpRouter.put("/admin/catalogue/items", Effect.gen(function*() {
+      const input = yield* body(CatalogueItems)
+      const writes = input.items.map(({ sim, id, has_stickers, stickers_count, ...item }) => ({
+        op: "upsert" as const,
+        listing: {
+          item: {
+            ...item,
+            id: id ?? randomUUID(),
+            has_stickers: has_stickers ?? item.stickers.length > 0,
+            stickers_count: stickers_count ?? item.stickers.length
+          },
+          providerPriceCents: Math.floor(Number(toUnits(item.price, 2)) * 100 / 107),
+          sim
+        }
+      }))
+      yield* changeLog.apply(writes, "admin")
+      return json({ upserted: writes.length, ids: writes.map((w) => w.listing.item.id) })
+    })),
+    HttpRouter.del("/admin/catalogue/items/:id", Effect.gen(function*() {
+      const id = yield* pathId
+      if (!Schema.is(Schema.UUID)(id)) return yield* notFound("item")
+      const removed = yield* changeLog.apply([{ op: "remove", id }], "admin")
+      if (removed === 0) return yield* notFound("active item")
+      return HttpServerResponse.empty({ status: 204 })
     }))
   )
 

@@ -1,0 +1,80 @@
+/** The catalogue endpoints (spec 2.6, 2.7, 4.2). The realtime feed is a raw route (Stream.ts). */
+import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
+import { Schema } from "effect"
+import { CatalogItem } from "../Domain/CatalogItem.js"
+import { Wire } from "../Domain/Errors.js"
+import { Authentication } from "../Merchants/Authentication.js"
+
+const Price = Schema.NumberFromString.pipe(Schema.annotations({ description: "USD" }))
+const Float = Schema.NumberFromString.pipe(Schema.between(0, 1))
+
+export const ItemPage = Schema.Struct({
+  items: Schema.Array(CatalogItem),
+  next_cursor: Schema.NullOr(Schema.String)
+}).annotations({ identifier: "CatalogItemPage" })
+
+export const SearchResults = Schema.Struct({
+  results: Schema.Array(CatalogItem)
+}).annotations({ identifier: "CatalogSearchResults" })
+
+export const CatalogFullDump = Schema.Struct({
+  generated_at: Schema.String,
+  items_count: Schema.Int,
+  items: Schema.Array(CatalogItem)
+}).annotations({ identifier: "CatalogFullDump" })
+
+export const ListParams = Schema.Struct({
+  cursor: Schema.optional(Schema.String),
+  limit: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 200))),
+  market_hash_name: Schema.optional(Schema.String),
+  min_price: Schema.optional(Price),
+  max_price: Schema.optional(Price),
+  category: Schema.optional(Schema.String),
+  exterior: Schema.optional(Schema.String),
+  rarity: Schema.optional(Schema.String),
+  min_float: Schema.optional(Float),
+  max_float: Schema.optional(Float),
+  delivery_type: Schema.optional(Schema.String.annotations({ description: "`instant` or `manual`; unknown values are ignored" })),
+  sort: Schema.optional(Schema.Literal("price_asc", "price_desc"))
+})
+
+export const SearchParams = Schema.Struct({
+  market_hash_name: Schema.String.annotations({ description: "Exact, case-sensitive" }),
+  max_price: Schema.optional(Price),
+  min_float: Schema.optional(Float),
+  max_float: Schema.optional(Float),
+  delivery_type: Schema.optional(Schema.String.annotations({ description: "`instant` or `manual`; unknown values are ignored" })),
+  limit: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 50)))
+})
+
+const DumpHeaders = Schema.Struct({
+  "if-none-match": Schema.optional(Schema.String),
+  "accept-encoding": Schema.optional(Schema.String)
+})
+
+export class CatalogueApi extends HttpApiGroup.make("catalogue")
+  .add(
+    HttpApiEndpoint.get("listItems", "/items")
+      .setUrlParams(ListParams)
+      .addSuccess(ItemPage)
+      .addError(Wire.InvalidQuery)
+      .addError(Wire.InvalidSort)
+  )
+  .add(
+    HttpApiEndpoint.get("searchItems", "/items/search")
+      .setUrlParams(SearchParams)
+      .addSuccess(SearchResults)
+      .addError(Wire.InvalidQuery)
+  )
+  .add(
+    HttpApiEndpoint.get("fullDump", "/items/full-dump")
+      .setHeaders(DumpHeaders)
+      .addSuccess(CatalogFullDump)
+      .addSuccess(Schema.Void.pipe(HttpApiSchema.asEmpty({ status: 304, decode: () => undefined })))
+      .addError(Wire.FeedNotReady)
+      .annotate(OpenApi.Description, "The whole catalogue, regenerated about every two minutes; gzip when accepted. " +
+        "ETag (weak), Last-Modified, X-Items-Count, X-Catalog-Cursor and X-Catalog-Epoch per spec 4.2.")
+  )
+  .middleware(Authentication)
+  .annotate(OpenApi.Title, "Catalogue")
+{}

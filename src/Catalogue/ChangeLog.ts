@@ -1,0 +1,143 @@
+/**
+ * The only writer of the catalogue: every change goes to the items table and to the change log in
+ * one transaction, under the current epoch, with a gapless sequence (the feed cursor). The row
+ * lock on catalogue_state orders writers, so sequences commit in order; pg_notify wakes every
+ * process's engine at commit.
+ */
+import { SqlClient } from "@effect/sql"
+import { Effect, Option, Schema } from "effect"
+import { serialise } from "../Domain/CatalogItem.js"
+import { Int8 } from "../Domain/Db.js"
+import type { SupplierListing } from "../Providers/Supplier.js"
+
+export const CHANGES_CHANNEL = "catalogue_changes"
+
+export type CatalogueWrite =
+  | { readonly op: "upsert"; readonly listing: SupplierListing }
+  | { readonly op: "remove"; readonly id: string }
+
+export type Source = "supplier" | "admin"
+
+const BATCH = 2_000
+
+interface Effective {
+  readonly op: "upsert" | "remove"
+  readonly id: string
+  readonly item: string | null
+}
+
+const HeadRow = Schema.Struct({ epoch: Schema.Number, head: Int8 })
+
+/** Runs of consecutive writes of one kind, each id once per run (its last write wins). */
+const runsOf = (writes: ReadonlyArray<CatalogueWrite>) => {
+  const runs: Array<{ op: "upsert" | "remove"; writes: Array<CatalogueWrite> }> = []
+  for (const write of writes) {
+    const last = runs[runs.length - 1]
+    if (last !== undefined && last.op === write.op && last.writes.length < BATCH) last.writes.push(write)
+    else runs.push({ op: write.op, writes: [write] })
+  }
+  return runs.map((run) => {
+    const byId = new Map<string, CatalogueWrite>()
+    for (const w of run.writes) byId.set(w.op === "upsert" ? w.listing.item.id : w.id, w)
+    return { op: run.op, writes: Array.from(byId.values()) }
+  })
+}
+
+export class ChangeLog extends Effect.Service<ChangeLog>()("ChangeLog", {
+  effect: Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+
+    /** Appends the effective changes to the log, in order, in the current transaction. */
+    const append = (changes: ReadonlyArray<Effective>) =>
+      Effect.gen(function*() {
+        if (changes.length === 0) return Option.none<number>()
+        const rows = yield* sql`UPDATE catalogue_state SET head_seq = head_seq + ${changes.length} RETURNING epoch, head_seq AS head`
+        const { epoch, head } = Schema.decodeUnknownSync(HeadRow)(rows[0])
+        const first = head - changes.length + 1
+        for (let offset = 0; offset < changes.length; offset += BATCH) {
+          const slice = changes.slice(offset, offset + BATCH).map((c, i) => ({
+            seq: first + offset + i,
+            epoch,
+            op: c.op,
+            item_id: c.id,
+            item: c.item
+          }))
+          yield* sql`INSERT INTO catalogue_changes ${sql.insert(slice)}`
+        }
+        yield* sql`SELECT pg_notify(${CHANGES_CHANNEL}, ${String(head)})`
+        return Option.some(head)
+      })
+
+    const upsertRun = (writes: ReadonlyArray<CatalogueWrite>, source: Source) =>
+      Effect.gen(function*() {
+        const rows = writes.flatMap((w) => w.op === "upsert" ? [{
+          id: w.listing.item.id,
+          market_hash_name: w.listing.item.market_hash_name,
+          price_cents: Math.round(w.listing.item.price * 100),
+          provider_price_cents: w.listing.providerPriceCents,
+          status: "active",
+          item: serialise(w.listing.item),
+          sim: w.listing.sim === undefined ? null : JSON.stringify(w.listing.sim),
+          source
+        }] : [])
+        // Unchanged items and items reserved by a purchase are left alone and not logged.
+        const changed = yield* sql<{ id: string; item: string }>`
+          INSERT INTO catalogue_items ${sql.insert(rows)}
+          ON CONFLICT (id) DO UPDATE SET market_hash_name = EXCLUDED.market_hash_name, price_cents = EXCLUDED.price_cents,
+            provider_price_cents = EXCLUDED.provider_price_cents, status = 'active', item = EXCLUDED.item,
+            sim = EXCLUDED.sim, source = EXCLUDED.source, updated_at = now()
+          WHERE catalogue_items.status <> 'reserved'
+            AND (catalogue_items.status <> 'active' OR catalogue_items.item <> EXCLUDED.item
+                 OR catalogue_items.sim IS DISTINCT FROM EXCLUDED.sim)
+          RETURNING id, item`
+        const byId = new Map(changed.map((r) => [r.id, r.item]))
+        return rows.flatMap((r) => byId.has(r.id) ? [{ op: "upsert" as const, id: r.id, item: byId.get(r.id)! }] : [])
+      })
+
+    const removeRun = (writes: ReadonlyArray<CatalogueWrite>) =>
+      Effect.gen(function*() {
+        const ids = writes.flatMap((w) => w.op === "remove" ? [w.id] : [])
+        const removed = yield* sql<{ id: string }>`
+          UPDATE catalogue_items SET status = 'removed', updated_at = now()
+          WHERE id IN ${sql.in(ids)} AND status = 'active' RETURNING id`
+        const set = new Set(removed.map((r) => r.id))
+        return ids.flatMap((id) => set.has(id) ? [{ op: "remove" as const, id, item: null }] : [])
+      })
+
+    /**
+     * Applies supplier or admin writes in one transaction: what actually changed is logged, in
+     * order. Returns the number of logged changes.
+     */
+    const apply = (writes: ReadonlyArray<CatalogueWrite>, source: Source = "supplier") =>
+      sql.withTransaction(Effect.gen(function*() {
+        const effective: Array<Effective> = []
+        for (const run of runsOf(writes)) {
+          effective.push(...(run.op === "upsert" ? yield* upsertRun(run.writes, source) : yield* removeRun(run.writes)))
+        }
+        yield* append(effective)
+        return effective.length
+      })).pipe(Effect.withSpan("ChangeLog.apply"))
+
+    /**
+     * Takes an active item out of the live catalogue for a purchase, in the caller's transaction.
+     * None if it is not active (sold, reserved or removed).
+     */
+    const reserve = (itemId: string) =>
+      Effect.gen(function*() {
+        const rows = yield* sql<{ item: string; priceCents: string | number; providerPriceCents: string | number | null; sim: string | null }>`
+          UPDATE catalogue_items SET status = 'reserved', updated_at = now()
+          WHERE id = ${itemId} AND status = 'active'
+          RETURNING item, price_cents AS "priceCents", provider_price_cents AS "providerPriceCents", sim`
+        if (rows.length === 0) return Option.none()
+        yield* append([{ op: "remove", id: itemId, item: null }])
+        return Option.some(rows[0]!)
+      })
+
+    /** Ids of the supplier's active items (reconciliation against a snapshot). */
+    const activeSupplierIds = sql<{ id: string }>`SELECT id FROM catalogue_items WHERE status = 'active' AND source = 'supplier'`.pipe(
+      Effect.map((rows) => rows.map((r) => r.id))
+    )
+
+    return { apply, reserve, activeSupplierIds } as const
+  })
+}) {}

@@ -1,0 +1,227 @@
+/**
+ * The catalogue engine, on every process: loads the live index at start, then tails the change
+ * log by sequence (woken by pg_notify, with a slow poll as a safety net), so every process holds
+ * the same index at the same cursor. Listeners (the realtime feed) get each applied batch.
+ */
+import { SqlClient } from "@effect/sql"
+import { PgClient } from "@effect/sql-pg"
+import { Effect, Option, Queue, Schedule, Schema, Stream } from "effect"
+import type { CatalogItem } from "../Domain/CatalogItem.js"
+import { Int8 } from "../Domain/Db.js"
+import { Fibers } from "../Ops/Fibers.js"
+import { Metrics } from "../Ops/Metrics.js"
+import { Readiness } from "../Ops/Readiness.js"
+import { CHANGES_CHANNEL } from "./ChangeLog.js"
+import { CatalogueIndex, entryOf, type Entry, type ListFilters, type Page, type SortOrder } from "./Index.js"
+import type { Keyed } from "./SortedList.js"
+
+/** One change as the feed sends it: `{"op":"upsert","item":...}` or `{"op":"remove","id":...}`. */
+export interface LoggedChange {
+  readonly seq: number
+  readonly json: string
+}
+
+export type EngineEvent =
+  | { readonly _tag: "changes"; readonly epoch: number; readonly from: number; readonly to: number; readonly changes: ReadonlyArray<LoggedChange> }
+  | { readonly _tag: "reset"; readonly epoch: number }
+
+export interface Snapshot {
+  readonly epoch: number
+  readonly cursor: number
+  readonly entries: ReadonlyArray<Entry>
+}
+
+const LOAD_PAGE = 20_000
+const TAIL_BATCH = 2_000
+const POLL_INTERVAL = "1 second"
+/** Recent changes kept in memory for resuming clients; older ones are read from the log. */
+const RING_SIZE = 50_000
+
+const StateRow = Schema.Struct({ epoch: Schema.Number, head: Int8, prunedThrough: Int8, reconciled: Schema.Boolean })
+const ItemRow = Schema.Struct({ id: Schema.String, item: Schema.String, priceCents: Int8 })
+const ChangeRow = Schema.Struct({
+  seq: Int8,
+  epoch: Schema.Number,
+  op: Schema.Literal("upsert", "remove"),
+  itemId: Schema.String,
+  item: Schema.NullOr(Schema.String)
+})
+type ChangeRow = typeof ChangeRow.Type
+
+const changeJson = (row: ChangeRow) =>
+  row.op === "upsert" ? `{"op":"upsert","item":${row.item}}` : `{"op":"remove","id":"${row.itemId}"}`
+
+export class CatalogueEngine extends Effect.Service<CatalogueEngine>()("CatalogueEngine", {
+  scoped: Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const pg = yield* PgClient.PgClient
+    const fibers = yield* Fibers
+    const metrics = yield* Metrics
+    const readiness = yield* Readiness
+
+    let index = new CatalogueIndex()
+    let epoch = 0
+    let cursor = 0
+    let loaded = false
+    /** Whether the supplier sync has reconciled the catalogue at least once (readiness, first dump). */
+    let synced = false
+    const listeners = new Set<(event: EngineEvent) => void>()
+    const ring: Array<LoggedChange> = []
+
+    const readState = sql`
+      SELECT epoch, head_seq AS head, pruned_through AS "prunedThrough", reconciled_at IS NOT NULL AS reconciled
+      FROM catalogue_state`.pipe(
+      Effect.flatMap((rows) => Schema.decodeUnknown(StateRow)(rows[0])),
+      Effect.tap((state) => Effect.sync(() => { synced ||= state.reconciled }))
+    )
+
+    const toEntry = (target: CatalogueIndex, json: string, priceCents: number) =>
+      entryOf(JSON.parse(json) as CatalogItem, priceCents, json, target.interner)
+
+    /** A consistent snapshot of the items at the log's head, read in pages. */
+    const load = Effect.gen(function*() {
+      const fresh = new CatalogueIndex()
+      const state = yield* sql.withTransaction(Effect.gen(function*() {
+        yield* sql.onDialectOrElse({
+          pg: () => sql`SET TRANSACTION ISOLATION LEVEL REPEATABLE READ`,
+          orElse: () => Effect.void
+        })
+        const state = yield* readState
+        let after = "00000000-0000-0000-0000-000000000000"
+        for (;;) {
+          const rows = yield* sql`
+            SELECT id, item, price_cents AS "priceCents" FROM catalogue_items
+            WHERE status = 'active' AND id > ${after} ORDER BY id LIMIT ${LOAD_PAGE}`.pipe(
+            Effect.flatMap(Schema.decodeUnknown(Schema.Array(ItemRow)))
+          )
+          for (const row of rows) fresh.upsert(toEntry(fresh, row.item, row.priceCents))
+          if (rows.length < LOAD_PAGE) break
+          after = rows[rows.length - 1]!.id
+        }
+        return state
+      }))
+      const changedEpoch = loaded && state.epoch !== epoch
+      index = fresh
+      epoch = state.epoch
+      cursor = state.head
+      ring.length = 0
+      loaded = true
+      yield* Effect.logInfo("catalogue loaded").pipe(Effect.annotateLogs({ items: fresh.size, epoch, cursor }))
+      if (changedEpoch) for (const listener of listeners) listener({ _tag: "reset", epoch })
+    }).pipe(Effect.withSpan("CatalogueEngine.load"))
+
+    const publish = (event: EngineEvent) => {
+      for (const listener of listeners) {
+        try {
+          listener(event)
+        } catch {
+          // a listener's failure is its own (it closes its client); the others go on
+        }
+      }
+    }
+
+    // The tail fiber and `refresh` callers must not apply the same changes twice.
+    const applying = yield* Effect.makeSemaphore(1)
+
+    /** Applies every logged change after the cursor; reloads on an epoch change or a pruned gap. */
+    const catchUp = applying.withPermits(1)(Effect.gen(function*() {
+      for (;;) {
+        const rows = yield* sql`
+          SELECT seq, epoch, op, item_id AS "itemId", item FROM catalogue_changes
+          WHERE seq > ${cursor} ORDER BY seq LIMIT ${TAIL_BATCH}`.pipe(
+          Effect.flatMap(Schema.decodeUnknown(Schema.Array(ChangeRow)))
+        )
+        if (rows.length === 0) {
+          const state = yield* readState
+          if (state.epoch !== epoch || state.head < cursor) yield* load
+          return
+        }
+        if (rows[0]!.seq !== cursor + 1 || rows.some((r) => r.epoch !== epoch)) {
+          yield* load
+          continue
+        }
+        const changes: Array<LoggedChange> = []
+        for (const row of rows) {
+          if (row.op === "upsert") {
+            const item = JSON.parse(row.item!) as CatalogItem
+            index.upsert(entryOf(item, Math.round(item.price * 100), row.item!, index.interner))
+          } else {
+            index.remove(row.itemId)
+          }
+          changes.push({ seq: row.seq, json: changeJson(row) })
+        }
+        const from = cursor + 1
+        cursor = rows[rows.length - 1]!.seq
+        ring.push(...changes)
+        if (ring.length > RING_SIZE) ring.splice(0, ring.length - RING_SIZE)
+        publish({ _tag: "changes", epoch, from, to: cursor, changes })
+        if (rows.length < TAIL_BATCH) {
+          if (!synced) yield* readState
+          return
+        }
+      }
+    }))
+
+    yield* load
+    const wake = yield* Queue.sliding<void>(1)
+    yield* fibers.supervise("catalogue-notifications", (beat) =>
+      pg.listen(CHANGES_CHANNEL).pipe(Stream.runForEach(() => Effect.zipRight(beat, Queue.offer(wake, undefined)))))
+    yield* fibers.supervise("catalogue-tail", (beat) =>
+      Effect.forever(Effect.gen(function*() {
+        yield* Queue.take(wake).pipe(Effect.timeoutOption(POLL_INTERVAL))
+        yield* catchUp
+        yield* beat
+      })))
+
+    yield* readiness.register("catalogue", Effect.sync(() => loaded && synced))
+    const itemsGauge = metrics.gauge({ name: "catalogue_items", help: "Items in the live catalogue index" })
+    const cursorGauge = metrics.gauge({ name: "catalogue_cursor", help: "Change-log sequence the index is at" })
+    const epochGauge = metrics.gauge({ name: "catalogue_epoch", help: "Catalogue engine epoch" })
+    yield* metrics.onScrape(Effect.sync(() => {
+      itemsGauge.set(index.size)
+      cursorGauge.set(cursor)
+      epochGauge.set(epoch)
+    }))
+
+    /**
+     * Logged changes after `after`, up to `limit`: from memory when recent, else from the log.
+     * None when they are no longer in the log (retention) or the epoch moved on.
+     */
+    const changesAfter = (after: number, limit: number): Effect.Effect<Option.Option<ReadonlyArray<LoggedChange>>> =>
+      Effect.gen(function*() {
+        const first = ring[0]
+        if (first !== undefined && after + 1 >= first.seq) {
+          const start = after + 1 - first.seq
+          return Option.some(ring.slice(start, start + limit))
+        }
+        const rows = yield* sql`
+          SELECT seq, epoch, op, item_id AS "itemId", item FROM catalogue_changes
+          WHERE seq > ${after} ORDER BY seq LIMIT ${limit}`.pipe(
+          Effect.flatMap(Schema.decodeUnknown(Schema.Array(ChangeRow)))
+        )
+        if (rows.length > 0 && (rows[0]!.seq !== after + 1 || rows.some((r) => r.epoch !== epoch))) return Option.none()
+        return Option.some(rows.map((row) => ({ seq: row.seq, json: changeJson(row) })))
+      }).pipe(Effect.orDie)
+
+    return {
+      epoch: () => epoch,
+      /** Waits until the catalogue reflects the supplier once. */
+      awaitSynced: Effect.repeat(Effect.sync(() => synced), { until: (done) => done, schedule: Schedule.spaced("100 millis") }),
+      cursor: () => cursor,
+      size: () => index.size,
+      get: (id: string) => index.get(id),
+      page: (filters: ListFilters, sort: SortOrder, after: Keyed | undefined, limit: number): Page =>
+        index.page(filters, sort, after, limit),
+      /** The whole index at one cursor, taken synchronously (nothing can change it meanwhile). */
+      snapshot: (): Snapshot => ({ epoch, cursor, entries: Array.from(index.values()) }),
+      subscribe: (listener: (event: EngineEvent) => void) =>
+        Effect.acquireRelease(Effect.sync(() => { listeners.add(listener) }), () => Effect.sync(() => { listeners.delete(listener) })),
+      changesAfter,
+      /** The log's retention state, for validating a resume cursor. */
+      logState: readState.pipe(Effect.orDie),
+      /** Catch up now (tests and the purchase path use it to read their own writes). */
+      refresh: catchUp.pipe(Effect.orDie)
+    } as const
+  }),
+  dependencies: [Fibers.Default, Metrics.Default, Readiness.Default]
+}) {}

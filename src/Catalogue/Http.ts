@@ -1,0 +1,104 @@
+import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
+import { NodeStream } from "@effect/platform-node"
+import { Effect, Option, Schema, Stream } from "effect"
+import { MerchantApi } from "../Api.js"
+import { decodeCursor, encodeCursor } from "../Domain/Cursor.js"
+import { FeedNotReady, InvalidQuery } from "../Domain/Errors.js"
+import { centsCeil, centsFloor } from "../Domain/Money.js"
+import { CatalogueDump } from "./Dump.js"
+import { CatalogueEngine } from "./Engine.js"
+import type { Entry, ListFilters, SortOrder } from "./Index.js"
+
+const PagePosition = Schema.Tuple(Schema.Literal("a", "d"), Schema.Int, Schema.UUID)
+
+const deliveryFilter = (value: string | undefined) =>
+  value === "instant" || value === "manual" ? value : undefined
+
+/** Items' ready JSON bytes joined into the page body: nothing is encoded per request. */
+const jsonArray = (entries: ReadonlyArray<Entry>) => {
+  let out = "["
+  for (let i = 0; i < entries.length; i++) out += (i === 0 ? "" : ",") + entries[i]!.json
+  return out + "]"
+}
+
+const json = (body: string) => HttpServerResponse.text(body, { contentType: "application/json" })
+
+const acceptsGzip = (header: string | undefined) =>
+  header !== undefined && header.split(",").some((part) => {
+    const [coding, ...params] = part.trim().toLowerCase().split(";")
+    const q = params.map((p) => p.trim()).find((p) => p.startsWith("q="))
+    return (coding === "gzip" || coding === "x-gzip") && (q === undefined || Number(q.slice(2)) > 0)
+  })
+
+export const CatalogueHttp = HttpApiBuilder.group(MerchantApi, "catalogue", (handlers) =>
+  Effect.gen(function*() {
+    const engine = yield* CatalogueEngine
+    const dump = yield* CatalogueDump
+
+    return handlers
+      .handle("listItems", ({ urlParams: q }) =>
+        Effect.gen(function*() {
+          const sort: SortOrder = q.sort ?? "price_asc"
+          const position = q.cursor === undefined ? undefined : yield* decodeCursor(PagePosition, q.cursor)
+          if (position !== undefined && position[0] !== (sort === "price_asc" ? "a" : "d")) {
+            return yield* new InvalidQuery({ message: "cursor belongs to another sort order" })
+          }
+          const filters: ListFilters = {
+            marketHashName: q.market_hash_name,
+            minPrice: q.min_price === undefined ? undefined : centsCeil(q.min_price),
+            maxPrice: q.max_price === undefined ? undefined : centsFloor(q.max_price),
+            category: q.category,
+            exterior: q.exterior,
+            rarity: q.rarity,
+            minFloat: q.min_float,
+            maxFloat: q.max_float,
+            delivery: deliveryFilter(q.delivery_type)
+          }
+          const page = engine.page(filters, sort, position && { price: position[1], id: position[2] }, q.limit ?? 50)
+          const next = page.next === undefined ? "null" : `"${encodeCursor([sort === "price_asc" ? "a" : "d", page.next.price, page.next.id])}"`
+          return json(`{"items":${jsonArray(page.entries)},"next_cursor":${next}}`)
+        }))
+      .handle("searchItems", ({ urlParams: q }) =>
+        Effect.sync(() => {
+          const page = engine.page({
+            marketHashName: q.market_hash_name,
+            maxPrice: q.max_price === undefined ? undefined : centsFloor(q.max_price),
+            minFloat: q.min_float,
+            maxFloat: q.max_float,
+            delivery: deliveryFilter(q.delivery_type)
+          }, "price_asc", undefined, q.limit ?? 10)
+          return json(`{"results":${jsonArray(page.entries)}}`)
+        }))
+      .handle("fullDump", ({ headers }) =>
+        Effect.gen(function*() {
+          const built = dump.current()
+          if (Option.isNone(built)) return yield* new FeedNotReady({ message: "The catalogue dump is being generated; retry with backoff." })
+          const d = built.value
+          const checkpoint: Record<string, string> = Option.match(d.checkpoint, {
+            onNone: () => ({}),
+            onSome: (c) => ({ "x-catalog-cursor": String(c.cursor), "x-catalog-epoch": String(c.epoch) })
+          })
+          if (headers["if-none-match"] !== undefined && headers["if-none-match"].split(",").map((t) => t.trim()).includes(d.etag)) {
+            return HttpServerResponse.empty({ status: 304, headers: { etag: d.etag, ...checkpoint } })
+          }
+          if (!(yield* dump.acquireDownload)) {
+            return yield* new FeedNotReady({ message: "Too many dump downloads in progress; retry with backoff." })
+          }
+          const common = {
+            etag: d.etag,
+            "last-modified": d.generatedAt.toUTCString(),
+            "x-items-count": String(d.itemsCount),
+            vary: "Accept-Encoding",
+            ...checkpoint
+          }
+          const gzip = acceptsGzip(headers["accept-encoding"])
+          const body = gzip
+            ? Stream.fromIterable(d.gzip)
+            : NodeStream.fromReadable(() => dump.identityStream(d), (e) => e)
+          return HttpServerResponse.stream(body.pipe(Stream.ensuring(dump.releaseDownload)), {
+            contentType: "application/json",
+            ...(gzip ? { contentLength: d.gzipLength } : { contentLength: d.jsonLength }),
+            headers: gzip ? { ...common, "content-encoding": "gzip" } : common
+          })
+        }))
+  }))

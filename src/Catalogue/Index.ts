@@ -1,0 +1,187 @@
+/**
+ * The live item index in memory: each item's JSON bytes (built once, when it changed) with the few
+ * fields the filters need, sorted by price and by name, category, exterior and rarity, so that a
+ * list or search page touches only about what it returns.
+ */
+import { type CatalogItem } from "../Domain/CatalogItem.js"
+import { type Keyed, SortedList } from "./SortedList.js"
+
+export interface Entry extends Keyed {
+  /** cents */
+  readonly price: number
+  readonly id: string
+  readonly json: string
+  readonly name: string
+  readonly category: string | null
+  readonly exterior: string | null
+  readonly rarity: string | null
+  readonly float: number | null
+  readonly delivery: "instant" | "manual"
+  readonly minutes: number | null
+}
+
+export interface ListFilters {
+  readonly marketHashName?: string | undefined
+  /** cents, inclusive */
+  readonly minPrice?: number | undefined
+  /** cents, inclusive */
+  readonly maxPrice?: number | undefined
+  readonly category?: string | undefined
+  readonly exterior?: string | undefined
+  readonly rarity?: string | undefined
+  readonly minFloat?: number | undefined
+  readonly maxFloat?: number | undefined
+  readonly delivery?: "instant" | "manual" | undefined
+  /** By-name buying: items whose estimated minutes are unknown or above this are excluded. */
+  readonly maxMinutes?: number | undefined
+}
+
+export type SortOrder = "price_asc" | "price_desc"
+
+export interface Page {
+  readonly entries: ReadonlyArray<Entry>
+  /** The last entry, when more match after it. */
+  readonly next: Entry | undefined
+}
+
+/** Strings that repeat across items (names, categories) are kept once. */
+class Interner {
+  private readonly strings = new Map<string, string>()
+  intern<S extends string | null>(s: S): S {
+    if (s === null) return s
+    const known = this.strings.get(s)
+    if (known !== undefined) return known as S
+    this.strings.set(s, s)
+    return s
+  }
+}
+
+export const entryOf = (item: CatalogItem, priceCents: number, json: string, interner?: { intern: <S extends string | null>(s: S) => S }): Entry => {
+  const i = interner ?? { intern: <S extends string | null>(s: S) => s }
+  return {
+    id: item.id,
+    price: priceCents,
+    json,
+    name: i.intern(item.market_hash_name),
+    category: i.intern(item.category),
+    exterior: i.intern(item.exterior),
+    rarity: i.intern(item.rarity),
+    float: item.float,
+    delivery: item.delivery_type,
+    minutes: item.estimated_delivery_minutes
+  }
+}
+
+const matches = (e: Entry, f: ListFilters): boolean =>
+  (f.marketHashName === undefined || e.name === f.marketHashName) &&
+  (f.minPrice === undefined || e.price >= f.minPrice) &&
+  (f.maxPrice === undefined || e.price <= f.maxPrice) &&
+  (f.category === undefined || e.category === f.category) &&
+  (f.exterior === undefined || e.exterior === f.exterior) &&
+  (f.rarity === undefined || e.rarity === f.rarity) &&
+  (f.minFloat === undefined || (e.float !== null && e.float >= f.minFloat)) &&
+  (f.maxFloat === undefined || (e.float !== null && e.float <= f.maxFloat)) &&
+  (f.delivery === undefined || e.delivery === f.delivery) &&
+  (f.maxMinutes === undefined || (e.minutes !== null && e.minutes <= f.maxMinutes))
+
+const LOWEST_ID = "00000000-0000-0000-0000-000000000000"
+const HIGHEST_ID = "ffffffff-ffff-ffff-ffff-ffffffffffff"
+
+export class CatalogueIndex {
+  readonly interner = new Interner()
+  private readonly byId = new Map<string, Entry>()
+  private readonly all = new SortedList<Entry>()
+  private readonly secondary = {
+    name: new Map<string, SortedList<Entry>>(),
+    category: new Map<string, SortedList<Entry>>(),
+    exterior: new Map<string, SortedList<Entry>>(),
+    rarity: new Map<string, SortedList<Entry>>()
+  }
+
+  get size(): number {
+    return this.byId.size
+  }
+
+  get(id: string): Entry | undefined {
+    return this.byId.get(id)
+  }
+
+  values(): IterableIterator<Entry> {
+    return this.byId.values()
+  }
+
+  private static add(map: Map<string, SortedList<Entry>>, key: string | null, entry: Entry) {
+    if (key === null) return
+    let list = map.get(key)
+    if (list === undefined) map.set(key, list = new SortedList())
+    list.insert(entry)
+  }
+
+  private static drop(map: Map<string, SortedList<Entry>>, key: string | null, entry: Entry) {
+    if (key === null) return
+    const list = map.get(key)
+    if (list === undefined) return
+    list.remove(entry)
+    if (list.size === 0) map.delete(key)
+  }
+
+  upsert(entry: Entry): void {
+    this.remove(entry.id)
+    this.byId.set(entry.id, entry)
+    this.all.insert(entry)
+    CatalogueIndex.add(this.secondary.name, entry.name, entry)
+    CatalogueIndex.add(this.secondary.category, entry.category, entry)
+    CatalogueIndex.add(this.secondary.exterior, entry.exterior, entry)
+    CatalogueIndex.add(this.secondary.rarity, entry.rarity, entry)
+  }
+
+  remove(id: string): boolean {
+    const old = this.byId.get(id)
+    if (old === undefined) return false
+    this.byId.delete(id)
+    this.all.remove(old)
+    CatalogueIndex.drop(this.secondary.name, old.name, old)
+    CatalogueIndex.drop(this.secondary.category, old.category, old)
+    CatalogueIndex.drop(this.secondary.exterior, old.exterior, old)
+    CatalogueIndex.drop(this.secondary.rarity, old.rarity, old)
+    return true
+  }
+
+  /** The smallest sorted list that holds every candidate for these filters. */
+  private candidates(f: ListFilters): SortedList<Entry> | undefined {
+    const options: Array<SortedList<Entry> | undefined> = []
+    if (f.marketHashName !== undefined) options.push(this.secondary.name.get(f.marketHashName))
+    if (f.category !== undefined) options.push(this.secondary.category.get(f.category))
+    if (f.exterior !== undefined) options.push(this.secondary.exterior.get(f.exterior))
+    if (f.rarity !== undefined) options.push(this.secondary.rarity.get(f.rarity))
+    if (options.length === 0) return this.all
+    if (options.some((o) => o === undefined)) return undefined
+    return options.reduce((a, b) => (a!.size <= b!.size ? a : b))
+  }
+
+  /**
+   * One page in price order after the keyset position `after` (exclusive), or from the start of
+   * the price bounds. Stops as soon as it has `limit` entries and knows whether one more exists.
+   */
+  page(f: ListFilters, sort: SortOrder, after: Keyed | undefined, limit: number): Page {
+    const list = this.candidates(f)
+    if (list === undefined) return { entries: [], next: undefined }
+    const out: Array<Entry> = []
+    let more = false
+    const iterator = sort === "price_asc"
+      ? list.ascending(after ?? (f.minPrice !== undefined ? { price: f.minPrice, id: LOWEST_ID } : undefined), after === undefined)
+      : list.descending(after ?? (f.maxPrice !== undefined ? { price: f.maxPrice, id: HIGHEST_ID } : undefined), after === undefined)
+    for (const entry of iterator) {
+      // price bounds end the walk
+      if (sort === "price_asc" && f.maxPrice !== undefined && entry.price > f.maxPrice) break
+      if (sort === "price_desc" && f.minPrice !== undefined && entry.price < f.minPrice) break
+      if (!matches(entry, f)) continue
+      if (out.length === limit) {
+        more = true
+        break
+      }
+      out.push(entry)
+    }
+    return { entries: out, next: more ? out[out.length - 1] : undefined }
+  }
+}

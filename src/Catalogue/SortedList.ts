@@ -1,0 +1,115 @@
+/**
+ * A sorted list of entries by (price, id), kept in chunks so that inserting or removing one entry
+ * moves at most a chunk, and seeking a position is two binary searches.
+ */
+export interface Keyed {
+  readonly price: number
+  readonly id: string
+}
+
+const CHUNK = 512
+
+export const compareKeys = (a: Keyed, b: Keyed): number =>
+  a.price !== b.price ? a.price - b.price : a.id < b.id ? -1 : a.id > b.id ? 1 : 0
+
+export class SortedList<E extends Keyed> {
+  private chunks: Array<Array<E>> = []
+  private count = 0
+
+  get size(): number {
+    return this.count
+  }
+
+  /** Index of the first chunk whose last entry is >= key (or the last chunk). */
+  private chunkFor(key: Keyed): number {
+    let lo = 0
+    let hi = this.chunks.length - 1
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1
+      const chunk = this.chunks[mid]!
+      if (compareKeys(chunk[chunk.length - 1]!, key) < 0) lo = mid + 1
+      else hi = mid
+    }
+    return lo
+  }
+
+  /** First index in `chunk` whose entry is >= key. */
+  private static lowerBound<E extends Keyed>(chunk: ReadonlyArray<E>, key: Keyed): number {
+    let lo = 0
+    let hi = chunk.length
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1
+      if (compareKeys(chunk[mid]!, key) < 0) lo = mid + 1
+      else hi = mid
+    }
+    return lo
+  }
+
+  insert(entry: E): void {
+    this.count++
+    if (this.chunks.length === 0) {
+      this.chunks.push([entry])
+      return
+    }
+    const c = this.chunkFor(entry)
+    const chunk = this.chunks[c]!
+    chunk.splice(SortedList.lowerBound(chunk, entry), 0, entry)
+    if (chunk.length > 2 * CHUNK) this.chunks.splice(c + 1, 0, chunk.splice(CHUNK))
+  }
+
+  /** Removes the entry with the same key; false if absent. */
+  remove(key: Keyed): boolean {
+    if (this.chunks.length === 0) return false
+    const c = this.chunkFor(key)
+    const chunk = this.chunks[c]!
+    const i = SortedList.lowerBound(chunk, key)
+    if (i >= chunk.length || compareKeys(chunk[i]!, key) !== 0) return false
+    chunk.splice(i, 1)
+    this.count--
+    if (chunk.length === 0) this.chunks.splice(c, 1)
+    return true
+  }
+
+  /** Entries in ascending order, starting at the first entry > `after` (or >= `from` if inclusive). */
+  *ascending(from?: Keyed, inclusive = false): Generator<E> {
+    if (this.chunks.length === 0) return
+    let c = from === undefined ? 0 : this.chunkFor(from)
+    let i = from === undefined ? 0 : SortedList.lowerBound(this.chunks[c]!, from)
+    if (from !== undefined && !inclusive) {
+      const chunk = this.chunks[c]!
+      if (i < chunk.length && compareKeys(chunk[i]!, from) === 0) i++
+    }
+    for (; c < this.chunks.length; c++, i = 0) {
+      const chunk = this.chunks[c]!
+      for (; i < chunk.length; i++) yield chunk[i]!
+    }
+  }
+
+  /** Entries in descending order, starting at the last entry < `before` (or <= if inclusive). */
+  *descending(before?: Keyed, inclusive = false): Generator<E> {
+    if (this.chunks.length === 0) return
+    let c: number
+    let i: number
+    if (before === undefined) {
+      c = this.chunks.length - 1
+      i = this.chunks[c]!.length - 1
+    } else {
+      c = this.chunkFor(before)
+      const chunk = this.chunks[c]!
+      const lb = SortedList.lowerBound(chunk, before)
+      i = inclusive && lb < chunk.length && compareKeys(chunk[lb]!, before) === 0 ? lb : lb - 1
+      if (lb >= chunk.length && compareKeys(chunk[chunk.length - 1]!, before) < 0) i = chunk.length - 1
+    }
+    for (; c >= 0; c--) {
+      const chunk = this.chunks[c]!
+      if (i === Number.POSITIVE_INFINITY) i = chunk.length - 1
+      for (; i >= 0; i--) yield chunk[i]!
+      i = Number.POSITIVE_INFINITY
+    }
+  }
+
+  /** Every entry, ascending. */
+  *[Symbol.iterator](): Generator<E> {
+    yield* this.ascending()
+  }
+}

@@ -1,0 +1,84 @@
+/**
+ * Supplier sync: exactly one leader across all processes (a PostgreSQL advisory lock held on a
+ * reserved connection) reconciles the supplier's snapshot with the items table, then applies the
+ * supplier's changes as they come, all through the change log. Followers wait for the lock.
+ */
+import { SqlClient } from "@effect/sql"
+import { Chunk, Effect, Layer, Option, Stream } from "effect"
+import { Settings } from "../Config.js"
+import { Fibers } from "../Ops/Fibers.js"
+import { Supplier } from "../Providers/Supplier.js"
+import { ChangeLog } from "./ChangeLog.js"
+
+const LEADER_LOCK_KEY = 7_311_002
+const FOLLOWER_RETRY = "2 seconds"
+const LOCK_CHECK = "5 seconds"
+const CHANGE_BATCH = 500
+const CHANGE_WINDOW = "50 millis"
+const PRUNE_INTERVAL = "1 minute"
+
+export const SyncLive = Layer.scopedDiscard(Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const settings = yield* Settings
+  const fibers = yield* Fibers
+  const supplier = yield* Supplier
+  const changeLog = yield* ChangeLog
+
+  /** Makes the items table match the supplier's snapshot (only what differs is written). */
+  const reconcile = Effect.gen(function*() {
+    const seen = new Set<string>()
+    let logged = 0
+    yield* supplier.snapshot.pipe(Stream.runForEach((page) =>
+      Effect.gen(function*() {
+        for (const listing of page) seen.add(listing.item.id)
+        logged += yield* changeLog.apply(page.map((listing) => ({ op: "upsert" as const, listing })))
+      })
+    ))
+    const gone = (yield* changeLog.activeSupplierIds).filter((id) => !seen.has(id))
+    for (let i = 0; i < gone.length; i += 2_000) {
+      logged += yield* changeLog.apply(gone.slice(i, i + 2_000).map((id) => ({ op: "remove" as const, id })))
+    }
+    yield* sql`UPDATE catalogue_state SET reconciled_at = now()`
+    yield* Effect.logInfo("catalogue reconciled with the supplier").pipe(Effect.annotateLogs({ listings: seen.size, changes: logged }))
+  })
+
+  /** Deletes changes older than the retention and records how far the log is pruned. */
+  const prune = sql`
+    WITH gone AS (
+      DELETE FROM catalogue_changes WHERE created_at < now() - make_interval(secs => ${settings.feedRetentionHours * 3600})
+      RETURNING seq)
+    UPDATE catalogue_state SET pruned_through = GREATEST(pruned_through, (SELECT coalesce(max(seq), 0) FROM gone))`
+
+  const lead = (beat: Effect.Effect<void>) =>
+    Effect.gen(function*() {
+      yield* reconcile
+      yield* beat
+      const applyChanges = supplier.changes.pipe(
+        Stream.groupedWithin(CHANGE_BATCH, CHANGE_WINDOW),
+        Stream.runForEach((batch) => Effect.zipRight(changeLog.apply(Chunk.toReadonlyArray(batch)), beat))
+      )
+      const pruneForever = Effect.forever(Effect.zipRight(prune, Effect.sleep(PRUNE_INTERVAL)))
+      yield* Effect.all([applyChanges, pruneForever], { concurrency: 2, discard: true })
+    })
+
+  /** Holds the advisory lock on a reserved connection while leading; checks the connection lives. */
+  const leadWhenElected = (beat: Effect.Effect<void>) =>
+    Effect.scoped(Effect.gen(function*() {
+      const connection = yield* sql.reserve
+      // A session lock outlives the scope on a pooled connection: let it go before the connection does.
+      yield* Effect.addFinalizer(() => Effect.ignore(connection.executeValues("SELECT pg_advisory_unlock_all()", [])))
+      for (;;) {
+        const rows = yield* connection.executeValues("SELECT pg_try_advisory_lock($1)", [LEADER_LOCK_KEY])
+        if (rows[0]?.[0] === true) break
+        yield* beat
+        yield* Effect.sleep(FOLLOWER_RETRY)
+      }
+      yield* Effect.logInfo("supplier sync: this process leads")
+      const keepLock = Effect.forever(Effect.zipRight(Effect.sleep(LOCK_CHECK), connection.executeValues("SELECT 1", [])))
+      yield* Effect.raceFirst(lead(beat), keepLock)
+    }))
+
+  // The embedded database belongs to one process, which is then always the leader.
+  const embedded = Option.isNone(settings.databaseUrl)
+  yield* fibers.supervise("catalogue-sync", (beat) => embedded ? lead(beat) : leadWhenElected(beat))
+}))

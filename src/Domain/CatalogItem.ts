@@ -1,0 +1,125 @@
+/**
+ * CatalogItem (spec 2.6): the public schema (for OpenAPI and for admin input) and the canonical
+ * serialiser. Each item's JSON bytes are built once, when it changes, and list, search, dump and
+ * stream all answer from those bytes.
+ */
+import { Schema } from "effect"
+
+export const DeliveryType = Schema.Literal("instant", "manual")
+
+export const Sticker = Schema.Struct({
+  slot: Schema.Int.pipe(Schema.between(0, 3)),
+  name: Schema.String,
+  sticker_id: Schema.NullOr(Schema.String),
+  image_url: Schema.NullOr(Schema.String),
+  wear: Schema.NullOr(Schema.Number.pipe(Schema.between(0, 1)))
+}).annotations({ identifier: "Sticker" })
+export type Sticker = typeof Sticker.Type
+
+const nullable = <A, I>(schema: Schema.Schema<A, I>) => Schema.NullOr(schema)
+
+export const CatalogItem = Schema.Struct({
+  id: Schema.UUID,
+  market_hash_name: Schema.String,
+  image_url: nullable(Schema.String),
+  price: Schema.Number.annotations({ description: "USD, price paid if bought now" }),
+  exterior: nullable(Schema.String),
+  exterior_code: nullable(Schema.String),
+  float: nullable(Schema.Number.pipe(Schema.between(0, 1))),
+  paint_seed: nullable(Schema.Int),
+  paint_index: nullable(Schema.Int),
+  inspect_url: nullable(Schema.String),
+  asset_id: nullable(Schema.String),
+  steam_id: nullable(Schema.String),
+  class_id: nullable(Schema.String),
+  instance_id: nullable(Schema.String),
+  is_stat_trak: Schema.Boolean,
+  is_souvenir: Schema.Boolean,
+  has_stickers: Schema.Boolean,
+  stickers_count: Schema.Int,
+  stickers: Schema.Array(Sticker),
+  category: nullable(Schema.String),
+  weapon_type: nullable(Schema.String),
+  rarity: nullable(Schema.String),
+  rarity_color: nullable(Schema.String),
+  delivery_type: DeliveryType,
+  estimated_delivery_minutes: nullable(Schema.Int)
+}).annotations({ identifier: "CatalogItem" })
+export type CatalogItem = typeof CatalogItem.Type
+
+/** What the supplier may say about an item at acquisition, in test mode (CONTRACT 5.3). Never exposed. */
+export const SimHints = Schema.Struct({
+  acquire: Schema.optional(Schema.Literal("unavailable", "price_changed"))
+})
+export type SimHints = typeof SimHints.Type
+
+/** A sticker as sources give it: name only, or all five fields. */
+export const StickerInput = Schema.Struct({
+  slot: Schema.Int.pipe(Schema.between(0, 3)),
+  name: Schema.String,
+  sticker_id: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null }),
+  image_url: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null }),
+  wear: Schema.optionalWith(Schema.NullOr(Schema.Number.pipe(Schema.between(0, 1))), { default: () => null })
+})
+
+/**
+ * A CatalogItem-shaped input (admin API, fixtures): id optional, nullable fields optional
+ * (default null), stickers default [] and stickers_count default to their number, `sim` allowed.
+ */
+const optionalNullable = <A, I>(schema: Schema.Schema<A, I>) =>
+  Schema.optionalWith(Schema.NullOr(schema), { default: () => null })
+
+export const CatalogItemInput = Schema.Struct({
+  id: Schema.optional(Schema.UUID),
+  market_hash_name: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200)),
+  image_url: optionalNullable(Schema.String),
+  price: Schema.Number.pipe(Schema.positive(), Schema.lessThan(100_000_000)),
+  exterior: optionalNullable(Schema.String),
+  exterior_code: optionalNullable(Schema.String),
+  float: optionalNullable(Schema.Number.pipe(Schema.between(0, 1))),
+  paint_seed: optionalNullable(Schema.Int),
+  paint_index: optionalNullable(Schema.Int),
+  inspect_url: optionalNullable(Schema.String),
+  asset_id: optionalNullable(Schema.String),
+  steam_id: optionalNullable(Schema.String),
+  class_id: optionalNullable(Schema.String),
+  instance_id: optionalNullable(Schema.String),
+  is_stat_trak: Schema.optionalWith(Schema.Boolean, { default: () => false }),
+  is_souvenir: Schema.optionalWith(Schema.Boolean, { default: () => false }),
+  has_stickers: Schema.optional(Schema.Boolean),
+  stickers_count: Schema.optional(Schema.Int.pipe(Schema.between(0, 5))),
+  stickers: Schema.optionalWith(Schema.Array(StickerInput), { default: () => [] }),
+  category: optionalNullable(Schema.String),
+  weapon_type: optionalNullable(Schema.String),
+  rarity: optionalNullable(Schema.String),
+  rarity_color: optionalNullable(Schema.String),
+  delivery_type: DeliveryType,
+  estimated_delivery_minutes: optionalNullable(Schema.Int.pipe(Schema.nonNegative())),
+  sim: Schema.optional(SimHints)
+})
+export type CatalogItemInput = typeof CatalogItemInput.Type
+
+/** The field order of the canonical JSON. */
+const FIELDS = [
+  "id", "market_hash_name", "image_url", "price", "exterior", "exterior_code", "float", "paint_seed",
+  "paint_index", "inspect_url", "asset_id", "steam_id", "class_id", "instance_id", "is_stat_trak",
+  "is_souvenir", "has_stickers", "stickers_count", "stickers", "category", "weapon_type", "rarity",
+  "rarity_color", "delivery_type", "estimated_delivery_minutes"
+] as const satisfies ReadonlyArray<keyof CatalogItem>
+
+const serialiseStickers = (stickers: ReadonlyArray<Sticker>): string =>
+  "[" + stickers.map((s) =>
+    `{"slot":${s.slot},"name":${JSON.stringify(s.name)},"sticker_id":${JSON.stringify(s.sticker_id ?? null)},` +
+    `"image_url":${JSON.stringify(s.image_url ?? null)},"wear":${JSON.stringify(s.wear ?? null)}}`
+  ).join(",") + "]"
+
+/** The item's JSON: every field present, nullable ones as null, nothing else (no economics, no sim). */
+export const serialise = (item: CatalogItem): string => {
+  let out = "{"
+  for (let i = 0; i < FIELDS.length; i++) {
+    const key = FIELDS[i]!
+    if (i > 0) out += ","
+    out += `"${key}":${key === "stickers" ? serialiseStickers(item.stickers) : JSON.stringify(item[key] ?? null)}`
+  }
+  return out + "}"
+}
