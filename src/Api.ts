@@ -4,6 +4,7 @@ import { CatalogueApi } from "./Catalogue/Api.js"
 import { DepositsApi } from "./Deposits/Api.js"
 import { Wire } from "./Domain/Errors.js"
 import { BalanceApi } from "./Merchants/Api.js"
+import { PurchasesApi } from "./Purchases/Api.js"
 
 /**
  * HttpApi lists its own decode error on every endpoint; this service answers decode failures with
@@ -35,6 +36,7 @@ export class MerchantApi extends HttpApi.make("merchant")
   .add(BalanceApi)
   .add(DepositsApi)
   .add(CatalogueApi)
+  .add(PurchasesApi)
   .addError(Wire.InternalError)
   .prefix("/api/v1/merchant")
   .annotateContext(OpenApi.annotations({

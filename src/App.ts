@@ -4,7 +4,12 @@ import { ChangeLog } from "./Catalogue/ChangeLog.js"
 import { CatalogueDump } from "./Catalogue/Dump.js"
 import { CatalogueEngine } from "./Catalogue/Engine.js"
 import { SyncLive } from "./Catalogue/Sync.js"
+import { ProviderSimLive } from "./Providers/Simulator/ProviderSim.js"
 import { SupplierSimLive } from "./Providers/Simulator/SupplierSim.js"
+import { BuyByName } from "./Purchases/BuyByName.js"
+import { PurchaseNotifications } from "./Purchases/Notifications.js"
+import { Purchases } from "./Purchases/Purchases.js"
+import { PurchaseWorkerLive } from "./Purchases/Worker.js"
 import { DatabaseLive } from "./Db/Database.js"
 import { Deposits } from "./Deposits/Deposits.js"
 import { HttpLive } from "./Http.js"
@@ -22,7 +27,8 @@ import { Outbox } from "./Webhooks/Outbox.js"
 /** What every feature may use: the fiber registry, metrics, readiness, the admin token. */
 const Base = Layer.mergeAll(Fibers.Default, Metrics.Default, Readiness.Default, AdminToken.Default)
 
-const Services = Layer.mergeAll(
+/** Services the features stand on. */
+const Core = Layer.mergeAll(
   Merchants.Default,
   Authenticator.Default,
   Ledger.Default,
@@ -30,11 +36,17 @@ const Services = Layer.mergeAll(
   Deposits.Default,
   ChangeLog.Default,
   CatalogueEngine.Default,
-  CatalogueDump.Default,
-  SupplierSimLive
-).pipe(Layer.provideMerge(Base))
+  PurchaseNotifications.Default,
+  SupplierSimLive,
+  ProviderSimLive
+)
 
-export const AppLive = Layer.mergeAll(HttpLive, OpsServerLive, SyncLive, StartupBannerLive).pipe(
+const Services = Layer.mergeAll(CatalogueDump.Default, Purchases.Default, BuyByName.Default).pipe(
+  Layer.provideMerge(Core),
+  Layer.provideMerge(Base)
+)
+
+export const AppLive = Layer.mergeAll(HttpLive, OpsServerLive, SyncLive, PurchaseWorkerLive, StartupBannerLive).pipe(
   Layer.provide(Services),
   Layer.provide(DatabaseLive)
 )

@@ -27,6 +27,7 @@ import * as Errors from "./Domain/Errors.js"
 import { Authenticator, AuthenticationLive } from "./Merchants/Authentication.js"
 import { BalanceHttp } from "./Merchants/Http.js"
 import { Metrics } from "./Ops/Metrics.js"
+import { PurchasesHttp } from "./Purchases/Http.js"
 
 const API_PREFIX = "/api/v1/merchant"
 
@@ -161,7 +162,7 @@ export const requestMiddleware = (server: string, metrics: Metrics) => {
 // ---- the server ----------------------------------------------------------------------------------
 
 const ApiLive = HttpApiBuilder.api(MerchantApi).pipe(
-  Layer.provide([BalanceHttp, DepositsHttp, CatalogueHttp]),
+  Layer.provide([BalanceHttp, DepositsHttp, CatalogueHttp, PurchasesHttp]),
   Layer.provide(AuthenticationLive)
 )
 

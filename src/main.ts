@@ -11,7 +11,7 @@ const LoggingLive = Layer.unwrapEffect(Effect.map(Settings, (settings) =>
   Layer.mergeAll(
     Logger.json,
     Logger.minimumLogLevel(
-      levels.find((l) => l.label.toLowerCase() === settings.logLevel.toLowerCase().replace(/^warn$/, "warning")) ?? LogLevel.Info
+      levels.find((l) => l.label.toLowerCase() === settings.logLevel.toLowerCase().replace(/^warning$/, "warn")) ?? LogLevel.Info
     )
   )
 ))

@@ -18,6 +18,9 @@ export const LEGACY_PROVIDER = "legacy"
 
 export type Network = "tron" | "bsc"
 
+/** Far above any real payment, and keeps every amount in micro-USDT below 2^53. */
+const MAX_DEPOSIT_USDT = 1_000_000_000
+
 export class DepositMerchantNotFound extends Data.TaggedError("DepositMerchantNotFound")<{ readonly merchantId: string }> {}
 export class DepositAmountInvalid extends Data.TaggedError("DepositAmountInvalid")<{ readonly message: string }> {}
 export class DepositTxIdConflict extends Data.TaggedError("DepositTxIdConflict")<{ readonly txId: string }> {}
@@ -81,9 +84,13 @@ export class Deposits extends Effect.Service<Deposits>()("Deposits", {
      */
     const credit = (request: CreditRequest) =>
       Effect.gen(function*() {
-        const sentMicros = Number.isFinite(request.amount) && request.amount > 0 ? toUnits(request.amount, 6) : undefined
+        const sentMicros = Number.isFinite(request.amount) && request.amount > 0 && request.amount <= MAX_DEPOSIT_USDT
+          ? toUnits(request.amount, 6)
+          : undefined
         if (sentMicros === undefined) {
-          return yield* new DepositAmountInvalid({ message: "amount must be a positive number of USDT with at most 6 decimals" })
+          return yield* new DepositAmountInvalid({
+            message: `amount must be a positive number of USDT up to ${MAX_DEPOSIT_USDT} with at most 6 decimals`
+          })
         }
         const settlement = settle(sentMicros)
         if (settlement.creditedCents <= 0n) {

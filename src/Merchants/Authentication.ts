@@ -8,6 +8,7 @@ import { Context, Effect, Layer, Option, Schema } from "effect"
 import { Settings } from "../Config.js"
 import { ApiKeyMissing, MerchantBlocked, MerchantNotActive, RateLimited, Wire } from "../Domain/Errors.js"
 import type { AuthenticatedMerchant } from "../Domain/Merchant.js"
+import { bearerToken } from "./Keys.js"
 import { Merchants } from "./Merchants.js"
 import { makeTokenBuckets } from "./RateLimiter.js"
 
@@ -58,16 +59,14 @@ export class Authenticator extends Effect.Service<Authenticator>()("Authenticato
         if (!budget.allowed) {
           return yield* Effect.fail({
             error: new RateLimited({ message: "Too many failed authentications from this address." }),
-            headers: { "retry-after": String(budget.retryAfterSeconds) }
+            headers: { ...rateLimitHeaders(budget.limit, 0), "retry-after": String(budget.retryAfterSeconds) }
           })
         }
-        const key = authorization !== undefined && authorization.startsWith("Bearer ")
-          ? authorization.slice(7).trim()
-          : ""
+        const key = bearerToken(authorization)
         const found = key === "" ? Option.none() : yield* merchants.authenticate(key)
         if (Option.isNone(found)) {
           yield* failedPerAddress.take(address)
-          return yield* Effect.fail({ error: new ApiKeyMissing({ message: KEY_MISSING_MESSAGE }), headers: {} })
+          return yield* Effect.fail({ error: new ApiKeyMissing({ message: KEY_MISSING_MESSAGE }), headers: { "www-authenticate": "Bearer" } })
         }
         const merchant = found.value
         const decision = yield* perMerchant.take(merchant.id)

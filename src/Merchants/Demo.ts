@@ -22,7 +22,9 @@ const createDemoMerchant = Effect.gen(function*() {
   const settings = yield* Settings
   const empty = yield* sql`SELECT 1 FROM merchants LIMIT 1`.pipe(Effect.map((rows) => rows.length === 0))
   if (!empty) return Option.none<{ apiKey: string; webhookSecret: string }>()
-  const created = yield* merchants.create({ name: "demo", webhookUrl: null })
+  const maybeCreated = yield* merchants.create({ name: "demo", webhookUrl: null })
+  if (Option.isNone(maybeCreated)) return Option.none<{ apiKey: string; webhookSecret: string }>()
+  const created = maybeCreated.value
   yield* deposits.credit({ merchantId: created.merchant.id, network: "tron", amount: DEMO_FUNDING_USDT, txId: DEMO_FUNDING_TX })
   const file = join(settings.dataDir, "demo-merchant.json")
   writeFileSync(file, JSON.stringify({
@@ -53,7 +55,7 @@ export const StartupBannerLive = Layer.effectDiscard(Effect.gen(function*() {
   }
   if (Option.isSome(demo)) {
     lines.push(
-      "  Demo merchant `demo` created with 1000.00 USD (shown once, saved to data/demo-merchant.json):",
+      `  Demo merchant \`demo\` created with 1000.00 USD (shown once, saved to ${join(settings.dataDir, "demo-merchant.json")}):`,
       `    API key:        ${demo.value.apiKey}`,
       `    Webhook secret: ${demo.value.webhookSecret}`,
       `  Try: curl -H "Authorization: Bearer ${demo.value.apiKey}" ${api}/api/v1/merchant/balance`

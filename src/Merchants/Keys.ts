@@ -25,3 +25,9 @@ export const constantTimeEquals = (a: string, b: string): boolean => {
   const right = createHash("sha256").update(b).digest()
   return timingSafeEqual(left, right) && a.length === b.length
 }
+
+/** The credentials of `Authorization: Bearer <token>`; the scheme is case-insensitive (RFC 9110). */
+export const bearerToken = (authorization: string | undefined): string => {
+  const match = authorization?.match(/^bearer[ \t]+(\S+)[ \t]*$/i)
+  return match?.[1] ?? ""
+}

@@ -53,8 +53,11 @@ export class Merchants extends Effect.Service<Merchants>()("Merchants", {
     const forget = (merchantId: string) => {
       for (const [hash, entry] of cache) if (entry.merchant.id === merchantId) cache.delete(hash)
     }
+    /** Drops this process's cache now; other processes' at commit (sql-pg's own notify sends invalid SQL). */
     const announce = (merchantId: string) =>
-      Effect.sync(() => forget(merchantId)).pipe(Effect.zipRight(pg.notify(AUTH_CHANGED_CHANNEL, merchantId)))
+      Effect.sync(() => forget(merchantId)).pipe(
+        Effect.zipRight(sql`SELECT pg_notify(${AUTH_CHANGED_CHANNEL}, ${merchantId})`)
+      )
 
     // Other processes' changes arrive here; a lost listener is restarted by the fiber supervisor.
     yield* fibers.supervise("merchant-auth-invalidation", (beat) =>
@@ -71,22 +74,22 @@ export class Merchants extends Effect.Service<Merchants>()("Merchants", {
     const get = (id: string) =>
       Schema.is(Schema.UUID)(id) ? findById(id).pipe(Effect.map(Option.map((row) => new Merchant(row))), Effect.orDie) : Effect.succeed(Option.none())
 
+    /** A new merchant with its first key and an empty balance; None if the name is taken. */
     const create = (input: { readonly name: string; readonly webhookUrl: string | null }) =>
       sql.withTransaction(Effect.gen(function*() {
         const id = randomUUID()
         const apiKey = generateApiKey()
         const webhookSecret = generateWebhookSecret()
-        yield* sql`INSERT INTO merchants (id, name, webhook_url, webhook_secret)
-                   VALUES (${id}, ${input.name}, ${input.webhookUrl}, ${webhookSecret})`
+        const inserted = yield* sql`INSERT INTO merchants (id, name, webhook_url, webhook_secret)
+                   VALUES (${id}, ${input.name}, ${input.webhookUrl}, ${webhookSecret})
+                   ON CONFLICT (name) DO NOTHING RETURNING id`
+        if (inserted.length === 0) return Option.none<CreatedMerchant>()
         yield* sql`INSERT INTO api_keys (id, merchant_id, key_hash, last4)
                    VALUES (${randomUUID()}, ${id}, ${hashApiKey(apiKey)}, ${last4(apiKey)})`
         yield* sql`INSERT INTO balances (merchant_id) VALUES (${id})`
         const merchant = yield* findById(id).pipe(Effect.flatMap(Effect.orElseFail(() => new Error("merchant vanished"))))
-        return { merchant: new Merchant(merchant), apiKey, webhookSecret } satisfies CreatedMerchant
+        return Option.some<CreatedMerchant>({ merchant: new Merchant(merchant), apiKey, webhookSecret })
       })).pipe(Effect.orDie, Effect.withSpan("Merchants.create"))
-
-    const nameTaken = (name: string) =>
-      sql`SELECT 1 FROM merchants WHERE name = ${name}`.pipe(Effect.map((rows) => rows.length > 0), Effect.orDie)
 
     const update = (id: string, changes: MerchantChanges) =>
       Effect.gen(function*() {
@@ -94,22 +97,28 @@ export class Merchants extends Effect.Service<Merchants>()("Merchants", {
         if (Option.isNone(current)) return current
         const status = changes.status ?? current.value.status
         const webhookUrl = changes.webhookUrl === undefined ? current.value.webhookUrl : changes.webhookUrl
-        yield* sql`UPDATE merchants SET status = ${status}, webhook_url = ${webhookUrl}, updated_at = now() WHERE id = ${id}`
-        yield* announce(id)
+        yield* sql.withTransaction(Effect.zipRight(
+          sql`UPDATE merchants SET status = ${status}, webhook_url = ${webhookUrl}, updated_at = now() WHERE id = ${id}`,
+          announce(id)
+        ))
+        yield* Effect.sync(() => forget(id))
         return yield* get(id)
       }).pipe(Effect.orDie, Effect.withSpan("Merchants.update"))
 
     const rotateApiKey = (id: string) =>
       sql.withTransaction(Effect.gen(function*() {
+        if (!Schema.is(Schema.UUID)(id)) return Option.none<string>()
         const rows = yield* sql`SELECT id FROM merchants WHERE id = ${id} FOR UPDATE`
         if (rows.length === 0) return Option.none<string>()
         const apiKey = generateApiKey()
         yield* sql`UPDATE api_keys SET revoked_at = now() WHERE merchant_id = ${id} AND revoked_at IS NULL`
         yield* sql`INSERT INTO api_keys (id, merchant_id, key_hash, last4)
                    VALUES (${randomUUID()}, ${id}, ${hashApiKey(apiKey)}, ${last4(apiKey)})`
+        yield* announce(id)
         return Option.some(apiKey)
       })).pipe(
-        Effect.tap((key) => Option.isSome(key) ? announce(id) : Effect.void),
+        // the old key is refused at once here, even before the commit reaches the cache again
+        Effect.tap((key) => Option.isSome(key) ? Effect.sync(() => forget(id)) : Effect.void),
         Effect.orDie,
         Effect.withSpan("Merchants.rotateApiKey")
       )
@@ -166,7 +175,7 @@ export class Merchants extends Effect.Service<Merchants>()("Merchants", {
         return found
       })
 
-    return { create, get, nameTaken, update, rotateApiKey, rotateWebhookSecret, webhookSecret, setLegacyAddresses, authenticate } as const
+    return { create, get, update, rotateApiKey, rotateWebhookSecret, webhookSecret, setLegacyAddresses, authenticate } as const
   }),
   dependencies: [Fibers.Default]
 }) {}

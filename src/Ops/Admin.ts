@@ -97,10 +97,12 @@ export const AdminRoutes = Effect.gen(function*() {
   const routes = HttpRouter.empty.pipe(
     HttpRouter.post("/admin/merchants", Effect.gen(function*() {
       const input = yield* body(CreateMerchant)
-      if (yield* merchants.nameTaken(input.name)) {
-        return yield* new AdminError({ status: 409, code: "ADMIN_CONFLICT", message: `merchant name ${input.name} is taken` })
-      }
-      const created = yield* merchants.create({ name: input.name, webhookUrl: input.webhook_url })
+      const created = yield* merchants.create({ name: input.name, webhookUrl: input.webhook_url }).pipe(
+        Effect.flatMap(Option.match({
+          onNone: () => Effect.fail(new AdminError({ status: 409, code: "ADMIN_CONFLICT", message: `merchant name ${input.name} is taken` })),
+          onSome: Effect.succeed
+        }))
+      )
       return json({
         merchant_id: created.merchant.id,
         name: created.merchant.name,

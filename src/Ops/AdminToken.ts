@@ -6,7 +6,7 @@ import { Effect, Option, Redacted } from "effect"
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Settings } from "../Config.js"
-import { constantTimeEquals, generateAdminToken } from "../Merchants/Keys.js"
+import { bearerToken, constantTimeEquals, generateAdminToken } from "../Merchants/Keys.js"
 
 export class AdminToken extends Effect.Service<AdminToken>()("AdminToken", {
   effect: Effect.gen(function*() {
@@ -25,8 +25,10 @@ export class AdminToken extends Effect.Service<AdminToken>()("AdminToken", {
       })
 
     /** Whether an Authorization header carries the admin token. */
-    const verify = (authorization: string | undefined) =>
-      authorization !== undefined && authorization.startsWith("Bearer ") && constantTimeEquals(authorization.slice(7).trim(), token)
+    const verify = (authorization: string | undefined) => {
+      const presented = bearerToken(authorization)
+      return presented !== "" && constantTimeEquals(presented, token)
+    }
 
     return { verify, generatedNow: generated ? Option.some(token) : Option.none<string>() } as const
   })

@@ -1,9 +1,11 @@
 /**
- * Once per run: on PGlite, build a migrated template data directory (initdb takes seconds; a copy
- * takes milliseconds). On PostgreSQL (DATABASE_URL), check the server answers.
+ * Once per run: on PGlite, make sure a migrated template data directory exists for the current
+ * migrations (initdb takes seconds; a copy takes milliseconds). It is built aside and renamed into
+ * place, so runs in parallel never see half a template. On PostgreSQL (DATABASE_URL), check the
+ * server answers.
  */
 import { Effect, Layer } from "effect"
-import { mkdirSync, rmSync } from "node:fs"
+import { existsSync, mkdirSync, renameSync, rmSync } from "node:fs"
 import pg from "pg"
 import { migrate } from "../../src/Db/Migrations.js"
 import * as Pglite from "../../src/Db/Pglite.js"
@@ -19,6 +21,14 @@ export default async function setup() {
     await client.end()
     return
   }
-  rmSync(PGLITE_TEMPLATE, { recursive: true, force: true })
-  await Effect.runPromise(migrate.pipe(Effect.provide(Layer.orDie(Pglite.layer(PGLITE_TEMPLATE)))))
+  if (existsSync(PGLITE_TEMPLATE)) return
+  const building = `${PGLITE_TEMPLATE}.${process.pid}.building`
+  rmSync(building, { recursive: true, force: true })
+  await Effect.runPromise(migrate.pipe(Effect.provide(Layer.orDie(Pglite.layer(building)))))
+  try {
+    renameSync(building, PGLITE_TEMPLATE)
+  } catch {
+    // another run put it in place first
+    rmSync(building, { recursive: true, force: true })
+  }
 }

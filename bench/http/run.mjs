@@ -1,0 +1,529 @@
+/**
+ * bench/http: the service's HTTP overhead against a bare `node:http` + `pg` baseline, and its
+ * start-up time.
+ *
+ *   node bench/http/run.mjs [--connections 50] [--duration 10] [--warmup 2] [--rounds 2]
+ *                           [--starts 5] [--no-load] [--no-startup] [--profile]
+ *
+ * 1. Creates a fresh database on the PostgreSQL server of BENCH_PG_URL
+ *    (postgres://postgres@127.0.0.1:5432/test by default), dropped at the end.
+ * 2. Builds the service if dist/ is missing or older than src/, starts `node dist/src/main.js`
+ *    (child process), creates a merchant and credits a deposit through the admin API.
+ * 3. Starts the bare baseline (bench/http/bare-server.mjs, child process) on the same database,
+ *    checks both answer GET /api/v1/merchant/balance with the same bytes and content-type.
+ * 4. Loads each with autocannon (in this process), one at a time, alternating
+ *    (service, bare, bare, service, ...), after a warm-up each time; prints requests/s, p99 and
+ *    the ratio service/bare (target >= 0.5), plus the CPU time per request of each server process.
+ * 5. Start-up: median time from spawn until the API port accepts and the ops /health answers, on
+ *    the migrated PostgreSQL database and on an already-initialised PGlite DATA_DIR.
+ * 6. --profile: one more load run of the service under `node --cpu-prof`; prints where it spends
+ *    CPU (bench/http/cpuprofile-summary.mjs) and keeps the profile in bench/http/out/.
+ *
+ * The service's per-merchant rate limit (RATE_LIMIT_RPS, default 20/s) would turn almost every
+ * request into a 429, so the benchmark raises it (RATE_LIMIT_RPS/RATE_LIMIT_BURST = 1e9): the
+ * limiter still runs on every request, it just never refuses.
+ *
+ * Results are also written as JSON to bench/http/out/results-<timestamp>.json.
+ */
+import autocannon from "autocannon"
+import { execSync, spawn } from "node:child_process"
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
+import { createConnection, createServer } from "node:net"
+import { cpus, freemem, tmpdir, totalmem } from "node:os"
+import { join } from "node:path"
+import { fileURLToPath } from "node:url"
+import pg from "pg"
+import { printSummary, summarise } from "./cpuprofile-summary.mjs"
+
+const ROOT = fileURLToPath(new URL("../../", import.meta.url))
+const HERE = fileURLToPath(new URL("./", import.meta.url))
+const OUT = join(HERE, "out")
+const MAIN = join(ROOT, "dist/src/main.js")
+const ADMIN_TOKEN = "adm_bench_token_0123456789abcdef"
+const BALANCE_PATH = "/api/v1/merchant/balance"
+const PG_SERVER_URL = process.env.BENCH_PG_URL ?? "postgres://postgres@127.0.0.1:5432/test"
+/** The service's pool size (src/Db/Database.ts: maxConnections). */
+const POOL_MAX = 20
+const CLK_TCK = 100
+
+// ---- options -------------------------------------------------------------------------------------
+
+const argv = process.argv.slice(2)
+const flag = (name) => argv.includes(`--${name}`)
+const option = (name, fallback) => {
+  const i = argv.indexOf(`--${name}`)
+  return i >= 0 && argv[i + 1] !== undefined ? Number(argv[i + 1]) : fallback
+}
+const opts = {
+  connections: option("connections", 50),
+  duration: option("duration", 10),
+  warmup: option("warmup", 2),
+  rounds: option("rounds", 3),
+  starts: option("starts", 5),
+  /** Before each measurement, wait up to this many seconds for the machine to be quiet. */
+  waitQuiet: option("wait-quiet", 60),
+  /** Quiet: the whole machine busy below this share (%) over one second. */
+  quietBusy: option("quiet-busy", 15),
+  load: !flag("no-load"),
+  startup: !flag("no-startup"),
+  profile: flag("profile")
+}
+
+// ---- helpers -------------------------------------------------------------------------------------
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
+const log = (...a) => console.log(...a)
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b)
+  const m = s.length >> 1
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2
+}
+const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length
+const round = (x, d = 0) => Math.round(x * 10 ** d) / 10 ** d
+
+const freePort = () =>
+  new Promise((resolve, reject) => {
+    const server = createServer()
+    server.once("error", reject)
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address()
+      server.close(() => resolve(port))
+    })
+  })
+
+const portAccepts = (port) =>
+  new Promise((resolve) => {
+    const socket = createConnection({ port, host: "127.0.0.1" })
+    socket.once("connect", () => { socket.destroy(); resolve(true) })
+    socket.once("error", () => { socket.destroy(); resolve(false) })
+  })
+
+const httpOk = (url, init) => fetch(url, init).then((r) => r.arrayBuffer().then(() => r.status === 200), () => false)
+
+/** utime + stime of a process, in ms. */
+const cpuMs = (pid) => {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLK_TCK
+  } catch {
+    return NaN
+  }
+}
+
+/** Busy and total jiffies of the whole machine (/proc/stat). */
+const machineTicks = () => {
+  const [, ...v] = readFileSync("/proc/stat", "utf8").split("\n")[0].trim().split(/\s+/).map(Number)
+  const [user, nice, system, idle, iowait, irq, softirq, steal] = v
+  return { busy: user + nice + system + irq + softirq + steal, total: user + nice + system + idle + iowait + irq + softirq + steal }
+}
+
+const machineBusyOver = async (ms) => {
+  const a = machineTicks()
+  await sleep(ms)
+  const b = machineTicks()
+  return (b.busy - a.busy) / Math.max(1, b.total - a.total)
+}
+
+/**
+ * Other work on the machine (test suites, builds) skews every figure: wait until the machine is
+ * quiet, up to --wait-quiet seconds, and say so if it never was.
+ */
+const waitQuiet = async (what) => {
+  const deadline = Date.now() + opts.waitQuiet * 1000
+  let busy = await machineBusyOver(1000)
+  let warned = false
+  while (busy * 100 >= opts.quietBusy && Date.now() < deadline) {
+    if (!warned) log(`  (machine ${round(busy * 100)} % busy before ${what}; waiting for it to be quiet)`)
+    warned = true
+    busy = await machineBusyOver(2000)
+  }
+  if (busy * 100 >= opts.quietBusy) log(`  WARNING: machine still ${round(busy * 100)} % busy; measuring ${what} anyway`)
+  return busy
+}
+
+const children = new Set()
+
+/** A child process with its output kept; `stop` ends it with SIGTERM (SIGKILL after 15 s). */
+const startChild = (args, env, label) => {
+  const child = spawn(process.execPath, args, { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"] })
+  children.add(child)
+  let output = ""
+  child.stdout.on("data", (c) => { output += c })
+  child.stderr.on("data", (c) => { output += c })
+  const exited = new Promise((resolve) => child.once("exit", (code, signal) => { children.delete(child); resolve(code ?? signal) }))
+  const stop = async () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM")
+    const timer = setTimeout(() => child.kill("SIGKILL"), 15_000)
+    const code = await exited
+    clearTimeout(timer)
+    return code
+  }
+  return { child, label, output: () => output, exited, stop }
+}
+
+/** Run on an interrupt: the database and temp dir go too. */
+const onInterrupt = []
+const cleanupChildren = () => {
+  for (const child of children) child.kill("SIGKILL")
+}
+process.on("exit", cleanupChildren)
+for (const signal of ["SIGINT", "SIGTERM"]) {
+  process.on(signal, async () => {
+    cleanupChildren()
+    for (const task of onInterrupt) await Promise.resolve().then(task).catch(() => undefined)
+    process.exit(130)
+  })
+}
+
+// ---- build ---------------------------------------------------------------------------------------
+
+const newestMtime = (dir) => {
+  let newest = 0
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name)
+    newest = Math.max(newest, entry.isDirectory() ? newestMtime(path) : statSync(path).mtimeMs)
+  }
+  return newest
+}
+
+const buildIfNeeded = () => {
+  const stale = !existsSync(MAIN) || newestMtime(join(ROOT, "src")) > newestMtime(join(ROOT, "dist/src"))
+  if (!stale) return log("build: dist/src/main.js is up to date")
+  log("build: npm run build")
+  try {
+    execSync("npm run build", { cwd: ROOT, stdio: "inherit" })
+  } catch (error) {
+    if (!existsSync(MAIN)) throw error
+    log("WARNING: the build failed; measuring the existing dist/src/main.js")
+  }
+}
+
+// ---- database ------------------------------------------------------------------------------------
+
+const withAdminClient = async (f) => {
+  const client = new pg.Client({ connectionString: PG_SERVER_URL })
+  await client.connect()
+  try {
+    return await f(client)
+  } finally {
+    await client.end()
+  }
+}
+
+const createDatabase = async () => {
+  const name = `mps_bench_${process.pid}`
+  await withAdminClient((c) => c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).then(() => c.query(`CREATE DATABASE ${name}`)))
+  const url = new URL(PG_SERVER_URL)
+  url.pathname = `/${name}`
+  return {
+    name,
+    url: url.toString(),
+    drop: () => withAdminClient((c) => c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`))
+  }
+}
+
+// ---- the service ---------------------------------------------------------------------------------
+
+const serviceEnv = ({ port, opsPort, databaseUrl, dataDir }) => {
+  const env = {
+    ...process.env,
+    PORT: String(port),
+    OPS_PORT: String(opsPort),
+    HOST: "127.0.0.1",
+    OPS_HOST: "127.0.0.1",
+    DATA_DIR: dataDir,
+    ADMIN_TOKEN,
+    DEMO_MERCHANT: "false",
+    LOG_LEVEL: "warning",
+    RATE_LIMIT_RPS: "1000000000",
+    RATE_LIMIT_BURST: "1000000000",
+    NODE_ENV: "production"
+  }
+  delete env.DATABASE_URL
+  if (databaseUrl !== undefined) env.DATABASE_URL = databaseUrl
+  return env
+}
+
+/** Starts `node [nodeArgs] dist/src/main.js` and waits until /ready on the ops port answers 200. */
+const startService = async ({ databaseUrl, dataDir, nodeArgs = [] }) => {
+  const port = await freePort()
+  const opsPort = await freePort()
+  const proc = startChild([...nodeArgs, MAIN], serviceEnv({ port, opsPort, databaseUrl, dataDir }), "service")
+  const deadline = Date.now() + 60_000
+  for (;;) {
+    if (proc.child.exitCode !== null) throw new Error(`service exited with ${proc.child.exitCode}:\n${proc.output()}`)
+    if (Date.now() > deadline) {
+      await proc.stop()
+      throw new Error(`service did not become ready:\n${proc.output()}`)
+    }
+    if (await httpOk(`http://127.0.0.1:${opsPort}/ready`)) break
+    await sleep(50)
+  }
+  return { ...proc, baseUrl: `http://127.0.0.1:${port}`, opsUrl: `http://127.0.0.1:${opsPort}` }
+}
+
+const admin = async (service, path, body, method = "POST") => {
+  const res = await fetch(`${service.opsUrl}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/json" },
+    body: JSON.stringify(body)
+  })
+  const text = await res.text()
+  if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${text}`)
+  return JSON.parse(text)
+}
+
+const startBare = async (databaseUrl) => {
+  const port = await freePort()
+  const proc = startChild([join(HERE, "bare-server.mjs")], {
+    ...process.env,
+    PORT: String(port),
+    HOST: "127.0.0.1",
+    DATABASE_URL: databaseUrl,
+    POOL_MAX: String(POOL_MAX),
+    NODE_ENV: "production"
+  }, "bare")
+  const deadline = Date.now() + 15_000
+  while (!proc.output().includes("listening")) {
+    if (proc.child.exitCode !== null || Date.now() > deadline) throw new Error(`bare server did not start:\n${proc.output()}`)
+    await sleep(20)
+  }
+  return { ...proc, baseUrl: `http://127.0.0.1:${port}` }
+}
+
+// ---- load ----------------------------------------------------------------------------------------
+
+const fetchBalance = async (baseUrl, apiKey) => {
+  const res = await fetch(`${baseUrl}${BALANCE_PATH}`, { headers: { authorization: `Bearer ${apiKey}` } })
+  return { status: res.status, contentType: res.headers.get("content-type"), headers: res.headers, body: Buffer.from(await res.arrayBuffer()) }
+}
+
+const cannon = (baseUrl, apiKey, duration) =>
+  autocannon({
+    url: `${baseUrl}${BALANCE_PATH}`,
+    headers: { authorization: `Bearer ${apiKey}` },
+    connections: opts.connections,
+    pipelining: 1,
+    duration
+  })
+
+/** Warm-up (discarded), then a measured run; with the server process's CPU time over the run. */
+const measure = async (target, apiKey) => {
+  const busyBefore = await waitQuiet(target.label)
+  await cannon(target.baseUrl, apiKey, opts.warmup)
+  await sleep(200)
+  const from = Number(process.hrtime.bigint() / 1000n)
+  const cpuBefore = cpuMs(target.child.pid)
+  const benchBefore = process.cpuUsage()
+  const ticksBefore = machineTicks()
+  const result = await cannon(target.baseUrl, apiKey, opts.duration)
+  const cpuAfter = cpuMs(target.child.pid)
+  const benchCpu = process.cpuUsage(benchBefore)
+  const ticksAfter = machineTicks()
+  const to = Number(process.hrtime.bigint() / 1000n)
+  const requests = result.requests.total
+  const machineBusyMs = ((ticksAfter.busy - ticksBefore.busy) * 1000) / CLK_TCK
+  return {
+    window: { from, to },
+    rps: result.requests.average,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    requests,
+    non2xx: result.non2xx,
+    errors: result.errors,
+    timeouts: result.timeouts,
+    cpuMsPerRequest: (cpuAfter - cpuBefore) / requests,
+    cpuUtilisation: (cpuAfter - cpuBefore) / (opts.duration * 1000),
+    machineBusyBefore: busyBefore,
+    /** Cores busy over the run: all, the load generator (this process), the server under test. */
+    coresBusy: machineBusyMs / (opts.duration * 1000),
+    coresLoadGenerator: (benchCpu.user + benchCpu.system) / 1000 / (opts.duration * 1000),
+    coresServer: (cpuAfter - cpuBefore) / (opts.duration * 1000)
+  }
+}
+
+const printRun = (label, r) =>
+  log(`  ${label.padEnd(8)} ${String(round(r.rps)).padStart(7)} req/s  p50 ${String(r.p50).padStart(3)} ms  p99 ${String(r.p99).padStart(3)} ms` +
+    `  cpu ${round(r.cpuMsPerRequest * 1000)} µs/req (${round(r.cpuUtilisation * 100)} % of a core)` +
+    `  non2xx ${r.non2xx} errors ${r.errors} timeouts ${r.timeouts}` +
+    `\n           cores busy: all ${round(r.coresBusy, 2)} = server ${round(r.coresServer, 2)} + autocannon ${round(r.coresLoadGenerator, 2)}` +
+    ` + rest (PostgreSQL, others) ${round(r.coresBusy - r.coresServer - r.coresLoadGenerator, 2)}; machine ${round(r.machineBusyBefore * 100)} % busy just before`)
+
+// ---- start-up ------------------------------------------------------------------------------------
+
+/** Spawn to "API port accepts and ops /health answers 200", in ms; the process is stopped after. */
+const timeStart = async ({ databaseUrl, dataDir }) => {
+  const port = await freePort()
+  const opsPort = await freePort()
+  const env = serviceEnv({ port, opsPort, databaseUrl, dataDir })
+  const t0 = performance.now()
+  const proc = startChild([MAIN], env, "service")
+  let apiAt, healthAt
+  try {
+    const deadline = Date.now() + 60_000
+    while (apiAt === undefined || healthAt === undefined) {
+      if (proc.child.exitCode !== null) throw new Error(`service exited with ${proc.child.exitCode}:\n${proc.output()}`)
+      if (Date.now() > deadline) throw new Error(`service did not start in 60 s:\n${proc.output()}`)
+      const [api, health] = await Promise.all([
+        apiAt === undefined ? portAccepts(port) : true,
+        healthAt === undefined ? httpOk(`http://127.0.0.1:${opsPort}/health`) : true
+      ])
+      const now = performance.now()
+      if (api && apiAt === undefined) apiAt = now - t0
+      if (health && healthAt === undefined) healthAt = now - t0
+      if (apiAt === undefined || healthAt === undefined) await sleep(5)
+    }
+  } finally {
+    const code = await proc.stop()
+    if (code !== 0 && code !== "SIGTERM") log(`  (service exited with ${code})`)
+  }
+  return { ms: Math.max(apiAt, healthAt), apiMs: apiAt, healthMs: healthAt }
+}
+
+const measureStartups = async (label, settings) => {
+  const runs = []
+  for (let i = 0; i < opts.starts; i++) {
+    const busyBefore = await waitQuiet(`${label} start ${i + 1}`)
+    const r = { ...(await timeStart(settings)), machineBusyBefore: busyBefore }
+    runs.push(r)
+    log(`  ${label} start ${i + 1}: ${round(r.ms)} ms (API port ${round(r.apiMs)} ms, /health ${round(r.healthMs)} ms)`)
+    await sleep(300)
+  }
+  return { medianMs: median(runs.map((r) => r.ms)), runs }
+}
+
+// ---- main ----------------------------------------------------------------------------------------
+
+const machine = () => {
+  const cpuinfo = readFileSync("/proc/cpuinfo", "utf8")
+  return {
+    nproc: Number(execSync("nproc").toString().trim()),
+    cpuModel: cpuinfo.match(/model name\s*:\s*(.*)/)?.[1] ?? cpus()[0]?.model,
+    memoryGiB: round(totalmem() / 2 ** 30, 1),
+    freeMemoryGiB: round(freemem() / 2 ** 30, 1),
+    node: process.version,
+    postgres: undefined
+  }
+}
+
+const main = async () => {
+  const started = new Date()
+  const info = machine()
+  info.postgres = await withAdminClient((c) => c.query("SHOW server_version")).then((r) => r.rows[0].server_version)
+  log(`bench/http ${started.toISOString()}`)
+  log(`machine: ${info.nproc} CPUs (${info.cpuModel}), ${info.memoryGiB} GiB, node ${info.node}, PostgreSQL ${info.postgres}`)
+  log(`settings: ${JSON.stringify(opts)}`)
+  buildIfNeeded()
+
+  const results = { date: started.toISOString(), command: `node bench/http/run.mjs ${argv.join(" ")}`.trim(), machine: info, options: opts }
+  const db = await createDatabase()
+  const tmp = mkdtempSync(join(tmpdir(), "mps-bench-"))
+  mkdirSync(OUT, { recursive: true })
+  onInterrupt.push(() => rmSync(tmp, { recursive: true, force: true }), async () => {
+    await sleep(300) // killed children release their connections
+    await db.drop()
+  })
+  log(`database: ${db.name}; temp dir ${tmp}`)
+  let service, bare
+  try {
+    service = await startService({ databaseUrl: db.url, dataDir: join(tmp, "data-pg") })
+    const merchant = await admin(service, "/admin/merchants", { name: "bench-merchant", webhook_url: null })
+    await admin(service, `/admin/merchants/${merchant.merchant_id}/legacy-addresses`, { trc20: "TBenchLegacyTrc20Address000000000", bep20: null }, "PUT")
+    await admin(service, "/admin/deposits", { merchant_id: merchant.merchant_id, network: "tron", amount: 1010.1, tx_id: "bench-initial-funding" })
+    const apiKey = merchant.api_key
+
+    if (opts.load || opts.profile) {
+      bare = await startBare(db.url)
+      const a = await fetchBalance(service.baseUrl, apiKey)
+      const b = await fetchBalance(bare.baseUrl, apiKey)
+      log(`\nservice: ${a.status} ${a.contentType} ${a.body.toString()}`)
+      log(`bare:    ${b.status} ${b.contentType} ${b.body.toString()}`)
+      if (a.status !== 200 || b.status !== 200 || a.contentType !== b.contentType || !a.body.equals(b.body)) {
+        throw new Error("the service and the bare baseline do not answer with the same bytes")
+      }
+      log(`bodies are byte-identical (${a.body.length} bytes), content-type identical`)
+      const extra = [...a.headers.keys()].filter((h) => !b.headers.has(h))
+      log(`headers only the service sends: ${extra.join(", ") || "none"}`)
+      results.body = a.body.toString()
+      results.serviceOnlyHeaders = extra
+    }
+
+    if (opts.load) {
+      log(`\nload: ${opts.connections} connections, ${opts.warmup} s warm-up + ${opts.duration} s measured, ${opts.rounds} rounds (alternating)`)
+      const runs = { service: [], bare: [] }
+      for (let i = 0; i < opts.rounds; i++) {
+        const order = i % 2 === 0 ? ["service", "bare"] : ["bare", "service"]
+        log(`round ${i + 1}`)
+        for (const which of order) {
+          const r = await measure(which === "service" ? service : bare, apiKey)
+          if (r.non2xx > 0 || r.errors > 0) log(`  WARNING: ${which} had ${r.non2xx} non-2xx responses and ${r.errors} errors`)
+          runs[which].push(r)
+          printRun(which, r)
+        }
+      }
+      const agg = (rs) => ({
+        rps: mean(rs.map((r) => r.rps)),
+        p99: mean(rs.map((r) => r.p99)),
+        p50: mean(rs.map((r) => r.p50)),
+        cpuMsPerRequest: mean(rs.map((r) => r.cpuMsPerRequest))
+      })
+      const s = agg(runs.service)
+      const b = agg(runs.bare)
+      const ratio = s.rps / b.rps
+      results.load = { runs, service: s, bare: b, ratio, cpuRatio: b.cpuMsPerRequest / s.cpuMsPerRequest }
+      log(`\n              req/s    p50 ms   p99 ms   CPU µs/req`)
+      log(`  service  ${String(round(s.rps)).padStart(8)}  ${String(round(s.p50, 1)).padStart(7)}  ${String(round(s.p99, 1)).padStart(7)}  ${String(round(s.cpuMsPerRequest * 1000)).padStart(9)}`)
+      log(`  bare     ${String(round(b.rps)).padStart(8)}  ${String(round(b.p50, 1)).padStart(7)}  ${String(round(b.p99, 1)).padStart(7)}  ${String(round(b.cpuMsPerRequest * 1000)).padStart(9)}`)
+      log(`  ratio service/bare: ${round(ratio, 3)} (target >= 0.5) -> ${ratio >= 0.5 ? "MET" : "NOT MET"}`)
+      log(`  CPU per request, bare/service: ${round(results.load.cpuRatio, 3)}`)
+    }
+
+    if (bare) await bare.stop()
+    bare = undefined
+    await service.stop()
+    service = undefined
+
+    if (opts.profile) {
+      const dir = join(OUT, `profile-${started.toISOString().replace(/[:.]/g, "-")}`)
+      mkdirSync(dir, { recursive: true })
+      log(`\nprofile: service under node --cpu-prof, same load (${opts.warmup} s + ${opts.duration} s)`)
+      const profiled = await startService({ databaseUrl: db.url, dataDir: join(tmp, "data-pg"), nodeArgs: ["--cpu-prof", "--cpu-prof-dir", dir] })
+      const r = await measure(profiled, apiKey)
+      printRun("service", r)
+      await profiled.stop()
+      const file = readdirSync(dir).find((f) => f.endsWith(".cpuprofile"))
+      if (file === undefined) throw new Error(`no .cpuprofile in ${dir}`)
+      const summary = summarise(JSON.parse(readFileSync(join(dir, file), "utf8")), { top: 30, ...r.window })
+      log(`profile: ${join(dir, file)} (summary of the measured ${opts.duration} s only)`)
+      printSummary(summary, log)
+      results.profile = { file: join(dir, file), run: r, summary }
+    }
+
+    if (opts.startup) {
+      log(`\nstart-up: spawn -> API port accepts and /health answers; median of ${opts.starts}`)
+      const pgStart = await measureStartups("PostgreSQL", { databaseUrl: db.url, dataDir: join(tmp, "data-pg") })
+      log(`  PostgreSQL median: ${round(pgStart.medianMs)} ms (target < 1500 ms)`)
+      const liteDir = join(tmp, "data-pglite")
+      log(`  PGlite: initialising ${liteDir} (first start, not measured)`)
+      const init = await startService({ databaseUrl: undefined, dataDir: liteDir })
+      await init.stop()
+      const liteStart = await measureStartups("PGlite", { databaseUrl: undefined, dataDir: liteDir })
+      log(`  PGlite median: ${round(liteStart.medianMs)} ms (target < 1500 ms)`)
+      results.startup = { postgresql: pgStart, pglite: liteStart }
+    }
+  } finally {
+    if (bare) await bare.stop()
+    if (service) await service.stop()
+    await db.drop().catch((e) => log(`could not drop ${db.name}: ${e.message}`))
+    rmSync(tmp, { recursive: true, force: true })
+  }
+  const file = join(OUT, `results-${started.toISOString().replace(/[:.]/g, "-")}.json`)
+  writeFileSync(file, JSON.stringify(results, null, 2) + "\n")
+  log(`\nresults: ${file}`)
+}
+
+main().catch((error) => {
+  console.error(error)
+  process.exitCode = 1
+})

@@ -1,0 +1,148 @@
+/**
+ * The simulated supplier acquisition and game platform (CONTRACT 5.1, 5.2, 5.3): the trade token
+ * picks the outcome like a card processor's test cards, item `sim` hints make acquisition fail,
+ * and every delay is scaled by SIM_TIME_SCALE except those tied to BUY_SYNC_WAIT_SECONDS. Its
+ * order book lives in the database, as a real provider's would on its side: placing the same
+ * request id twice is one order, and a restarted process finds its orders where they were.
+ */
+import { SqlClient } from "@effect/sql"
+import { Clock, Effect, Layer, Option, Schema } from "effect"
+import { createHash } from "node:crypto"
+import { Settings } from "../../Config.js"
+import type { FailureCode } from "../../Domain/Purchase.js"
+import { type OrderRequest, type OrderStatus, PurchaseProvider, type Reversal } from "../PurchaseProvider.js"
+import { prng } from "./Listings.js"
+
+type Outcome = "completed" | "failed" | "reverted"
+
+interface Plan {
+  readonly outcome: Outcome
+  readonly failureCode: FailureCode | null
+  /** Fails before acknowledgement (at acquisition). */
+  readonly beforeAck: boolean
+  readonly topUpMs: number
+  readonly ackMs: number
+  readonly offerMs: number
+  readonly decisionMs: number
+  readonly reversalMs: number | null
+}
+
+const FAILURE_MESSAGES: Record<string, string> = {
+  INVENTORY_PRIVATE: "The buyer's inventory is private.",
+  INVALID_TRADE_URL: "The trade URL or its token is invalid or revoked.",
+  TRADE_DECLINED: "The buyer declined the trade offer.",
+  TRADE_EXPIRED: "The trade offer expired.",
+  ITEM_UNAVAILABLE: "The item is no longer available at the supplier.",
+  PRICE_CHANGED: "The supplier's price changed.",
+  MANUAL_REVIEW: "The outcome needs manual review.",
+  REVERTED_BY_BUYER: "The buyer reversed the accepted trade.",
+  REVERTED_BY_SELLER: "The seller reversed the accepted trade.",
+  REVERT_UNKNOWN: "The trade was reversed; initiator unknown."
+}
+const NO_REFUND: ReadonlyArray<string> = ["MANUAL_REVIEW", "REVERTED_BY_BUYER", "REVERT_UNKNOWN"]
+
+const plan = (request: OrderRequest, scale: number, buySyncWaitMs: number): Plan => {
+  const seed = createHash("sha256").update(request.requestId).digest().readUInt32LE(0)
+  const rng = prng(seed)
+  const between = (lo: number, hi: number) => (lo + rng() * (hi - lo)) * scale
+  const ackMs = between(1_000, 3_000)
+  const offerMs = between(1_000, 2_000)
+  const decisionMs = between(5_000, 20_000)
+  const base = { topUpMs: 0, ackMs, offerMs, decisionMs, reversalMs: null, beforeAck: false }
+  const failBeforeAck = (code: FailureCode): Plan => ({ ...base, outcome: "failed", failureCode: code, beforeAck: true })
+  if (request.sim?.acquire === "unavailable") return failBeforeAck("ITEM_UNAVAILABLE")
+  if (request.sim?.acquire === "price_changed") return failBeforeAck("PRICE_CHANGED")
+  switch (request.tradeToken) {
+    case "declined":
+      return { ...base, outcome: "failed", failureCode: "TRADE_DECLINED" }
+    case "expired0":
+      return { ...base, outcome: "failed", failureCode: "TRADE_EXPIRED" }
+    case "private0":
+      return failBeforeAck("INVENTORY_PRIVATE")
+    case "badtoken":
+      return failBeforeAck("INVALID_TRADE_URL")
+    case "slowack0":
+      return { ...base, outcome: "completed", failureCode: null, ackMs: 1.5 * buySyncWaitMs }
+    case "topup000":
+      return { ...base, outcome: "completed", failureCode: null, topUpMs: 1.5 * buySyncWaitMs, ackMs: 0 }
+    case "revbuyer":
+      return { ...base, outcome: "reverted", failureCode: "REVERTED_BY_BUYER", reversalMs: 30_000 * scale }
+    case "revselr0":
+      return { ...base, outcome: "reverted", failureCode: "REVERTED_BY_SELLER", reversalMs: 30_000 * scale }
+    case "review00":
+      return { ...base, outcome: "failed", failureCode: "MANUAL_REVIEW" }
+    default:
+      return { ...base, outcome: "completed", failureCode: null }
+  }
+}
+
+const OrderRow = Schema.Struct({
+  requestId: Schema.String,
+  outcome: Schema.Literal("completed", "failed", "reverted"),
+  failureCode: Schema.NullOr(Schema.String),
+  acknowledgedAt: Schema.NullOr(Schema.DateFromSelf),
+  topupUntil: Schema.NullOr(Schema.DateFromSelf),
+  offerAt: Schema.NullOr(Schema.DateFromSelf),
+  decisionAt: Schema.DateFromSelf,
+  reversalAt: Schema.NullOr(Schema.DateFromSelf),
+  tradeOfferId: Schema.NullOr(Schema.String)
+})
+
+export const ProviderSimLive = Layer.effect(PurchaseProvider, Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const settings = yield* Settings
+  const buySyncWaitMs = settings.buySyncWaitSeconds * 1000
+
+  const placeOrder = (request: OrderRequest) =>
+    Effect.gen(function*() {
+      const now = yield* Clock.currentTimeMillis
+      const p = plan(request, settings.simTimeScale, buySyncWaitMs)
+      const at = (ms: number) => new Date(now + ms)
+      const ack = p.topUpMs + p.ackMs
+      const offer = ack + p.offerMs
+      const decision = p.beforeAck ? p.ackMs : offer + p.decisionMs
+      const offerId = p.beforeAck ? null : String(BigInt("0x" + createHash("sha256").update(request.requestId).digest("hex").slice(0, 12)) % 10_000_000_000n + 1_000_000_000n)
+      yield* sql`
+        INSERT INTO sim_provider_orders (request_id, purchase_id, outcome, failure_code, acknowledged_at, topup_until,
+          offer_at, decision_at, reversal_at, trade_offer_id)
+        VALUES (${request.requestId}, ${request.purchaseId}, ${p.outcome}, ${p.failureCode},
+          ${p.beforeAck ? null : at(ack)}, ${p.topUpMs > 0 ? at(p.topUpMs) : null}, ${p.beforeAck ? null : at(offer)},
+          ${at(decision)}, ${p.reversalMs === null ? null : at(decision + p.reversalMs)}, ${offerId})
+        ON CONFLICT (request_id) DO NOTHING`
+    }).pipe(Effect.orDie, Effect.withSpan("ProviderSim.placeOrder"))
+
+  const orderStatus = (requestId: string) =>
+    Effect.gen(function*() {
+      const rows = yield* sql`
+        SELECT request_id AS "requestId", outcome, failure_code AS "failureCode", acknowledged_at AS "acknowledgedAt",
+               topup_until AS "topupUntil", offer_at AS "offerAt", decision_at AS "decisionAt",
+               reversal_at AS "reversalAt", trade_offer_id AS "tradeOfferId"
+        FROM sim_provider_orders WHERE request_id = ${requestId}`.pipe(Effect.flatMap(Schema.decodeUnknown(Schema.Array(OrderRow))))
+      const order = Option.getOrThrowWith(Option.fromNullable(rows[0]), () => new Error(`unknown provider order ${requestId}`))
+      const now = yield* Clock.currentTimeMillis
+      const reached = (d: Date | null) => d !== null && d.getTime() <= now
+      const decided = reached(order.decisionAt)
+      const reversed = order.reversalAt !== null && reached(order.reversalAt)
+      const future = [order.topupUntil, order.acknowledgedAt, order.offerAt, order.decisionAt, order.reversalAt]
+        .filter((d): d is Date => d !== null && d.getTime() > now)
+        .sort((a, b) => a.getTime() - b.getTime())
+      const failure = order.failureCode ?? "UNKNOWN"
+      const status: OrderStatus = {
+        waitingTopUp: order.topupUntil !== null && !reached(order.topupUntil),
+        acknowledged: reached(order.acknowledgedAt),
+        tradeOffer: order.tradeOfferId !== null && reached(order.offerAt)
+          ? { id: order.tradeOfferId, url: `https://steamcommunity.com/tradeoffer/${order.tradeOfferId}/` }
+          : undefined,
+        outcome: !decided
+          ? { _tag: "pending" }
+          : order.outcome === "failed"
+          ? { _tag: "failed", code: failure as FailureCode, message: FAILURE_MESSAGES[failure] ?? "Failed.", refundable: !NO_REFUND.includes(failure) }
+          : { _tag: "completed" },
+        reversal: order.outcome === "reverted" && reversed ? failure as Reversal : undefined,
+        nextChangeAt: future[0]
+      }
+      return status
+    }).pipe(Effect.orDie, Effect.withSpan("ProviderSim.orderStatus"))
+
+  return { placeOrder, orderStatus }
+}))

@@ -1,0 +1,153 @@
+/** The purchase endpoints (spec 2.8 to 2.10, 4.3, 4.4). */
+import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
+import { Schema } from "effect"
+import { Wire } from "../Domain/Errors.js"
+import { FailureCode, PurchaseStatus } from "../Domain/Purchase.js"
+import { isSteamId64, parseTradeUrl } from "../Domain/TradeUrl.js"
+import { Authentication } from "../Merchants/Authentication.js"
+import { Usd } from "../Merchants/Api.js"
+
+const EMPTY_UUID = "00000000-0000-0000-0000-000000000000"
+
+const TradeUrl = Schema.String.pipe(
+  Schema.filter((s) => parseTradeUrl(s) !== undefined, {
+    message: () => "a trade URL https://steamcommunity.com/tradeoffer/new/?partner=<id>&token=<8 chars>"
+  })
+)
+const MaxPrice = Schema.Number.pipe(
+  Schema.filter((n) => Number.isFinite(n) && n > 0, { message: () => "max_price must be greater than 0" })
+).annotations({ description: "Consent ceiling in USD; compared exactly with the live price" })
+const CustomId = Schema.String.pipe(
+  Schema.filter((s) => [...s].length >= 1 && [...s].length <= 100, { message: () => "custom_id must be 1 to 100 characters" })
+)
+
+export const BuyRequest = Schema.Struct({
+  item_id: Schema.UUID.pipe(Schema.filter((s) => s !== EMPTY_UUID, { message: () => "item_id must not be the empty UUID" })),
+  max_price: MaxPrice,
+  custom_id: CustomId,
+  target_trade_url: TradeUrl,
+  target_steam_id: Schema.optional(Schema.NullOr(Schema.String.pipe(
+    Schema.filter(isSteamId64, { message: () => "target_steam_id must be a SteamID64" })
+  )))
+}).annotations({ identifier: "BuyRequest" })
+
+export const BuyByNameRequest = Schema.Struct({
+  market_hash_name: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200)),
+  max_price: MaxPrice,
+  trade_url: TradeUrl,
+  custom_id: CustomId,
+  estimated_time: Schema.optional(Schema.NullOr(Schema.Int.pipe(Schema.greaterThanOrEqualTo(10))))
+}).annotations({ identifier: "BuyByNameRequest" })
+
+export const PurchaseCreated = Schema.Struct({
+  purchase_id: Schema.UUID,
+  custom_id: Schema.String,
+  status: PurchaseStatus,
+  item: Schema.Struct({
+    market_hash_name: Schema.String,
+    price: Usd,
+    delivery_type: Schema.Literal("instant", "manual"),
+    estimated_delivery_minutes: Schema.NullOr(Schema.Int)
+  }),
+  balance_after: Usd,
+  created_at: Schema.String
+}).annotations({ identifier: "PurchaseCreated" })
+
+const Accepted = PurchaseCreated.annotations(HttpApiSchema.annotations({ status: 202 }))
+
+export const PurchaseDetail = Schema.Struct({
+  purchase_id: Schema.UUID,
+  custom_id: Schema.String,
+  status: PurchaseStatus,
+  item: Schema.Struct({
+    id: Schema.NullOr(Schema.UUID),
+    market_hash_name: Schema.String,
+    image_url: Schema.NullOr(Schema.String),
+    exterior: Schema.NullOr(Schema.String),
+    float: Schema.NullOr(Schema.Number),
+    delivery_type: Schema.Literal("instant", "manual"),
+    estimated_delivery_minutes: Schema.NullOr(Schema.Int)
+  }),
+  price: Usd,
+  target_steam_id: Schema.NullOr(Schema.String),
+  trade_offer_id: Schema.NullOr(Schema.String),
+  trade_offer_url: Schema.NullOr(Schema.String),
+  created_at: Schema.String,
+  completed_at: Schema.NullOr(Schema.String),
+  failure: Schema.NullOr(Schema.Struct({
+    code: FailureCode,
+    message: Schema.String,
+    refunded_amount: Schema.NullOr(Usd)
+  }))
+}).annotations({ identifier: "PurchaseDetail" })
+
+export const PurchaseList = Schema.Struct({
+  purchases: Schema.Array(PurchaseDetail),
+  next_cursor: Schema.NullOr(Schema.String)
+}).annotations({ identifier: "PurchaseList" })
+
+/** 409 for a created purchase that failed (spec 2.10); documented, answered as raw bytes. */
+export const PurchaseFailedResponse = Schema.Struct({
+  error: Schema.Struct({
+    code: Schema.Literal("MERCHANT_PURCHASE_FAILED", "MERCHANT_ITEM_UNAVAILABLE", "MERCHANT_PRICE_CHANGED"),
+    message: Schema.String
+  }),
+  purchase_id: Schema.UUID,
+  custom_id: Schema.String,
+  failure: Schema.Struct({ code: FailureCode, message: Schema.String }),
+  trade_offer_id: Schema.NullOr(Schema.String),
+  trade_offer_url: Schema.NullOr(Schema.String)
+}).annotations({ identifier: "PurchaseFailedResponse", ...HttpApiSchema.annotations({ status: 409 }) })
+
+const DateTime = Schema.String.pipe(
+  Schema.filter((s) => /^\d{4}-\d{2}-\d{2}T/.test(s) && !Number.isNaN(Date.parse(s)), { message: () => "an ISO 8601 date-time" })
+)
+
+/** /buy and /buy-sync share the body, the validation and the pre-check errors (spec 4.3). */
+const buyEndpoint = HttpApiEndpoint.post("buy", "/buy").setPayload(BuyRequest).addSuccess(PurchaseCreated, { status: 201 })
+  .addError(Wire.InvalidItemId).addError(Wire.InvalidMaxPrice).addError(Wire.InvalidCustomId).addError(Wire.InvalidSteamId)
+  .addError(Wire.SteamIdMismatch).addError(Wire.InvalidTradeUrl).addError(Wire.InsufficientBalance).addError(Wire.ItemNotFound)
+  .addError(Wire.DuplicateCustomId).addError(Wire.ItemUnavailable).addError(Wire.PriceChanged).addError(Wire.Conflict)
+
+const buySyncEndpoint = HttpApiEndpoint.post("buySync", "/buy-sync").setPayload(BuyRequest)
+  .addSuccess(PurchaseCreated).addSuccess(Accepted)
+  .addError(Wire.InvalidItemId).addError(Wire.InvalidMaxPrice).addError(Wire.InvalidCustomId).addError(Wire.InvalidSteamId)
+  .addError(Wire.SteamIdMismatch).addError(Wire.InvalidTradeUrl).addError(Wire.InsufficientBalance).addError(Wire.ItemNotFound)
+  .addError(Wire.DuplicateCustomId).addError(Wire.ItemUnavailable).addError(Wire.PriceChanged).addError(Wire.Conflict)
+  .addError(PurchaseFailedResponse)
+
+export class PurchasesApi extends HttpApiGroup.make("purchases")
+  .add(buyEndpoint)
+  .add(buySyncEndpoint)
+  .add(
+    HttpApiEndpoint.post("buyByName", "/buy-by-name").setPayload(BuyByNameRequest)
+      .addSuccess(PurchaseCreated).addSuccess(Accepted)
+      .addError(Wire.InvalidMarketHashName).addError(Wire.InvalidMaxPrice).addError(Wire.InvalidTradeUrl)
+      .addError(Wire.InvalidCustomId).addError(Wire.InvalidEstimatedTime).addError(Wire.NoItemsFound)
+      .addError(Wire.InsufficientBalance).addError(Wire.PurchaseFailed).addError(PurchaseFailedResponse)
+      .addError(Wire.Conflict)
+  )
+  .add(
+    HttpApiEndpoint.get("listPurchases", "/purchases")
+      .setUrlParams(Schema.Struct({
+        cursor: Schema.optional(Schema.String),
+        limit: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 200))),
+        status: Schema.optional(PurchaseStatus),
+        custom_id: Schema.optional(Schema.String),
+        target_steam_id: Schema.optional(Schema.String),
+        from: Schema.optional(DateTime),
+        to: Schema.optional(DateTime)
+      }))
+      .addSuccess(PurchaseList)
+      .addError(Wire.InvalidQuery)
+      .addError(Wire.InvalidStatus)
+  )
+  .add(
+    HttpApiEndpoint.get("getPurchase", "/purchases/:purchaseId")
+      .setPath(Schema.Struct({ purchaseId: Schema.UUID }))
+      .addSuccess(PurchaseDetail)
+      .addError(Wire.PurchaseNotFound)
+  )
+  .middleware(Authentication)
+  .annotate(OpenApi.Title, "Purchases")
+{}

@@ -1,0 +1,115 @@
+import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
+import { Effect, Option } from "effect"
+import { MerchantApi } from "../Api.js"
+import { Settings } from "../Config.js"
+import { PurchaseNotFound, SteamIdMismatch } from "../Domain/Errors.js"
+import { parseTradeUrl } from "../Domain/TradeUrl.js"
+import { CurrentMerchant } from "../Merchants/Authentication.js"
+import { BuyByName } from "./BuyByName.js"
+import { Purchases, type Recipient } from "./Purchases.js"
+import { purchaseCreated, purchaseDetail, purchaseFailedBody, type PurchaseRow } from "./Rows.js"
+
+/** The recipient from a validated trade URL; a given SteamID64 must be the derived one. */
+const recipientOf = (tradeUrl: string, steamId: string | null | undefined) => {
+  const parsed = parseTradeUrl(tradeUrl)!
+  return steamId !== undefined && steamId !== null && steamId !== parsed.steamId
+    ? Effect.fail(new SteamIdMismatch({ message: "target_steam_id differs from the SteamID64 derived from the trade URL." }))
+    : Effect.succeed<Recipient>({ tradeUrl, steamId: parsed.steamId })
+}
+
+const json = (body: unknown, status: number) => HttpServerResponse.unsafeJson(body, { status })
+
+/** HTTP-level code of a failed attempt seen by a repeat (spec 4.3 buy-by-name). */
+const failedAttemptCode = (row: PurchaseRow) =>
+  row.failureCode === "ITEM_UNAVAILABLE" ? "MERCHANT_ITEM_UNAVAILABLE"
+  : row.failureCode === "PRICE_CHANGED" ? "MERCHANT_PRICE_CHANGED"
+  : "MERCHANT_PURCHASE_FAILED"
+
+const FAILED_MESSAGE = "The purchase was rejected; see failure. A refund is not implied: check refunded_amount."
+
+export const PurchasesHttp = HttpApiBuilder.group(MerchantApi, "purchases", (handlers) =>
+  Effect.gen(function*() {
+    const purchases = yield* Purchases
+    const byName = yield* BuyByName
+    const settings = yield* Settings
+
+    return handlers
+      .handle("buy", ({ payload }) =>
+        Effect.gen(function*() {
+          const merchant = yield* CurrentMerchant
+          const recipient = yield* recipientOf(payload.target_trade_url, payload.target_steam_id)
+          const outcome = yield* Effect.uninterruptible(purchases.createById({
+            merchantId: merchant.id,
+            itemId: payload.item_id,
+            maxPrice: payload.max_price,
+            customId: payload.custom_id,
+            recipient
+          }))
+          return purchaseCreated(outcome.purchase, outcome.balanceCents)
+        }))
+      .handle("buySync", ({ payload }) =>
+        Effect.gen(function*() {
+          const merchant = yield* CurrentMerchant
+          const recipient = yield* recipientOf(payload.target_trade_url, payload.target_steam_id)
+          // Created or found before waiting; a client that goes away cancels nothing.
+          const outcome = yield* Effect.uninterruptible(purchases.createById({
+            merchantId: merchant.id,
+            itemId: payload.item_id,
+            maxPrice: payload.max_price,
+            customId: payload.custom_id,
+            recipient
+          }))
+          const row = yield* purchases.waitFor(
+            merchant.id,
+            outcome.purchase.id,
+            (r) => r.status === "failed" || r.status === "completed" || r.acknowledged || r.topupWaiting,
+            settings.buySyncWaitSeconds * 1000
+          )
+          if (row.status === "failed") return json(purchaseFailedBody(row, "MERCHANT_PURCHASE_FAILED", FAILED_MESSAGE), 409)
+          const balanceCents = outcome._tag === "created" ? outcome.balanceCents : yield* purchases.availableCents(merchant.id)
+          const acknowledged = row.acknowledged || row.status === "completed"
+          return json(purchaseCreated(row, balanceCents), acknowledged ? 200 : 202)
+        }))
+      .handle("buyByName", ({ payload }) =>
+        Effect.gen(function*() {
+          const merchant = yield* CurrentMerchant
+          const recipient: Recipient = { tradeUrl: payload.trade_url, steamId: parseTradeUrl(payload.trade_url)!.steamId }
+          const outcome = yield* byName.buy({
+            merchantId: merchant.id,
+            marketHashName: payload.market_hash_name,
+            maxPrice: payload.max_price,
+            customId: payload.custom_id,
+            recipient,
+            estimatedTime: payload.estimated_time ?? null
+          })
+          switch (outcome._tag) {
+            case "accepted":
+              return json(purchaseCreated(outcome.purchase, outcome.balanceCents), 200)
+            case "in_flight":
+              return json(purchaseCreated(outcome.purchase, outcome.balanceCents), 202)
+            case "failed_attempt":
+              return json(purchaseFailedBody(outcome.purchase, failedAttemptCode(outcome.purchase), FAILED_MESSAGE), 409)
+          }
+        }))
+      .handle("listPurchases", ({ urlParams: q }) =>
+        Effect.gen(function*() {
+          const merchant = yield* CurrentMerchant
+          const page = yield* purchases.list(merchant.id, {
+            cursor: q.cursor,
+            limit: q.limit ?? 50,
+            status: q.status,
+            customId: q.custom_id,
+            targetSteamId: q.target_steam_id,
+            from: q.from === undefined ? undefined : new Date(q.from),
+            to: q.to === undefined ? undefined : new Date(q.to)
+          })
+          return { purchases: page.purchases.map(purchaseDetail), next_cursor: page.nextCursor }
+        }))
+      .handle("getPurchase", ({ path }) =>
+        Effect.gen(function*() {
+          const merchant = yield* CurrentMerchant
+          const row = yield* purchases.byId(merchant.id, path.purchaseId)
+          if (Option.isNone(row)) return yield* new PurchaseNotFound({ message: `No purchase ${path.purchaseId}.` })
+          return purchaseDetail(row.value)
+        }))
+  }))

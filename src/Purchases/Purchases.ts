@@ -1,0 +1,238 @@
+/**
+ * Creating purchases (spec 4.3, 4.4): one short transaction takes the idempotency record, locks the
+ * live item, checks it against max_price, debits the actual price, reserves the item (it leaves the
+ * live catalogue through the change log), writes the purchase, its ledger row and the
+ * `purchase.created` event. Any failure rolls all of it back: bad input changes nothing.
+ */
+import { SqlClient, SqlError } from "@effect/sql"
+import { Effect, Option, Schema } from "effect"
+import { randomUUID } from "node:crypto"
+import { ChangeLog } from "../Catalogue/ChangeLog.js"
+import type { CatalogItem } from "../Domain/CatalogItem.js"
+import { CreatedAtIdPosition, decodeCursor, encodeCursor } from "../Domain/Cursor.js"
+import { Int8 } from "../Domain/Db.js"
+import { Conflict, DuplicateCustomId, InsufficientBalance, ItemNotFound, ItemUnavailable, PriceChanged } from "../Domain/Errors.js"
+import { compareCents } from "../Domain/Money.js"
+import type { PurchaseStatus } from "../Domain/Purchase.js"
+import { Ledger } from "../Ledger/Ledger.js"
+import { Outbox } from "../Webhooks/Outbox.js"
+import { PurchaseNotifications } from "./Notifications.js"
+import { decodeRows, purchaseColumns, purchaseEventData, type PurchaseRow } from "./Rows.js"
+
+export interface Recipient {
+  readonly tradeUrl: string
+  readonly steamId: string
+}
+
+export interface BuyByIdRequest {
+  readonly merchantId: string
+  readonly itemId: string
+  readonly maxPrice: number
+  readonly customId: string
+  readonly recipient: Recipient
+}
+
+export type CreateOutcome =
+  | { readonly _tag: "created"; readonly purchase: PurchaseRow; readonly balanceCents: number }
+  | { readonly _tag: "existing"; readonly purchase: PurchaseRow; readonly balanceCents: number }
+
+export type CreateError = ItemNotFound | ItemUnavailable | PriceChanged | InsufficientBalance | DuplicateCustomId | Conflict
+
+const LockedItem = Schema.Struct({
+  status: Schema.String,
+  priceCents: Int8,
+  providerPriceCents: Schema.NullOr(Int8),
+  item: Schema.String,
+  sim: Schema.NullOr(Schema.String)
+})
+
+const RequestRow = Schema.Struct({
+  kind: Schema.Literal("by_id", "by_name"),
+  itemId: Schema.NullOr(Schema.String),
+  targetTradeUrl: Schema.String,
+  targetSteamId: Schema.String,
+  cycleState: Schema.Literal("running", "done")
+})
+export type RequestRow = typeof RequestRow.Type
+
+/** Serialization failures and deadlocks are the real concurrent-update conflicts. */
+const isConflict = (error: SqlError.SqlError) => {
+  const code = (error.cause as { code?: unknown } | undefined)?.code
+  return code === "40001" || code === "40P01"
+}
+
+export interface ListQuery {
+  readonly cursor?: string | undefined
+  readonly limit: number
+  readonly status?: PurchaseStatus | undefined
+  readonly customId?: string | undefined
+  readonly targetSteamId?: string | undefined
+  readonly from?: Date | undefined
+  readonly to?: Date | undefined
+}
+
+export class Purchases extends Effect.Service<Purchases>()("Purchases", {
+  effect: Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const ledger = yield* Ledger
+    const changeLog = yield* ChangeLog
+    const outbox = yield* Outbox
+    const notifications = yield* PurchaseNotifications
+
+    const byId = (merchantId: string, purchaseId: string) =>
+      sql`SELECT ${purchaseColumns(sql)} FROM purchases WHERE id = ${purchaseId} AND merchant_id = ${merchantId}`.pipe(
+        Effect.flatMap(decodeRows),
+        Effect.map((rows) => Option.fromNullable(rows[0])),
+        Effect.orDie
+      )
+
+    /** The latest attempt of a custom_id (by-name cycles have several). */
+    const latestByCustomId = (merchantId: string, customId: string) =>
+      sql`SELECT ${purchaseColumns(sql)} FROM purchases WHERE merchant_id = ${merchantId} AND custom_id = ${customId}
+          ORDER BY attempt DESC LIMIT 1`.pipe(
+        Effect.flatMap(decodeRows),
+        Effect.map((rows) => Option.fromNullable(rows[0])),
+        Effect.orDie
+      )
+
+    const request = (merchantId: string, customId: string) =>
+      sql`SELECT kind, item_id AS "itemId", target_trade_url AS "targetTradeUrl", target_steam_id AS "targetSteamId",
+                 cycle_state AS "cycleState"
+          FROM purchase_requests WHERE merchant_id = ${merchantId} AND custom_id = ${customId}`.pipe(
+        Effect.flatMap(Schema.decodeUnknown(Schema.Array(RequestRow))),
+        Effect.map((rows) => Option.fromNullable(rows[0])),
+        Effect.orDie
+      )
+
+    const availableCents = (merchantId: string) =>
+      ledger.balance(merchantId).pipe(Effect.map(Option.match({ onNone: () => 0, onSome: (b) => b.available })), Effect.orDie)
+
+    /**
+     * Buys one live item in the current transaction: lock, checks, debit, reservation, purchase row,
+     * `purchase.created`. Shared by buy-by-id and each by-name attempt.
+     */
+    const buyItem = (input: {
+      readonly merchantId: string
+      readonly itemId: string
+      readonly maxPrice: number
+      readonly customId: string
+      readonly attempt: number
+      readonly recipient: Recipient
+    }) =>
+      Effect.gen(function*() {
+        const locked = yield* sql`
+          SELECT status, price_cents AS "priceCents", provider_price_cents AS "providerPriceCents", item, sim
+          FROM catalogue_items WHERE id = ${input.itemId} FOR UPDATE`.pipe(Effect.flatMap(Schema.decodeUnknown(Schema.Array(LockedItem))))
+        const row = locked[0]
+        if (row === undefined) return yield* new ItemNotFound({ message: `No catalogue item ${input.itemId}.` })
+        if (row.status !== "active") return yield* new ItemUnavailable({ message: "The item is no longer available (sold, reserved or removed)." })
+        if (compareCents(row.priceCents, input.maxPrice) > 0) {
+          return yield* new PriceChanged({ message: `The live price ${(row.priceCents / 100).toFixed(2)} is above max_price.` })
+        }
+        const purchaseId = randomUUID()
+        const after = yield* ledger.debitPurchase(input.merchantId, row.priceCents, purchaseId)
+        if (Option.isNone(after)) {
+          return yield* new InsufficientBalance({ message: `Available balance is below the live price ${(row.priceCents / 100).toFixed(2)}.` })
+        }
+        yield* changeLog.reserve(input.itemId)
+        const item = JSON.parse(row.item) as CatalogItem
+        yield* sql`
+          INSERT INTO purchases (id, merchant_id, custom_id, attempt, item_id, market_hash_name, image_url, exterior, float,
+            delivery_type, estimated_delivery_minutes, price_cents, provider_price_cents, sim, target_trade_url, target_steam_id)
+          VALUES (${purchaseId}, ${input.merchantId}, ${input.customId}, ${input.attempt}, ${input.itemId}, ${item.market_hash_name},
+            ${item.image_url}, ${item.exterior}, ${item.float}, ${item.delivery_type}, ${item.estimated_delivery_minutes},
+            ${row.priceCents}, ${row.providerPriceCents}, ${row.sim}, ${input.recipient.tradeUrl}, ${input.recipient.steamId})`
+        const purchase = (yield* sql`SELECT ${purchaseColumns(sql)} FROM purchases WHERE id = ${purchaseId}`.pipe(Effect.flatMap(decodeRows)))[0]!
+        yield* outbox.enqueue({
+          merchantId: input.merchantId,
+          type: "purchase.created",
+          orderId: purchaseId,
+          data: purchaseEventData(purchase, { balanceAfterCents: after.value })
+        })
+        yield* notifications.notify(purchaseId)
+        return { purchase, balanceCents: after.value }
+      })
+
+    const mapSqlErrors = <A, E, R>(effect: Effect.Effect<A, E | SqlError.SqlError, R>) =>
+      Effect.catchIf(effect, (e): e is SqlError.SqlError => e instanceof SqlError.SqlError, (e) =>
+        isConflict(e) ? Effect.fail(new Conflict({ message: "A concurrent update conflicted; retry once with the same custom_id." })) : Effect.die(e))
+
+    /** A repeat of /buy or /buy-sync (spec 4.4 rule 2). */
+    const repeatById = (input: BuyByIdRequest, saved: RequestRow) =>
+      Effect.gen(function*() {
+        const duplicate = new DuplicateCustomId({ message: "custom_id was used with another item, recipient, trade URL or endpoint." })
+        if (saved.kind !== "by_id" || saved.itemId !== input.itemId || saved.targetTradeUrl !== input.recipient.tradeUrl ||
+          saved.targetSteamId !== input.recipient.steamId) {
+          return yield* duplicate
+        }
+        const purchase = yield* latestByCustomId(input.merchantId, input.customId)
+        if (Option.isNone(purchase) || compareCents(purchase.value.priceCents, input.maxPrice) > 0) return yield* duplicate
+        return { _tag: "existing" as const, purchase: purchase.value, balanceCents: yield* availableCents(input.merchantId) }
+      })
+
+    /**
+     * /buy and /buy-sync. Concurrent duplicates wait on the idempotency record's unique index and
+     * then read the first one's purchase: one purchase, one debit.
+     */
+    const createById = (input: BuyByIdRequest): Effect.Effect<CreateOutcome, CreateError> =>
+      sql.withTransaction(Effect.gen(function*() {
+        const inserted = yield* sql`
+          INSERT INTO purchase_requests (merchant_id, custom_id, kind, item_id, target_trade_url, target_steam_id)
+          VALUES (${input.merchantId}, ${input.customId}, 'by_id', ${input.itemId}, ${input.recipient.tradeUrl}, ${input.recipient.steamId})
+          ON CONFLICT (merchant_id, custom_id) DO NOTHING RETURNING custom_id`
+        if (inserted.length === 0) {
+          const saved = yield* request(input.merchantId, input.customId)
+          if (Option.isNone(saved)) return yield* new Conflict({ message: "A concurrent request with this custom_id is in progress; retry once." })
+          return yield* repeatById(input, saved.value)
+        }
+        const created = yield* buyItem({ ...input, attempt: 1 })
+        return { _tag: "created" as const, ...created }
+      })).pipe(Effect.catchTag("ParseError", Effect.die), mapSqlErrors, Effect.withSpan("Purchases.createById"))
+
+    /** Lists a merchant's purchases, newest first (spec 4.3). */
+    const list = (merchantId: string, query: ListQuery) =>
+      Effect.gen(function*() {
+        const after = query.cursor === undefined ? undefined : yield* decodeCursor(CreatedAtIdPosition, query.cursor)
+        const rows = yield* sql`
+          SELECT ${purchaseColumns(sql)} FROM purchases
+          WHERE merchant_id = ${merchantId}
+          ${query.status === undefined ? sql`` : sql`AND status = ${query.status}`}
+          ${query.customId === undefined ? sql`` : sql`AND custom_id = ${query.customId}`}
+          ${query.targetSteamId === undefined ? sql`` : sql`AND target_steam_id = ${query.targetSteamId}`}
+          ${query.from === undefined ? sql`` : sql`AND created_at >= ${query.from}`}
+          ${query.to === undefined ? sql`` : sql`AND created_at <= ${query.to}`}
+          ${after === undefined ? sql`` : sql`AND (created_at, id) < (${after[0]}::timestamptz, ${after[1]}::uuid)`}
+          ORDER BY created_at DESC, id DESC
+          LIMIT ${query.limit + 1}`.pipe(Effect.flatMap(decodeRows), Effect.orDie)
+        const page = rows.slice(0, query.limit)
+        const last = page[page.length - 1]
+        return {
+          purchases: page,
+          nextCursor: rows.length > query.limit && last !== undefined ? encodeCursor([last.position, last.id]) : null
+        }
+      }).pipe(Effect.withSpan("Purchases.list"))
+
+    /**
+     * Waits (at most `timeout`) until `done` holds for the purchase, woken by change notifications
+     * from any process; returns the purchase as last read.
+     */
+    const waitFor = (merchantId: string, purchaseId: string, done: (row: PurchaseRow) => boolean, timeoutMillis: number) =>
+      Effect.scoped(Effect.gen(function*() {
+        const subscription = yield* notifications.subscribe
+        const deadline = Date.now() + timeoutMillis
+        for (;;) {
+          const row = Option.getOrThrow(yield* byId(merchantId, purchaseId))
+          const remaining = deadline - Date.now()
+          if (done(row) || remaining <= 0) return row
+          yield* subscription.take.pipe(
+            Effect.repeat({ until: (id) => id === purchaseId }),
+            Effect.timeoutOption(Math.min(remaining, 1_000))
+          )
+        }
+      }))
+
+    return { createById, buyItem, byId, latestByCustomId, request, availableCents, list, waitFor, mapSqlErrors } as const
+  }),
+  dependencies: [Ledger.Default, Outbox.Default, ChangeLog.Default]
+}) {}
+

@@ -1,0 +1,203 @@
+/**
+ * The purchase worker: supervised fibers on every process that claim due purchases through
+ * PostgreSQL (FOR UPDATE SKIP LOCKED with a lease), so any number of processes share the work and
+ * a purchase held by a dead process is resumed when its lease runs out. The provider request id is
+ * recorded before the provider is called, so a resumed purchase asks for the same order, never a
+ * second one. Every state change, its money movement and its events are one transaction.
+ */
+import { SqlClient } from "@effect/sql"
+import { Effect, Layer, Option, Schema } from "effect"
+import { randomUUID } from "node:crypto"
+import { hostname } from "node:os"
+import type { SimHints } from "../Domain/CatalogItem.js"
+import { Int8 } from "../Domain/Db.js"
+import { parseTradeUrl } from "../Domain/TradeUrl.js"
+import { Ledger } from "../Ledger/Ledger.js"
+import { Fibers } from "../Ops/Fibers.js"
+import { Metrics } from "../Ops/Metrics.js"
+import { type OrderStatus, PurchaseProvider } from "../Providers/PurchaseProvider.js"
+import { type EventType, Outbox } from "../Webhooks/Outbox.js"
+import { PurchaseNotifications } from "./Notifications.js"
+import { decodeRows, purchaseColumns, purchaseEventData, type PurchaseRow } from "./Rows.js"
+
+const WORKERS = 4
+const CLAIM_BATCH = 8
+const LEASE_SECONDS = 10
+const IDLE_WAIT_MS = 1_000
+/** A completed purchase is watched this long after the provider's last announced change. */
+const REVERSAL_WATCH_SLACK_MS = 60_000
+
+export const PurchaseWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const provider = yield* PurchaseProvider
+  const ledger = yield* Ledger
+  const outbox = yield* Outbox
+  const notifications = yield* PurchaseNotifications
+  const fibers = yield* Fibers
+  const metrics = yield* Metrics
+  const owner = `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`
+
+  const claim = sql<{ id: string }>`
+    UPDATE purchases SET lease_owner = ${owner}, lease_until = now() + make_interval(secs => ${LEASE_SECONDS})
+    WHERE id IN (
+      SELECT id FROM purchases
+      WHERE (status IN ('created', 'processing', 'sent_to_steam') OR watch_until IS NOT NULL)
+        AND next_step_at <= now() AND (lease_until IS NULL OR lease_until < now())
+      ORDER BY next_step_at LIMIT ${CLAIM_BATCH}
+      FOR UPDATE SKIP LOCKED)
+    RETURNING id`
+
+  /** The purchase, locked, if this worker still holds its lease. */
+  const lockOwned = (id: string) =>
+    sql`SELECT ${purchaseColumns(sql)}, lease_owner AS "leaseOwner" FROM purchases WHERE id = ${id} FOR UPDATE`.pipe(
+      Effect.flatMap((rows) =>
+        Effect.map(decodeRows(rows), (decoded) =>
+          decoded[0] !== undefined && (rows[0] as { leaseOwner: unknown }).leaseOwner === owner
+            ? Option.some(decoded[0])
+            : Option.none<PurchaseRow>()))
+    )
+
+  const reread = (id: string) =>
+    sql`SELECT ${purchaseColumns(sql)} FROM purchases WHERE id = ${id}`.pipe(Effect.flatMap(decodeRows), Effect.map((rows) => rows[0]!))
+
+  const emit = (row: PurchaseRow, type: EventType, extra?: { readonly balanceAfterCents?: number; readonly refundedCents?: number }) =>
+    outbox.enqueue({ merchantId: row.merchantId, type, orderId: row.id, data: purchaseEventData(row, extra) })
+
+  /** created → processing, with the provider request id recorded before any call upstream. */
+  const pickUp = (id: string) =>
+    sql.withTransaction(Effect.gen(function*() {
+      const owned = yield* lockOwned(id)
+      if (Option.isNone(owned)) return Option.none<PurchaseRow>()
+      const row = owned.value
+      if (row.status !== "created") return Option.some(row)
+      yield* sql`UPDATE purchases SET status = 'processing', provider_request_id = coalesce(provider_request_id, ${randomUUID()}),
+                 updated_at = now() WHERE id = ${id}`
+      const updated = yield* reread(id)
+      yield* emit(updated, "purchase.processing")
+      yield* notifications.notify(id)
+      return Option.some(updated)
+    }))
+
+  /** Applies what the provider reports, in order, in one transaction; schedules the next look. */
+  const apply = (id: string, status: OrderStatus) =>
+    sql.withTransaction(Effect.gen(function*() {
+      const owned = yield* lockOwned(id)
+      if (Option.isNone(owned)) return
+      let row = owned.value
+      let changed = false
+      const update = (change: Effect.Effect<unknown, unknown>) =>
+        Effect.gen(function*() {
+          yield* change
+          row = yield* reread(id)
+          changed = true
+        })
+
+      if (status.waitingTopUp && !row.topupWaiting && !row.acknowledged) {
+        yield* update(sql`UPDATE purchases SET topup_waiting = true WHERE id = ${id}`)
+      }
+      if (status.acknowledged && !row.acknowledged) {
+        yield* update(sql`UPDATE purchases SET acknowledged_at = now(), topup_waiting = false WHERE id = ${id}`)
+      }
+      if (status.tradeOffer !== undefined && row.tradeOfferId === null) {
+        const nextStatus = row.status === "processing" ? "sent_to_steam" : row.status
+        yield* update(sql`UPDATE purchases SET trade_offer_id = ${status.tradeOffer.id}, trade_offer_url = ${status.tradeOffer.url},
+                          status = ${nextStatus} WHERE id = ${id}`)
+        if (nextStatus === "sent_to_steam") yield* emit(row, "purchase.sent_to_steam")
+      }
+      const inFlight = row.status === "processing" || row.status === "sent_to_steam"
+      if (inFlight && status.outcome._tag === "completed") {
+        yield* update(sql`UPDATE purchases SET status = 'completed', completed_at = now() WHERE id = ${id}`)
+        yield* ledger.settlePurchase(row.merchantId, row.priceCents)
+        yield* emit(row, "purchase.completed")
+      } else if (inFlight && status.outcome._tag === "failed") {
+        const failure = status.outcome
+        yield* update(sql`UPDATE purchases SET status = 'failed', failure_code = ${failure.code}, failure_message = ${failure.message}
+                          WHERE id = ${id}`)
+        if (failure.refundable) {
+          const after = yield* ledger.refundPurchase(row.merchantId, row.priceCents, row.id, true)
+          yield* update(sql`UPDATE purchases SET refunded_cents = ${row.priceCents} WHERE id = ${id}`)
+          yield* emit(row, "purchase.failed")
+          if (Option.isSome(after)) yield* emit(row, "purchase.refunded", { refundedCents: row.priceCents, balanceAfterCents: after.value })
+        } else {
+          // MANUAL_REVIEW: leaves on_hold (no longer in flight) without any automatic refund
+          yield* ledger.settlePurchase(row.merchantId, row.priceCents)
+          yield* emit(row, "purchase.failed")
+        }
+      } else if (row.status === "completed" && status.reversal !== undefined) {
+        const reversal = status.reversal
+        const message = reversal === "REVERTED_BY_SELLER" ? "The seller reversed the accepted trade; refunded in full."
+          : reversal === "REVERTED_BY_BUYER" ? "The buyer reversed the accepted trade; no refund."
+          : "The trade was reversed and needs manual review; no automatic refund."
+        yield* update(sql`UPDATE purchases SET status = 'failed', failure_code = ${reversal}, failure_message = ${message},
+                          refunded_cents = ${reversal === "REVERTED_BY_BUYER" ? 0 : null}, watch_until = NULL WHERE id = ${id}`)
+        yield* emit(row, "purchase.reverted")
+        if (reversal === "REVERTED_BY_SELLER") {
+          const after = yield* ledger.refundPurchase(row.merchantId, row.priceCents, row.id, false)
+          yield* update(sql`UPDATE purchases SET refunded_cents = ${row.priceCents} WHERE id = ${id}`)
+          if (Option.isSome(after)) yield* emit(row, "purchase.refunded", { refundedCents: row.priceCents, balanceAfterCents: after.value })
+        }
+      }
+
+      const stillInFlight = row.status === "created" || row.status === "processing" || row.status === "sent_to_steam"
+      const next = status.nextChangeAt
+      const watchUntil = row.status === "completed" && next !== undefined ? new Date(next.getTime() + REVERSAL_WATCH_SLACK_MS) : null
+      const nextStep = next ?? (stillInFlight ? new Date(Date.now() + 1_000) : null)
+      yield* sql`UPDATE purchases SET lease_owner = NULL, lease_until = NULL, updated_at = now(),
+                 next_step_at = coalesce(${nextStep}, next_step_at), watch_until = ${watchUntil} WHERE id = ${id}`
+      if (changed) yield* notifications.notify(id)
+    }))
+
+  const step = (id: string) =>
+    Effect.gen(function*() {
+      const picked = yield* pickUp(id)
+      if (Option.isNone(picked)) return
+      const row = picked.value
+      const requestId = row.providerRequestId!
+      yield* provider.placeOrder({
+        requestId,
+        purchaseId: row.id,
+        itemId: row.itemId,
+        priceCents: row.priceCents,
+        tradeToken: parseTradeUrl(row.targetTradeUrl)?.token ?? "",
+        sim: row.sim === null ? undefined : JSON.parse(row.sim) as SimHints
+      })
+      yield* apply(id, yield* provider.orderStatus(requestId))
+    }).pipe(
+      Effect.catchAllCause((cause) => Effect.logError("purchase step failed; the lease will expire and it is retried", cause).pipe(
+        Effect.annotateLogs("purchase_id", id)
+      )),
+      Effect.withSpan("PurchaseWorker.step", { attributes: { purchase_id: id } })
+    )
+
+  const nextDue = sql<{ due: Date | null }>`
+    SELECT min(next_step_at) AS due FROM purchases
+    WHERE (status IN ('created', 'processing', 'sent_to_steam') OR watch_until IS NOT NULL)`
+
+  const idle = Effect.gen(function*() {
+    const due = (yield* nextDue)[0]?.due ?? null
+    const wait = due === null ? IDLE_WAIT_MS : Math.max(5, Math.min(IDLE_WAIT_MS, new Date(due).getTime() - Date.now()))
+    yield* Effect.raceFirst(notifications.awaitWork, Effect.sleep(wait))
+  })
+
+  for (let n = 1; n <= WORKERS; n++) {
+    yield* fibers.supervise(`purchase-worker-${n}`, (beat) =>
+      Effect.forever(Effect.gen(function*() {
+        const claimed = yield* claim
+        yield* beat
+        if (claimed.length === 0) return yield* idle
+        yield* Effect.forEach(claimed, (r) => step(r.id), { concurrency: 2, discard: true })
+      })))
+  }
+
+  const byStatus = metrics.gauge({ name: "purchases", help: "Purchases by status", labelNames: ["status"] })
+  const queueDepth = metrics.gauge({ name: "purchase_worker_queue_depth", help: "In-flight purchases due for a worker step" })
+  yield* metrics.onScrape(Effect.gen(function*() {
+    const counts = yield* sql<{ status: string; n: unknown }>`SELECT status, count(*) AS n FROM purchases GROUP BY status`
+    for (const s of ["created", "processing", "sent_to_steam", "completed", "failed"]) {
+      byStatus.set({ status: s }, Number(counts.find((c) => c.status === s)?.n ?? 0))
+    }
+    const due = yield* sql<{ n: unknown }>`
+      SELECT count(*) AS n FROM purchases WHERE status IN ('created', 'processing', 'sent_to_steam') AND next_step_at <= now()`
+    queueDepth.set(Schema.decodeUnknownSync(Int8)(due[0]?.n ?? 0))
+  }).pipe(Effect.orDie))
+}))

@@ -1,0 +1,226 @@
+/**
+ * The operator CLI (CONTRACT 2) against the real service: each command runs as a child process
+ * (`node --import tsx src/cli.ts ...`) and talks to the ops listener over HTTP.
+ */
+import { spawn } from "node:child_process"
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
+import { ROOT, TMP } from "../support/paths.js"
+import { type RunningServer, startServer } from "../support/server.js"
+
+interface CliResult {
+  readonly code: number | null
+  readonly stdout: string
+  readonly stderr: string
+}
+
+/** The environment without the variables the CLI reads, plus `env`. */
+const cleanEnv = (env: Record<string, string>) => {
+  const base: Record<string, string> = { ...process.env as Record<string, string>, NO_COLOR: "1" }
+  for (const name of ["OPS_URL", "ADMIN_TOKEN", "DATA_DIR"]) delete base[name]
+  return { ...base, ...env }
+}
+
+const runCli = (args: ReadonlyArray<string>, env: Record<string, string> = {}): Promise<CliResult> =>
+  new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ["--import", "tsx", "src/cli.ts", ...args], {
+      cwd: ROOT,
+      env: cleanEnv(env),
+      stdio: ["ignore", "pipe", "pipe"]
+    })
+    let stdout = ""
+    let stderr = ""
+    child.stdout.on("data", (chunk) => { stdout += chunk })
+    child.stderr.on("data", (chunk) => { stderr += chunk })
+    child.once("error", reject)
+    child.once("close", (code) => resolve({ code, stdout, stderr }))
+  })
+
+describe("operator CLI", () => {
+  let server: RunningServer
+  /** `args` with the connection options of this server. */
+  let cli: (...args: Array<string>) => Promise<CliResult>
+  /** Parses the stdout of a successful --json run. */
+  const json = (result: CliResult) => {
+    expect(result.stderr, result.stderr).toBe("")
+    expect(result.code).toBe(0)
+    return JSON.parse(result.stdout)
+  }
+
+  beforeAll(async () => {
+    server = await startServer()
+    cli = (...args) => runCli([...args, "--ops-url", server.opsUrl, "--admin-token", server.adminToken])
+  })
+  afterAll(async () => { await server?.stop() })
+  // A server that died mid-file explains every later failure: show why.
+  afterEach(() => {
+    if (server !== undefined && server.process.exitCode !== null) {
+      console.error(`server exited with ${server.process.exitCode}:\n${server.output().slice(-4000)}`)
+    }
+  })
+
+  const createMerchant = async (webhookUrl?: string) => {
+    const name = `cli-${Math.random().toString(36).slice(2, 10)}`
+    const created = json(await cli("merchant", "create", name, "--json", ...(webhookUrl ? ["--webhook-url", webhookUrl] : [])))
+    return { name, ...created } as { name: string; merchant_id: string; api_key: string; webhook_secret: string }
+  }
+
+  it("merchant create --json prints the new merchant with its key and secret", async () => {
+    const name = `cli-${Math.random().toString(36).slice(2, 10)}`
+    const created = json(await cli("merchant", "create", name, "--webhook-url", "https://example.com/hooks", "--json"))
+    expect(created).toMatchObject({ name, status: "active", webhook_url: "https://example.com/hooks" })
+    expect(created.merchant_id).toMatch(/^[0-9a-f-]{36}$/)
+    expect(created.api_key).toMatch(/^mer_live_/)
+    expect(typeof created.webhook_secret).toBe("string")
+    const balance = await server.api("/balance", { key: created.api_key })
+    expect(balance.status).toBe(200)
+  })
+
+  it("merchant create without --json prints a summary with the key", async () => {
+    const name = `cli-${Math.random().toString(36).slice(2, 10)}`
+    const result = await cli("merchant", "create", name)
+    expect(result.code).toBe(0)
+    expect(result.stdout).toContain(`created merchant ${name}`)
+    expect(result.stdout).toMatch(/api_key:\s+mer_live_/)
+    expect(result.stdout).toContain("shown only now")
+  })
+
+  it("merchant show prints the merchant without key or secret", async () => {
+    const m = await createMerchant()
+    const shown = json(await cli("merchant", "show", m.merchant_id, "--json"))
+    expect(shown).toMatchObject({ merchant_id: m.merchant_id, name: m.name, status: "active", webhook_url: null })
+    expect(shown).not.toHaveProperty("api_key")
+    expect(shown).not.toHaveProperty("webhook_secret")
+
+    const human = await cli("merchant", "show", m.merchant_id)
+    expect(human.code).toBe(0)
+    expect(human.stdout).toContain(`merchant ${m.name}`)
+    expect(human.stdout).toMatch(/status:\s+active/)
+    expect(human.stdout).not.toContain("mer_live_")
+  })
+
+  it("merchant block, unblock and deactivate change the status the merchant API enforces", async () => {
+    const m = await createMerchant()
+
+    expect(json(await cli("merchant", "block", m.merchant_id, "--json")).status).toBe("blocked")
+    const blocked = await server.api("/balance", { key: m.api_key })
+    expect(blocked.status).toBe(403)
+    expect(blocked.json.error.code).toBe("MERCHANT_BLOCKED")
+
+    const unblocked = await cli("merchant", "unblock", m.merchant_id)
+    expect(unblocked.code).toBe(0)
+    expect(unblocked.stdout).toContain("is now active")
+    expect((await server.api("/balance", { key: m.api_key })).status).toBe(200)
+
+    expect(json(await cli("merchant", "deactivate", m.merchant_id, "--json")).status).toBe("inactive")
+    // Reads still work for an inactive merchant.
+    expect((await server.api("/balance", { key: m.api_key })).status).toBe(200)
+    expect((await server.admin(`/admin/merchants/${m.merchant_id}`)).json.status).toBe("inactive")
+  })
+
+  it("merchant rotate-key: the old key stops working, the new one works", async () => {
+    const m = await createMerchant()
+    const rotated = json(await cli("merchant", "rotate-key", m.merchant_id, "--json"))
+    expect(rotated.api_key).toMatch(/^mer_live_/)
+    expect(rotated.api_key).not.toBe(m.api_key)
+    expect((await server.api("/balance", { key: m.api_key })).status).toBe(401)
+    expect((await server.api("/balance", { key: rotated.api_key })).status).toBe(200)
+
+    const human = await cli("merchant", "rotate-key", m.merchant_id)
+    expect(human.code).toBe(0)
+    expect(human.stdout).toMatch(/mer_live_/)
+    expect(human.stdout).toContain("previous key has stopped working")
+  })
+
+  it("merchant rotate-webhook-secret issues a new secret", async () => {
+    const m = await createMerchant()
+    const rotated = json(await cli("merchant", "rotate-webhook-secret", m.merchant_id, "--json"))
+    expect(typeof rotated.webhook_secret).toBe("string")
+    expect(rotated.webhook_secret).not.toBe(m.webhook_secret)
+  })
+
+  it("deposit simulate credits through the real path (tier commission)", async () => {
+    const m = await createMerchant()
+    const deposit = json(await cli("deposit", "simulate", m.merchant_id, "102.50", "--network", "bsc", "--tx-id", `tx-${m.name}`, "--json"))
+    expect(deposit).toMatchObject({ amount: 101.47, currency: "USD", network: "bsc", tx_id: `tx-${m.name}`, status: "paid" })
+    expect((await server.api("/balance", { key: m.api_key })).json.available).toBe(101.47)
+
+    // The same tx_id twice credits once.
+    const again = await cli("deposit", "simulate", m.merchant_id, "102.50", "--network", "bsc", "--tx-id", `tx-${m.name}`)
+    expect(again.code).toBe(0)
+    expect(again.stdout).toContain("credited 101.47 USD")
+    expect((await server.api("/balance", { key: m.api_key })).json.available).toBe(101.47)
+  })
+
+  it("deposit simulate rejects a malformed amount before calling the service", async () => {
+    const m = await createMerchant()
+    const result = await cli("deposit", "simulate", m.merchant_id, "12.5x")
+    expect(result.code).toBe(1)
+    expect(result.stderr).toContain("AMOUNT")
+  })
+
+  it("an unknown merchant: exit code 1 and the error code on stderr", async () => {
+    const unknown = "00000000-0000-4000-8000-000000000000"
+    const shown = await cli("merchant", "show", unknown)
+    expect(shown.code).toBe(1)
+    expect(shown.stderr).toContain("ADMIN_NOT_FOUND")
+    expect(shown.stdout).toBe("")
+
+    const blocked = await cli("merchant", "block", unknown, "--json")
+    expect(blocked.code).toBe(1)
+    expect(blocked.stderr).toContain("ADMIN_NOT_FOUND")
+
+    const deposit = await cli("deposit", "simulate", unknown, "10")
+    expect(deposit.code).toBe(1)
+    expect(deposit.stderr).toContain("ADMIN_NOT_FOUND")
+  })
+
+  it("a wrong admin token: exit code 1", async () => {
+    const result = await runCli(["merchant", "create", "nobody", "--ops-url", server.opsUrl, "--admin-token", "wrong-token"])
+    expect(result.code).toBe(1)
+    expect(result.stderr).toContain("ADMIN_UNAUTHORIZED")
+  })
+
+  it("an unreachable ops listener: exit code 1", async () => {
+    const result = await runCli(["merchant", "show", "x", "--ops-url", "http://127.0.0.1:1", "--admin-token", "t"])
+    expect(result.code).toBe(1)
+    expect(result.stderr).toContain("cannot reach the ops listener")
+  })
+
+  it("reads OPS_URL and ADMIN_TOKEN from the environment, and options before the command", async () => {
+    const m = await createMerchant()
+    const fromEnv = await runCli(["merchant", "show", m.merchant_id, "--json"], { OPS_URL: server.opsUrl, ADMIN_TOKEN: server.adminToken })
+    expect(json(fromEnv).merchant_id).toBe(m.merchant_id)
+
+    const global = await runCli(["--ops-url", server.opsUrl, "--admin-token", server.adminToken, "--json", "merchant", "show", m.merchant_id])
+    expect(json(global).merchant_id).toBe(m.merchant_id)
+  })
+
+  it("falls back to the token in DATA_DIR/admin-token", async () => {
+    const dataDir = mkdtempSync(`${TMP}cli-`)
+    try {
+      writeFileSync(`${dataDir}/admin-token`, `${server.adminToken}\n`)
+      const m = await createMerchant()
+      const result = await runCli(["merchant", "show", m.merchant_id, "--json"], { OPS_URL: server.opsUrl, DATA_DIR: dataDir })
+      expect(json(result).name).toBe(m.name)
+
+      const missing = await runCli(["merchant", "show", m.merchant_id], { OPS_URL: server.opsUrl, DATA_DIR: `${dataDir}/nope` })
+      expect(missing.code).toBe(1)
+      expect(missing.stderr).toContain("no admin token")
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true })
+    }
+  })
+
+  it("catalogue load refuses a file that is not a JSON array", async () => {
+    const dataDir = mkdtempSync(`${TMP}cli-`)
+    try {
+      writeFileSync(`${dataDir}/items.json`, JSON.stringify({ not: "items" }))
+      const result = await cli("catalogue", "load", `${dataDir}/items.json`)
+      expect(result.code).toBe(1)
+      expect(result.stderr).toContain("must hold a JSON array")
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true })
+    }
+  })
+})

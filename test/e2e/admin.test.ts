@@ -1,0 +1,288 @@
+/** The admin API of the ops listener (CONTRACT 2) over real sockets. */
+import { randomUUID } from "node:crypto"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { expectError, isUuid, ISO_UTC } from "../support/expectations.js"
+import type { JsonResponse, RunningServer } from "../support/server.js"
+import { startServer } from "../support/server.js"
+
+let server: RunningServer
+beforeAll(async () => { server = await startServer() })
+afterAll(async () => { await server?.stop() })
+
+let counter = 0
+const uniqueName = (prefix = "acme") => `${prefix}-${process.pid}-${counter++}-${randomUUID().slice(0, 8)}`
+
+/** An admin error: the spec's Error body (2.1) with the given status. */
+const expectAdminError = (res: JsonResponse, status: number) => {
+  expect({ status: res.status, text: res.text }).toMatchObject({ status })
+  expect(Object.keys(res.json)).toEqual(["error"])
+  expect(Object.keys(res.json.error).sort()).toEqual(["code", "message"])
+  expect(typeof res.json.error.code).toBe("string")
+  expect(typeof res.json.error.message).toBe("string")
+  expect(res.headers.get("content-type") ?? "").toMatch(/^application\/json/)
+}
+
+const MERCHANT_VIEW_KEYS = ["created_at", "deposit_addresses", "merchant_id", "name", "status", "updated_at", "webhook_url"]
+
+describe("admin authentication", () => {
+  it("refuses a missing, wrong or differently-schemed token with 401 in the Error shape, and does nothing", async () => {
+    const m = await server.createMerchant()
+    const name = uniqueName("unauthorised")
+    const routes: Array<[string, string, unknown]> = [
+      ["POST", "/admin/merchants", { name, webhook_url: null }],
+      ["GET", `/admin/merchants/${m.id}`, undefined],
+      ["PATCH", `/admin/merchants/${m.id}`, { status: "blocked" }],
+      ["POST", `/admin/merchants/${m.id}/api-key`, undefined],
+      ["POST", `/admin/merchants/${m.id}/webhook-secret`, undefined],
+      ["PUT", `/admin/merchants/${m.id}/legacy-addresses`, { trc20: "T1", bep20: null }],
+      ["POST", "/admin/deposits", { merchant_id: m.id, network: "tron", amount: 100 }]
+    ]
+    const tokens: Array<string | null> = [null, "wrong", `${server.adminToken}x`, server.adminToken.slice(0, -1), ""]
+    for (const [method, path, body] of routes) {
+      for (const token of tokens) {
+        const res = await server.admin(path, { method, body, token })
+        expect({ method, path, token, status: res.status }).toEqual({ method, path, token, status: 401 })
+        expectAdminError(res, 401)
+      }
+      // The token under another scheme is refused too.
+      const basic = await fetch(`${server.opsUrl}${path}`, {
+        method,
+        headers: { authorization: `Basic ${server.adminToken}`, "content-type": "application/json" },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) })
+      })
+      expect(basic.status).toBe(401)
+    }
+    // Nothing happened: same key, still active, no balance, no addresses.
+    expect((await server.api("/balance", { key: m.apiKey })).json).toMatchObject({
+      available: 0,
+      deposit_addresses: { trc20: null, bep20: null }
+    })
+    const view = await server.admin(`/admin/merchants/${m.id}`)
+    expect(view.json.status).toBe("active")
+  })
+})
+
+describe("POST /admin/merchants", () => {
+  it("creates an active merchant: 201 with its id, key, webhook secret and URL", async () => {
+    const name = uniqueName()
+    const res = await server.admin("/admin/merchants", { method: "POST", body: { name, webhook_url: "https://hooks.example.com/skins" } })
+    expect(res.status).toBe(201)
+    expect(Object.keys(res.json).sort()).toEqual(["api_key", "merchant_id", "name", "status", "webhook_secret", "webhook_url"])
+    expect(isUuid(res.json.merchant_id)).toBe(true)
+    expect(res.json.name).toBe(name)
+    expect(res.json.status).toBe("active")
+    expect(res.json.api_key).toMatch(/^mer_live_[A-Za-z0-9_-]{32,}$/)
+    expect(typeof res.json.webhook_secret).toBe("string")
+    expect(res.json.webhook_secret.length).toBeGreaterThanOrEqual(32)
+    expect(res.json.webhook_url).toBe("https://hooks.example.com/skins")
+    // The key works at once and identifies this merchant.
+    const balance = await server.api("/balance", { key: res.json.api_key })
+    expect(balance.status).toBe(200)
+  })
+
+  it("webhook_url is optional and may be null", async () => {
+    const omitted = await server.admin("/admin/merchants", { method: "POST", body: { name: uniqueName() } })
+    expect(omitted.status).toBe(201)
+    expect(omitted.json.webhook_url).toBeNull()
+    const nulled = await server.admin("/admin/merchants", { method: "POST", body: { name: uniqueName(), webhook_url: null } })
+    expect(nulled.status).toBe(201)
+    expect(nulled.json.webhook_url).toBeNull()
+  })
+
+  it("issues different keys and secrets to every merchant", async () => {
+    const created = await Promise.all(Array.from({ length: 4 }, () => server.admin("/admin/merchants", { method: "POST", body: { name: uniqueName() } })))
+    for (const res of created) expect(res.status).toBe(201)
+    expect(new Set(created.map((r) => r.json.api_key)).size).toBe(4)
+    expect(new Set(created.map((r) => r.json.webhook_secret)).size).toBe(4)
+    expect(new Set(created.map((r) => r.json.merchant_id)).size).toBe(4)
+  })
+
+  it("a taken name is 409", async () => {
+    const name = uniqueName()
+    expect((await server.admin("/admin/merchants", { method: "POST", body: { name } })).status).toBe(201)
+    const again = await server.admin("/admin/merchants", { method: "POST", body: { name, webhook_url: "https://other.example.com" } })
+    expectAdminError(again, 409)
+  })
+
+  it("concurrent creations of one name: exactly one 201, every other 409, never a 5xx", async () => {
+    const name = uniqueName("race")
+    const results = await Promise.all(Array.from({ length: 8 }, () => server.admin("/admin/merchants", { method: "POST", body: { name } })))
+    const statuses = results.map((r) => r.status).sort()
+    expect(statuses).toEqual([201, 409, 409, 409, 409, 409, 409, 409])
+  })
+
+  it("an invalid body is 400", async () => {
+    const bodies: Array<unknown> = [
+      {},
+      { name: "" },
+      { name: 5 },
+      { name: null },
+      { name: "x".repeat(101) },
+      { name: uniqueName(), webhook_url: "ftp://hooks.example.com" },
+      { name: uniqueName(), webhook_url: "not a url" },
+      { name: uniqueName(), webhook_url: 42 },
+      [],
+      "null",
+      "{not json"
+    ]
+    for (const body of bodies) {
+      const res = await server.admin("/admin/merchants", { method: "POST", body })
+      expect({ body, status: res.status }).toEqual({ body, status: 400 })
+      expectAdminError(res, 400)
+    }
+  })
+})
+
+describe("GET and PATCH /admin/merchants/{id}", () => {
+  it("GET shows the merchant without its key or webhook secret", async () => {
+    const name = uniqueName()
+    const created = await server.admin("/admin/merchants", { method: "POST", body: { name, webhook_url: "https://h.example.com/x" } })
+    const res = await server.admin(`/admin/merchants/${created.json.merchant_id}`)
+    expect(res.status).toBe(200)
+    expect(Object.keys(res.json).sort()).toEqual(MERCHANT_VIEW_KEYS)
+    expect(res.json).toMatchObject({
+      merchant_id: created.json.merchant_id,
+      name,
+      status: "active",
+      webhook_url: "https://h.example.com/x",
+      deposit_addresses: { trc20: null, bep20: null }
+    })
+    expect(res.json.created_at).toMatch(ISO_UTC)
+    expect(res.json.updated_at).toMatch(ISO_UTC)
+    expect(res.text).not.toContain(created.json.api_key)
+    expect(res.text).not.toContain(created.json.api_key.slice("mer_live_".length))
+    expect(res.text).not.toContain(created.json.webhook_secret)
+    expect(res.text).not.toMatch(/api_key|webhook_secret|key_hash/)
+  })
+
+  it("PATCH changes status and webhook_url independently", async () => {
+    const m = await server.createMerchant(uniqueName(), "https://a.example.com/hook")
+    const path = `/admin/merchants/${m.id}`
+
+    const blocked = await server.admin(path, { method: "PATCH", body: { status: "blocked" } })
+    expect(blocked.status).toBe(200)
+    expect(Object.keys(blocked.json).sort()).toEqual(MERCHANT_VIEW_KEYS)
+    expect(blocked.json).toMatchObject({ merchant_id: m.id, status: "blocked", webhook_url: "https://a.example.com/hook" })
+    expect((await server.admin(path)).json.status).toBe("blocked")
+
+    const url = await server.admin(path, { method: "PATCH", body: { webhook_url: "http://b.example.com/hook?x=1" } })
+    expect(url.json).toMatchObject({ status: "blocked", webhook_url: "http://b.example.com/hook?x=1" })
+
+    const both = await server.admin(path, { method: "PATCH", body: { status: "inactive", webhook_url: null } })
+    expect(both.json).toMatchObject({ status: "inactive", webhook_url: null })
+
+    const nothing = await server.admin(path, { method: "PATCH", body: {} })
+    expect(nothing.status).toBe(200)
+    expect(nothing.json).toMatchObject({ status: "inactive", webhook_url: null })
+
+    const active = await server.admin(path, { method: "PATCH", body: { status: "active" } })
+    expect(active.json.status).toBe("active")
+    expect((await server.admin(path)).json).toMatchObject({ status: "active", webhook_url: null })
+  })
+
+  it("PATCH with an invalid body is 400 and changes nothing", async () => {
+    const m = await server.createMerchant()
+    const path = `/admin/merchants/${m.id}`
+    for (const body of [{ status: "deleted" }, { status: "BLOCKED" }, { status: null }, { webhook_url: "javascript:alert(1)" }, { webhook_url: 5 }, "{"]) {
+      const res = await server.admin(path, { method: "PATCH", body })
+      expect({ body, status: res.status }).toEqual({ body, status: 400 })
+      expectAdminError(res, 400)
+    }
+    expect((await server.admin(path)).json).toMatchObject({ status: "active", webhook_url: null })
+  })
+})
+
+describe("unknown and malformed merchant ids", () => {
+  const routes = (id: string): Array<[string, string, unknown]> => [
+    ["GET", `/admin/merchants/${id}`, undefined],
+    ["PATCH", `/admin/merchants/${id}`, { status: "blocked" }],
+    ["POST", `/admin/merchants/${id}/api-key`, undefined],
+    ["POST", `/admin/merchants/${id}/webhook-secret`, undefined],
+    ["PUT", `/admin/merchants/${id}/legacy-addresses`, { trc20: "T1", bep20: null }]
+  ]
+
+  it("an unknown uuid is 404 on every merchant route", async () => {
+    for (const [method, path, body] of routes(randomUUID())) {
+      const res = await server.admin(path, { method, body })
+      expect({ method, path, status: res.status }).toEqual({ method, path, status: 404 })
+      expectAdminError(res, 404)
+    }
+  })
+
+  it("an id that is not a uuid is 404 on every merchant route (never a 5xx)", async () => {
+    const outcomes: Array<{ method: string; path: string; status: number }> = []
+    for (const id of ["not-a-uuid", "123", "00000000-0000-0000-0000-00000000000g"]) {
+      for (const [method, path, body] of routes(id)) {
+        const res = await server.admin(path, { method, body })
+        outcomes.push({ method, path, status: res.status })
+        if (res.status === 404) expectAdminError(res, 404)
+      }
+    }
+    expect(outcomes.filter((o) => o.status !== 404)).toEqual([])
+  })
+})
+
+describe("credential rotation", () => {
+  it("POST /api-key returns 201 with a new key only; the old key stops working", async () => {
+    const m = await server.createMerchant()
+    const res = await server.admin(`/admin/merchants/${m.id}/api-key`, { method: "POST" })
+    expect(res.status).toBe(201)
+    expect(Object.keys(res.json)).toEqual(["api_key"])
+    expect(res.json.api_key).toMatch(/^mer_live_[A-Za-z0-9_-]{32,}$/)
+    expect(res.json.api_key).not.toBe(m.apiKey)
+    expectError(await server.api("/balance", { key: m.apiKey }), 401, "MERCHANT_API_KEY_MISSING")
+    expect((await server.api("/balance", { key: res.json.api_key })).status).toBe(200)
+  })
+
+  it("POST /webhook-secret returns 201 with a new secret each time, never shown by GET", async () => {
+    const m = await server.createMerchant()
+    const first = await server.admin(`/admin/merchants/${m.id}/webhook-secret`, { method: "POST" })
+    expect(first.status).toBe(201)
+    expect(Object.keys(first.json)).toEqual(["webhook_secret"])
+    expect(typeof first.json.webhook_secret).toBe("string")
+    expect(first.json.webhook_secret.length).toBeGreaterThanOrEqual(32)
+    expect(first.json.webhook_secret).not.toBe(m.webhookSecret)
+    const second = await server.admin(`/admin/merchants/${m.id}/webhook-secret`, { method: "POST" })
+    expect(second.json.webhook_secret).not.toBe(first.json.webhook_secret)
+    const view = await server.admin(`/admin/merchants/${m.id}`)
+    expect(view.text).not.toContain(second.json.webhook_secret)
+    // The API key is unaffected.
+    expect((await server.api("/balance", { key: m.apiKey })).status).toBe(200)
+  })
+})
+
+describe("PUT /admin/merchants/{id}/legacy-addresses", () => {
+  it("sets both addresses (each nullable), shown by GET and as Balance.deposit_addresses", async () => {
+    const m = await server.createMerchant()
+    const path = `/admin/merchants/${m.id}/legacy-addresses`
+    const set = await server.admin(path, { method: "PUT", body: { trc20: "TQn9Y2khEsLJW1ChVWFMSMeRDow5KcbLSE", bep20: "0xabc" } })
+    expect(set.status).toBe(200)
+    expect(set.json.deposit_addresses).toEqual({ trc20: "TQn9Y2khEsLJW1ChVWFMSMeRDow5KcbLSE", bep20: "0xabc" })
+    expect((await server.admin(`/admin/merchants/${m.id}`)).json.deposit_addresses).toEqual(set.json.deposit_addresses)
+    expect((await server.api("/balance", { key: m.apiKey })).json.deposit_addresses).toEqual(set.json.deposit_addresses)
+
+    const cleared = await server.admin(path, { method: "PUT", body: { trc20: null, bep20: null } })
+    expect(cleared.json.deposit_addresses).toEqual({ trc20: null, bep20: null })
+    expect((await server.api("/balance", { key: m.apiKey })).json.deposit_addresses).toEqual({ trc20: null, bep20: null })
+  })
+
+  it("an invalid body is 400 and changes nothing", async () => {
+    const m = await server.createMerchant()
+    const path = `/admin/merchants/${m.id}/legacy-addresses`
+    await server.admin(path, { method: "PUT", body: { trc20: "T1", bep20: "0x1" } })
+    for (const body of [{ trc20: "T2" }, {}, { trc20: "", bep20: null }, { trc20: 5, bep20: null }, { trc20: "x".repeat(129), bep20: null }, "{"]) {
+      const res = await server.admin(path, { method: "PUT", body })
+      expect({ body, status: res.status }).toEqual({ body, status: 400 })
+      expectAdminError(res, 400)
+    }
+    expect((await server.api("/balance", { key: m.apiKey })).json.deposit_addresses).toEqual({ trc20: "T1", bep20: "0x1" })
+  })
+})
+
+describe("the ops listener outside /admin", () => {
+  it("an unknown ops route is 404 in the Error shape", async () => {
+    const res = await server.admin("/admin/no-such-route")
+    expectAdminError(res, 404)
+    expect(res.headers.get("x-request-id") ?? "").not.toBe("")
+  })
+})

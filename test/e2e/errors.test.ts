@@ -1,0 +1,297 @@
+/**
+ * Error shapes of the public listener, the ops endpoints (CONTRACT 2) and the OpenAPI document
+ * and docs page, over real sockets.
+ */
+import { Validator } from "@seriousme/openapi-schema-validator"
+import { randomUUID } from "node:crypto"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { expectError, ISO_UTC } from "../support/expectations.js"
+import type { RunningServer } from "../support/server.js"
+import { startServer } from "../support/server.js"
+
+let server: RunningServer
+let merchant: { id: string; apiKey: string }
+beforeAll(async () => {
+  server = await startServer()
+  merchant = await server.createMerchant()
+})
+afterAll(async () => { await server?.stop() })
+
+const raw = async (url: string, init: RequestInit = {}) => {
+  const res = await fetch(url, init)
+  const text = await res.text()
+  let json: any = undefined
+  try {
+    json = JSON.parse(text)
+  } catch {
+    json = undefined
+  }
+  return { status: res.status, headers: res.headers, text, json }
+}
+
+/** An error body in the spec's shape, whatever its code. */
+const expectErrorShape = (res: { status: number; headers: Headers; text: string; json: any }, status: number) => {
+  expect({ status: res.status, text: res.text }).toMatchObject({ status })
+  expect(res.headers.get("content-type") ?? "").toMatch(/^application\/json/)
+  expect(Object.keys(res.json)).toEqual(["error"])
+  expect(Object.keys(res.json.error).sort()).toEqual(["code", "message"])
+  expect(res.json.error.code).toMatch(/^[A-Z][A-Z0-9_]+$/)
+  expect(typeof res.json.error.message).toBe("string")
+  expect(res.headers.get("x-request-id") ?? "").not.toBe("")
+}
+
+describe("errors of the public listener", () => {
+  it("an unknown route is 404 with the Error body, with or without a key", async () => {
+    for (const key of [merchant.apiKey, null]) {
+      for (const path of ["/no-such-route", "/balance/extra", `/purchases/${randomUUID()}`]) {
+        expectErrorShape(await server.api(path, { key }), 404)
+      }
+    }
+    for (const path of ["/", "/api", "/api/v1/merchant", "/api/v2/merchant/balance"]) {
+      expectErrorShape(await raw(`${server.baseUrl}${path}`), 404)
+    }
+  })
+
+  it("a POST with a malformed JSON body to an unknown route is still a JSON error", async () => {
+    const res = await server.api("/buy", { method: "POST", key: merchant.apiKey, body: "{\"item_id\": ", headers: { "content-type": "application/json" } })
+    expect(res.status).toBeGreaterThanOrEqual(400)
+    expect(res.status).toBeLessThan(500)
+    expect(res.json).toBeDefined()
+    expect(typeof res.json.error.code).toBe("string")
+    expect(res.headers.get("content-type") ?? "").toMatch(/json/)
+  })
+
+  it("a known path with another method is a 4xx JSON error, never a 5xx", async () => {
+    for (const method of ["POST", "PUT", "DELETE", "PATCH"]) {
+      const res = await server.api("/balance", { method, key: merchant.apiKey, body: {} })
+      expect([404, 405]).toContain(res.status)
+      expectErrorShape(res, res.status)
+    }
+  })
+
+  it("API errors carry exactly the spec code", async () => {
+    expectError(await server.api("/balance"), 401, "MERCHANT_API_KEY_MISSING")
+    expectError(await server.api("/deposits?limit=0", { key: merchant.apiKey }), 400, "MERCHANT_INVALID_QUERY")
+    expectError(await server.api("/deposits?cursor=nope", { key: merchant.apiKey }), 400, "MERCHANT_INVALID_QUERY")
+  })
+})
+
+describe("ops endpoints", () => {
+  it("/health is 200 while the process runs", async () => {
+    const res = await raw(`${server.opsUrl}/health`)
+    expect(res.status).toBe(200)
+    expect(res.json).toEqual({ status: "ok" })
+  })
+
+  it("/ready is 200 with its passing checks", async () => {
+    const res = await raw(`${server.opsUrl}/ready`)
+    expect(res.status).toBe(200)
+    expect(res.json).toMatchObject({ ready: true, checks: { database: { ok: true }, migrations: { ok: true } } })
+    for (const check of Object.values(res.json.checks) as Array<{ ok: boolean }>) expect(check.ok).toBe(true)
+  })
+
+  it("an unknown ops route is 404 in the Error shape", async () => {
+    expectErrorShape(await raw(`${server.opsUrl}/no-such-route`), 404)
+  })
+
+  describe("/metrics", () => {
+    interface Sample {
+      readonly name: string
+      readonly labels: Record<string, string>
+      readonly value: number
+    }
+    const scrape = async (): Promise<{ text: string; samples: Array<Sample> }> => {
+      const res = await raw(`${server.opsUrl}/metrics`)
+      expect(res.status).toBe(200)
+      expect(res.headers.get("content-type") ?? "").toMatch(/^text\/plain/)
+      const samples: Array<Sample> = []
+      for (const line of res.text.split("\n")) {
+        const m = line.match(/^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/)
+        if (m === null) continue
+        const labels: Record<string, string> = {}
+        for (const l of (m[2] ?? "").matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)) labels[l[1]!] = l[2]!
+        samples.push({ name: m[1]!, labels, value: Number(m[3]) })
+      }
+      return { text: res.text, samples }
+    }
+    const find = (samples: ReadonlyArray<Sample>, name: string, labels: Record<string, string>) =>
+      samples.find((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v))
+
+    it("counts HTTP requests by server, method, route and status", async () => {
+      await server.api("/balance", { key: merchant.apiKey })
+      const before = await scrape()
+      const labels = { server: "api", method: "GET", route: "/api/v1/merchant/balance", status: "200" }
+      const was = find(before.samples, "http_requests_total", labels)?.value ?? 0
+      expect(was).toBeGreaterThanOrEqual(1)
+
+      await server.api("/balance", { key: merchant.apiKey })
+      await server.api("/balance")
+      await server.api("/deposits?limit=0&cursor=zzz", { key: merchant.apiKey })
+      const after = await scrape()
+      expect(find(after.samples, "http_requests_total", labels)?.value).toBe(was + 1)
+      expect(find(after.samples, "http_requests_total", { ...labels, status: "401" })?.value).toBeGreaterThanOrEqual(1)
+      // The query string is not part of the route label.
+      expect(find(after.samples, "http_requests_total", { server: "api", route: "/api/v1/merchant/deposits", status: "400" })?.value)
+        .toBeGreaterThanOrEqual(1)
+      expect(after.text).not.toMatch(/route="[^"]*\?/)
+      // Latency too, with the same labels.
+      expect(find(after.samples, "http_request_duration_seconds_count", labels)?.value).toBeGreaterThanOrEqual(2)
+      // The ops listener is counted as its own server.
+      expect(find(after.samples, "http_requests_total", { server: "ops", method: "GET", route: "/metrics", status: "200" })?.value)
+        .toBeGreaterThanOrEqual(1)
+    })
+
+    it("folds ids in paths so labels stay bounded", async () => {
+      const id = randomUUID()
+      await server.api(`/purchases/${id}`, { key: merchant.apiKey })
+      await server.admin(`/admin/merchants/${merchant.id}`)
+      const { text, samples } = await scrape()
+      expect(text).not.toContain(id)
+      expect(text).not.toContain(merchant.id)
+      expect(find(samples, "http_requests_total", { server: "api", route: "/api/v1/merchant/purchases/:id" })).toBeDefined()
+      expect(find(samples, "http_requests_total", { server: "ops", route: "/admin/merchants/:id", status: "200" })).toBeDefined()
+    })
+
+    it("reports Effect fiber counters and every supervised fiber's restarts", async () => {
+      const { samples } = await scrape()
+      expect(find(samples, "effect_fibers", { kind: "started" })?.value).toBeGreaterThan(0)
+      expect(find(samples, "effect_fibers", { kind: "active" })?.value).toBeGreaterThan(0)
+      const restarts = samples.filter((s) => s.name === "supervised_fiber_restarts")
+      expect(restarts.map((s) => s.labels["fiber"])).toContain("merchant-auth-invalidation")
+      expect(find(samples, "supervised_fiber_restarts", { fiber: "merchant-auth-invalidation" })?.value).toBe(0)
+    })
+  })
+
+  describe("/ops/fibers", () => {
+    const fibers = async () => {
+      const res = await raw(`${server.opsUrl}/ops/fibers`)
+      expect(res.status).toBe(200)
+      expect(res.headers.get("content-type") ?? "").toMatch(/^application\/json/)
+      expect(Array.isArray(res.json.fibers)).toBe(true)
+      return res.json.fibers as Array<Record<string, unknown>>
+    }
+
+    it("lists each supervised fiber with name, state, restarts, last error and last heartbeat", async () => {
+      const list = await fibers()
+      expect(list.length).toBeGreaterThan(0)
+      for (const fiber of list) {
+        expect(Object.keys(fiber)).toEqual(expect.arrayContaining(["name", "state", "restarts", "last_error", "last_heartbeat"]))
+        expect(typeof fiber["name"]).toBe("string")
+        expect(["starting", "running", "restarting", "stopped"]).toContain(fiber["state"])
+        expect(Number.isInteger(fiber["restarts"])).toBe(true)
+        expect(fiber["last_error"] === null || typeof fiber["last_error"] === "string").toBe(true)
+        expect(fiber["last_heartbeat"] === null || ISO_UTC.test(String(fiber["last_heartbeat"]))).toBe(true)
+      }
+      expect(new Set(list.map((f) => f["name"])).size).toBe(list.length)
+      expect(list.find((f) => f["name"] === "merchant-auth-invalidation")).toMatchObject({
+        state: "running",
+        restarts: 0,
+        last_error: null
+      })
+    })
+
+    it("the auth-invalidation listener beats when a merchant changes", async () => {
+      const heartbeat = async () => (await fibers()).find((f) => f["name"] === "merchant-auth-invalidation")?.["last_heartbeat"] ?? null
+      const before = await heartbeat()
+      const m = await server.createMerchant()
+      await server.admin(`/admin/merchants/${m.id}`, { method: "PATCH", body: { status: "inactive" } })
+      // The notification arrives asynchronously: poll (up to about 10 s) for the new beat.
+      let beat = await heartbeat()
+      for (let i = 0; i < 100 && beat === before; i++) {
+        await new Promise((r) => setTimeout(r, 100))
+        beat = await heartbeat()
+      }
+      expect(String(beat)).toMatch(ISO_UTC)
+      if (before !== null) expect(Date.parse(String(beat))).toBeGreaterThan(Date.parse(String(before)))
+    })
+  })
+})
+
+describe("OpenAPI and docs", () => {
+  let doc: any
+  beforeAll(async () => {
+    const res = await raw(`${server.baseUrl}/api/v1/merchant/openapi.json`)
+    expect(res.status).toBe(200)
+    expect(res.headers.get("content-type") ?? "").toMatch(/^application\/json/)
+    doc = res.json
+  })
+
+  /** The error codes a response's schema allows (through $ref and anyOf). */
+  const codesOf = (schema: any): Array<string> => {
+    if (schema === undefined) return []
+    if (Array.isArray(schema.anyOf)) return schema.anyOf.flatMap(codesOf)
+    if (Array.isArray(schema.oneOf)) return schema.oneOf.flatMap(codesOf)
+    if (typeof schema.$ref === "string") {
+      const name = schema.$ref.replace("#/components/schemas/", "")
+      return codesOf(doc.components.schemas[name])
+    }
+    const code = schema.properties?.error?.properties?.code
+    if (code === undefined) return []
+    return code.enum ?? (code.const !== undefined ? [code.const] : [])
+  }
+  const responseCodes = (operation: any, status: string) => codesOf(operation.responses?.[status]?.content?.["application/json"]?.schema)
+
+  it("is a valid OpenAPI 3.1 document, version 1.0.0 (spec 9)", async () => {
+    const result = await new Validator().validate(doc)
+    expect(result.errors ?? []).toEqual([])
+    expect(result.valid).toBe(true)
+    expect(doc.openapi).toMatch(/^3\.1\.\d+$/)
+    expect(doc.info.version).toBe("1.0.0")
+  })
+
+  it("describes the balance and deposit endpoints under /api/v1/merchant", () => {
+    expect(Object.keys(doc.paths)).toEqual(expect.arrayContaining([
+      "/api/v1/merchant/balance",
+      "/api/v1/merchant/deposits",
+      "/api/v1/merchant/deposits/fees"
+    ]))
+    for (const path of Object.keys(doc.paths)) expect(path.startsWith("/api/v1/merchant/")).toBe(true)
+    expect(doc.components.securitySchemes).toMatchObject({ bearer: { type: "http", scheme: "bearer" } })
+  })
+
+  it("every operation requires the bearer key and lists 401, 403 and 429 with their codes (spec 4)", () => {
+    for (const [path, item] of Object.entries(doc.paths) as Array<[string, any]>) {
+      for (const [method, operation] of Object.entries(item) as Array<[string, any]>) {
+        const where = `${method.toUpperCase()} ${path}`
+        expect({ where, security: operation.security }).toEqual({ where, security: [{ bearer: [] }] })
+        expect({ where, codes: responseCodes(operation, "401") }).toEqual({ where, codes: ["MERCHANT_API_KEY_MISSING"] })
+        expect({ where, codes: responseCodes(operation, "403") }).toMatchObject({ where, codes: expect.arrayContaining(["MERCHANT_BLOCKED"]) })
+        expect({ where, codes: responseCodes(operation, "429") }).toEqual({ where, codes: ["MERCHANT_RATE_LIMITED"] })
+      }
+    }
+  })
+
+  it("GET /deposits lists 400 MERCHANT_INVALID_QUERY, and no framework decode error anywhere", () => {
+    const list = doc.paths["/api/v1/merchant/deposits"].get
+    expect(responseCodes(list, "400")).toEqual(["MERCHANT_INVALID_QUERY"])
+    expect(Object.keys(list.responses)).toEqual(expect.arrayContaining(["200", "400", "401", "403", "429"]))
+    expect(JSON.stringify(doc)).not.toContain("HttpApiDecodeError")
+    // The query parameters of spec 4.1.
+    expect(list.parameters.map((p: any) => [p.name, p.in, p.required])).toEqual(
+      expect.arrayContaining([["cursor", "query", false], ["limit", "query", false]])
+    )
+  })
+
+  it("documents limit as an integer from 1 to 200 (spec 4.1, 8)", () => {
+    const limit = doc.paths["/api/v1/merchant/deposits"].get.parameters.find((p: any) => p.name === "limit")
+    expect(limit.schema).toMatchObject({ type: "integer", minimum: 1, maximum: 200 })
+  })
+
+  it("the 200 schemas match the spec's resources", () => {
+    const ref = (path: string) => doc.paths[path].get.responses["200"].content["application/json"].schema.$ref.replace("#/components/schemas/", "")
+    const balance = doc.components.schemas[ref("/api/v1/merchant/balance")]
+    expect(balance.required).toEqual(expect.arrayContaining(["available", "on_hold", "total_deposited", "total_spent", "currency", "deposit_addresses"]))
+    const fees = doc.components.schemas[ref("/api/v1/merchant/deposits/fees")]
+    expect(fees.required).toEqual(expect.arrayContaining(["currency", "tiers"]))
+    const list = doc.components.schemas[ref("/api/v1/merchant/deposits")]
+    expect(list.required).toEqual(expect.arrayContaining(["deposits", "next_cursor"]))
+  })
+
+  it("the docs page is served as HTML without a key", async () => {
+    const res = await raw(`${server.baseUrl}/docs`)
+    expect(res.status).toBe(200)
+    expect(res.headers.get("content-type") ?? "").toMatch(/^text\/html/)
+    expect(res.text).toMatch(/<html/i)
+    expect(res.text).toContain("Merchant Purchasing API")
+  })
+})
