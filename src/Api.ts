@@ -5,30 +5,38 @@ import { DepositsApi } from "./Deposits/Api.js"
 import { Wire } from "./Domain/Errors.js"
 import { BalanceApi } from "./Merchants/Api.js"
 import { PurchasesApi } from "./Purchases/Api.js"
+import { WebhooksApi } from "./Webhooks/Api.js"
+
+type Json = { [key: string]: unknown }
+const isObject = (u: unknown): u is Json => typeof u === "object" && u !== null && !Array.isArray(u)
+const FRAMEWORK_REF = "#/components/schemas/HttpApiDecodeError"
 
 /**
  * HttpApi lists its own decode error on every endpoint; this service answers decode failures with
  * the spec's per-field codes instead, so the generic entry is taken out of the document.
  */
-const withoutFrameworkErrors = (spec: Record<string, any>) => {
-  const isFrameworkRef = (s: unknown) =>
-    typeof s === "object" && s !== null && (s as { $ref?: string }).$ref === "#/components/schemas/HttpApiDecodeError"
-  for (const path of Object.values(spec.paths ?? {}) as Array<Record<string, any>>) {
+const withoutFrameworkErrors = (spec: Json): Json => {
+  const paths = isObject(spec["paths"]) ? spec["paths"] : {}
+  for (const path of Object.values(paths)) {
+    if (!isObject(path)) continue
     for (const operation of Object.values(path)) {
-      const responses = operation?.responses as Record<string, any> | undefined
+      const responses = isObject(operation) && isObject(operation["responses"]) ? operation["responses"] : undefined
       const bad = responses?.["400"]
-      const schema = bad?.content?.["application/json"]?.schema
-      if (schema === undefined) continue
-      if (isFrameworkRef(schema)) delete responses!["400"]
-      else if (Array.isArray(schema.anyOf)) {
-        schema.anyOf = schema.anyOf.filter((s: unknown) => !isFrameworkRef(s))
-        if (schema.anyOf.length === 1) bad.content["application/json"].schema = schema.anyOf[0]
+      const content = isObject(bad) && isObject(bad["content"]) ? bad["content"] : undefined
+      const media = content !== undefined && isObject(content["application/json"]) ? content["application/json"] : undefined
+      const schema = media !== undefined && isObject(media["schema"]) ? media["schema"] : undefined
+      if (responses === undefined || media === undefined || schema === undefined || !isObject(bad)) continue
+      if (schema["$ref"] === FRAMEWORK_REF) {
+        delete responses["400"]
+      } else if (Array.isArray(schema["anyOf"])) {
+        const kept = schema["anyOf"].filter((s) => !(isObject(s) && s["$ref"] === FRAMEWORK_REF))
+        media["schema"] = kept.length === 1 ? kept[0] : { ...schema, anyOf: kept }
+        bad["description"] = "The request is invalid: `error.code` names the field (spec 7.2)."
       }
     }
   }
-  delete spec.components?.schemas?.HttpApiDecodeError
-  delete spec.components?.schemas?.Issue
-  delete spec.components?.schemas?.PropertyKey
+  const components = isObject(spec["components"]) && isObject(spec["components"]["schemas"]) ? spec["components"]["schemas"] : {}
+  for (const name of ["HttpApiDecodeError", "Issue", "PropertyKey"]) delete components[name]
   return spec
 }
 
@@ -37,6 +45,7 @@ export class MerchantApi extends HttpApi.make("merchant")
   .add(DepositsApi)
   .add(CatalogueApi)
   .add(PurchasesApi)
+  .add(WebhooksApi)
   .addError(Wire.InternalError)
   .prefix("/api/v1/merchant")
   .annotateContext(OpenApi.annotations({

@@ -22,6 +22,7 @@ import { Fibers } from "./Ops/Fibers.js"
 import { Metrics } from "./Ops/Metrics.js"
 import { Readiness } from "./Ops/Readiness.js"
 import { OpsServerLive } from "./Ops/Server.js"
+import { WebhookEvents } from "./Webhooks/Events.js"
 import { Outbox } from "./Webhooks/Outbox.js"
 
 /** What every feature may use: the fiber registry, metrics, readiness, the admin token. */
@@ -33,6 +34,7 @@ const Core = Layer.mergeAll(
   Authenticator.Default,
   Ledger.Default,
   Outbox.Default,
+  WebhookEvents.Default,
   Deposits.Default,
   ChangeLog.Default,
   CatalogueEngine.Default,

@@ -28,6 +28,7 @@ import { Authenticator, AuthenticationLive } from "./Merchants/Authentication.js
 import { BalanceHttp } from "./Merchants/Http.js"
 import { Metrics } from "./Ops/Metrics.js"
 import { PurchasesHttp } from "./Purchases/Http.js"
+import { WebhooksHttp } from "./Webhooks/Http.js"
 
 const API_PREFIX = "/api/v1/merchant"
 
@@ -162,7 +163,7 @@ export const requestMiddleware = (server: string, metrics: Metrics) => {
 // ---- the server ----------------------------------------------------------------------------------
 
 const ApiLive = HttpApiBuilder.api(MerchantApi).pipe(
-  Layer.provide([BalanceHttp, DepositsHttp, CatalogueHttp, PurchasesHttp]),
+  Layer.provide([BalanceHttp, DepositsHttp, CatalogueHttp, PurchasesHttp, WebhooksHttp]),
   Layer.provide(AuthenticationLive)
 )
 

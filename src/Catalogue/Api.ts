@@ -2,6 +2,7 @@
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { CatalogItem } from "../Domain/CatalogItem.js"
+import { PageLimit } from "../Deposits/Api.js"
 import { Wire } from "../Domain/Errors.js"
 import { Authentication } from "../Merchants/Authentication.js"
 
@@ -25,7 +26,7 @@ export const CatalogFullDump = Schema.Struct({
 
 export const ListParams = Schema.Struct({
   cursor: Schema.optional(Schema.String),
-  limit: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 200))),
+  limit: Schema.optional(PageLimit),
   market_hash_name: Schema.optional(Schema.String),
   min_price: Schema.optional(Price),
   max_price: Schema.optional(Price),
@@ -44,7 +45,9 @@ export const SearchParams = Schema.Struct({
   min_float: Schema.optional(Float),
   max_float: Schema.optional(Float),
   delivery_type: Schema.optional(Schema.String.annotations({ description: "`instant` or `manual`; unknown values are ignored" })),
-  limit: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 50)))
+  limit: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 50)).annotations({
+    jsonSchema: { type: "integer", minimum: 1, maximum: 50, default: 10 }
+  }))
 })
 
 const DumpHeaders = Schema.Struct({

@@ -32,7 +32,9 @@ export const DepositList = Schema.Struct({
 }).annotations({ identifier: "DepositList" })
 
 /** `limit` of the lists: 1 to 200, default 50 (spec 8). */
-export const PageLimit = Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 200))
+export const PageLimit = Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 200)).annotations({
+  jsonSchema: { type: "integer", minimum: 1, maximum: 200, default: 50 }
+})
 
 export class DepositsApi extends HttpApiGroup.make("deposits")
   .add(HttpApiEndpoint.get("getFees", "/deposits/fees").addSuccess(DepositFees))

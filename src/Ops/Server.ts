@@ -1,7 +1,7 @@
 /** The ops listener (CONTRACT 2): health, readiness, metrics, supervised fibers and the admin API. */
 import { HttpRouter, HttpServer, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
-import { Effect, Layer } from "effect"
+import { Cause, Effect, Layer } from "effect"
 import { createServer } from "node:http"
 import { Settings } from "../Config.js"
 import { errorBody } from "../Domain/Errors.js"
@@ -30,7 +30,15 @@ export const OpsServerLive = Layer.unwrapEffect(Effect.gen(function*() {
       HttpServerResponse.text(errorBody("NOT_FOUND", `No route for ${request.method} ${request.url}`), {
         status: 404,
         contentType: "application/json"
-      })))
+      }))).pipe(
+    Effect.catchAllCause((cause) =>
+      Cause.isInterruptedOnly(cause)
+        ? Effect.failCause(cause)
+        : Effect.as(
+          Effect.logError("ops request failed", cause),
+          HttpServerResponse.text(errorBody("INTERNAL_ERROR", "Internal error."), { status: 500, contentType: "application/json" })
+        ))
+  )
 
   return HttpServer.serve(app, requestMiddleware("ops", metrics)).pipe(
     HttpServer.withLogAddress,

@@ -1,6 +1,7 @@
 /** The purchase endpoints (spec 2.8 to 2.10, 4.3, 4.4). */
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
+import { PageLimit } from "../Deposits/Api.js"
 import { Wire } from "../Domain/Errors.js"
 import { FailureCode, PurchaseStatus } from "../Domain/Purchase.js"
 import { isSteamId64, parseTradeUrl } from "../Domain/TradeUrl.js"
@@ -131,7 +132,7 @@ export class PurchasesApi extends HttpApiGroup.make("purchases")
     HttpApiEndpoint.get("listPurchases", "/purchases")
       .setUrlParams(Schema.Struct({
         cursor: Schema.optional(Schema.String),
-        limit: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 200))),
+        limit: Schema.optional(PageLimit),
         status: Schema.optional(PurchaseStatus),
         custom_id: Schema.optional(Schema.String),
         target_steam_id: Schema.optional(Schema.String),

@@ -1,0 +1,39 @@
+/** The read-only webhook audit log (spec 2.11, 4.5). */
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
+import { Schema } from "effect"
+import { PageLimit } from "../Deposits/Api.js"
+import { Wire } from "../Domain/Errors.js"
+import { Authentication } from "../Merchants/Authentication.js"
+
+export const WebhookEvent = Schema.Struct({
+  id: Schema.UUID,
+  event_type: Schema.String,
+  order_id: Schema.NullOr(Schema.UUID),
+  delivery_status: Schema.Literal("pending", "sending", "delivered", "failed"),
+  delivery_attempts: Schema.Int,
+  last_response_code: Schema.NullOr(Schema.Int),
+  created_at: Schema.String,
+  delivered_at: Schema.NullOr(Schema.String)
+}).annotations({ identifier: "WebhookEvent" })
+
+export const WebhookEventList = Schema.Struct({
+  events: Schema.Array(WebhookEvent),
+  next_cursor: Schema.NullOr(Schema.String)
+}).annotations({ identifier: "WebhookEventList" })
+
+export class WebhooksApi extends HttpApiGroup.make("webhooks")
+  .add(
+    HttpApiEndpoint.get("listWebhookEvents", "/webhook-events")
+      .setUrlParams(Schema.Struct({
+        cursor: Schema.optional(Schema.String),
+        limit: Schema.optional(PageLimit),
+        status: Schema.optional(Schema.Literal("pending", "delivered", "failed")),
+        order_id: Schema.optional(Schema.UUID)
+      }))
+      .addSuccess(WebhookEventList)
+      .addError(Wire.InvalidQuery)
+      .addError(Wire.InvalidStatus)
+  )
+  .middleware(Authentication)
+  .annotate(OpenApi.Title, "Webhook events")
+{}
