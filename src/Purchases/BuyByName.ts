@@ -111,10 +111,9 @@ export class BuyByName extends Effect.Service<BuyByName>()("BuyByName", {
             const row = latest.value
             if (row.status === "failed") return { _tag: "failed_attempt" as const, purchase: row }
             const balanceCents = yield* purchases.availableCents(request.merchantId)
-            const running = Option.isSome(saved) && saved.value.cycleState === "running"
-            return running && !row.acknowledged
-              ? { _tag: "in_flight" as const, purchase: row, balanceCents }
-              : { _tag: "accepted" as const, purchase: row, balanceCents }
+            return row.acknowledged || row.status === "completed"
+              ? { _tag: "accepted" as const, purchase: row, balanceCents }
+              : { _tag: "in_flight" as const, purchase: row, balanceCents }
           }
           if (Option.isNone(saved) || saved.value.cycleState === "done" || Date.now() >= deadline) {
             return yield* new Conflict({ message: "The first request with this custom_id has not created an attempt; retry once." })

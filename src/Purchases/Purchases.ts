@@ -199,8 +199,8 @@ export class Purchases extends Effect.Service<Purchases>()("Purchases", {
           ${query.status === undefined ? sql`` : sql`AND status = ${query.status}`}
           ${query.customId === undefined ? sql`` : sql`AND custom_id = ${query.customId}`}
           ${query.targetSteamId === undefined ? sql`` : sql`AND target_steam_id = ${query.targetSteamId}`}
-          ${query.from === undefined ? sql`` : sql`AND created_at >= ${query.from}`}
-          ${query.to === undefined ? sql`` : sql`AND created_at <= ${query.to}`}
+          ${query.from === undefined ? sql`` : sql`AND date_trunc('milliseconds', created_at) >= ${query.from}`}
+          ${query.to === undefined ? sql`` : sql`AND date_trunc('milliseconds', created_at) <= ${query.to}`}
           ${after === undefined ? sql`` : sql`AND (created_at, id) < (${after[0]}::timestamptz, ${after[1]}::uuid)`}
           ORDER BY created_at DESC, id DESC
           LIMIT ${query.limit + 1}`.pipe(Effect.flatMap(decodeRows), Effect.orDie)

@@ -123,7 +123,9 @@ export const PurchaseWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
           yield* ledger.settlePurchase(row.merchantId, row.priceCents)
           yield* emit(row, "purchase.failed")
         }
-      } else if (row.status === "completed" && status.reversal !== undefined) {
+      }
+      // A reversal may already be due when delivery is first seen (a late worker): apply both.
+      if (row.status === "completed" && status.reversal !== undefined) {
         const reversal = status.reversal
         const message = reversal === "REVERTED_BY_SELLER" ? "The seller reversed the accepted trade; refunded in full."
           : reversal === "REVERTED_BY_BUYER" ? "The buyer reversed the accepted trade; no refund."

@@ -1,0 +1,121 @@
+/**
+ * Concurrent purchases over real sockets (spec 2.2, 4.4; CONTRACT 6): identical requests make one
+ * purchase and one debit; buyers racing for one item get one sale and MERCHANT_ITEM_UNAVAILABLE;
+ * buys racing for one balance never overdraw it.
+ */
+import { randomUUID } from "node:crypto"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { expectError } from "../support/expectations.js"
+import {
+  balanceOf,
+  buy,
+  buyBody,
+  expectPurchaseCreated,
+  fundedMerchant,
+  isTerminal,
+  itemOf,
+  listPurchases,
+  loadItem,
+  loadItems,
+  type Merchant,
+  pollUntil,
+  PURCHASE_ENV
+} from "../support/purchases.js"
+import type { JsonResponse } from "../support/server.js"
+import { type RunningServer, startServer } from "../support/server.js"
+
+let server: RunningServer
+beforeAll(async () => { server = await startServer({ env: PURCHASE_ENV }) })
+afterAll(async () => { await server?.stop() })
+
+/** Every purchase of the merchant terminal. */
+const allSettled = (m: Merchant) =>
+  pollUntil("every purchase terminal", async () => {
+    const list = await listPurchases(server, m)
+    return list.every((p) => isTerminal(p.status)) ? list : undefined
+  })
+
+const tally = (responses: ReadonlyArray<JsonResponse>) => {
+  const out: Record<string, number> = {}
+  for (const r of responses) {
+    const key = `${r.status} ${r.json?.error?.code ?? ""}`.trim()
+    out[key] = (out[key] ?? 0) + 1
+  }
+  return out
+}
+
+describe("concurrent purchases", () => {
+  it("200 identical /buy at once: one purchase, one debit, every 201 with the same purchase_id", async () => {
+    const m = await fundedMerchant(server, 10_000)
+    const itemId = await loadItem(server, 1_234)
+    const body = buyBody({ itemId, maxPrice: 20, customId: `same-${randomUUID()}` })
+    const responses = await Promise.all(Array.from({ length: 200 }, () => buy(server, m, body)))
+    const counts = tally(responses)
+    // a concurrent-update conflict may be answered (safe to retry once); nothing else
+    expect(Object.keys(counts).filter((k) => k !== "201" && k !== "409 MERCHANT_CONFLICT"), JSON.stringify(counts)).toEqual([])
+    const created = responses.filter((r) => r.status === 201).map((r) => expectPurchaseCreated(r, 201))
+    expect(created.length).toBeGreaterThan(0)
+    const ids = new Set(created.map((c) => c.purchase_id))
+    expect(ids.size, JSON.stringify(counts)).toBe(1)
+    for (const c of created) expect(c.item.price).toBe(12.34)
+    for (const r of responses.filter((x) => x.status === 409)) expectError(r, 409, "MERCHANT_CONFLICT")
+
+    const list = await listPurchases(server, m)
+    expect(list.map((p) => p.purchase_id)).toEqual([...ids])
+    const b = await balanceOf(server, m)
+    expect(b.totalSpent).toBe(1_234)
+    expect(b.available).toBe(10_000 - 1_234)
+    // a retry of the conflicting ones lands on the same purchase
+    const retry = expectPurchaseCreated(await buy(server, m, body), 201)
+    expect(retry.purchase_id).toBe([...ids][0])
+    await allSettled(m)
+    expect(await balanceOf(server, m)).toEqual({ available: 8_766, onHold: 0, totalDeposited: 10_000, totalSpent: 1_234 })
+  })
+
+  it("50 buys of one item by 5 merchants: exactly one sale, every other 409 MERCHANT_ITEM_UNAVAILABLE", async () => {
+    const merchants = await Promise.all(Array.from({ length: 5 }, () => fundedMerchant(server, 10_000)))
+    const itemId = await loadItem(server, 2_000)
+    const attempts = merchants.flatMap((m) => Array.from({ length: 10 }, () => ({ m, body: buyBody({ itemId, maxPrice: 25 }) })))
+    const responses = await Promise.all(attempts.map(({ m, body }) => buy(server, m, body)))
+    const counts = tally(responses)
+    expect(counts, JSON.stringify(counts)).toEqual({ "201": 1, "409 MERCHANT_ITEM_UNAVAILABLE": 49 })
+    for (const r of responses.filter((x) => x.status === 409)) expectError(r, 409, "MERCHANT_ITEM_UNAVAILABLE")
+    const winnerIndex = responses.findIndex((r) => r.status === 201)
+    const winner = attempts[winnerIndex]!.m
+    for (const m of merchants) {
+      const list = await listPurchases(server, m)
+      const b = await balanceOf(server, m)
+      if (m === winner) {
+        expect(list.map((p) => p.purchase_id)).toEqual([responses[winnerIndex]!.json.purchase_id])
+        expect(b).toMatchObject({ available: 8_000, totalSpent: 2_000 })
+      } else {
+        expect(list).toEqual([])
+        expect(b).toEqual({ available: 10_000, onHold: 0, totalDeposited: 10_000, totalSpent: 0 })
+      }
+    }
+  })
+
+  it("50 distinct buys of 10.00 items on a 100.00 balance: exactly 10 succeed, the rest 402, available ends at 0", async () => {
+    const m = await fundedMerchant(server, 10_000)
+    const itemIds = await loadItems(server, Array.from({ length: 50 }, () => itemOf(1_000)))
+    const responses = await Promise.all(itemIds.map((itemId) => buy(server, m, buyBody({ itemId, maxPrice: 10 }))))
+    const counts = tally(responses)
+    expect(counts, JSON.stringify(counts)).toEqual({ "201": 10, "402 MERCHANT_INSUFFICIENT_BALANCE": 40 })
+    for (const r of responses.filter((x) => x.status === 402)) expectError(r, 402, "MERCHANT_INSUFFICIENT_BALANCE")
+    const created = responses.filter((r) => r.status === 201).map((r) => expectPurchaseCreated(r, 201))
+    // each answer's balance_after is a distinct step of the same debits
+    expect(created.map((c) => c.balance_after).sort((a, b) => a - b)).toEqual([0, 10, 20, 30, 40, 50, 60, 70, 80, 90])
+    const b = await balanceOf(server, m)
+    expect(b).toMatchObject({ available: 0, totalSpent: 10_000, totalDeposited: 10_000 })
+    const list = await allSettled(m)
+    expect(list).toHaveLength(10)
+    expect(new Set(list.map((p) => p.item.id)).size).toBe(10)
+    for (const p of list) expect(p.status).toBe("completed")
+    expect(await balanceOf(server, m)).toEqual({ available: 0, onHold: 0, totalDeposited: 10_000, totalSpent: 10_000 })
+    // the 40 items not bought are still for sale
+    const other = await fundedMerchant(server, 1_000)
+    const unsold = itemIds.filter((id) => !list.some((p) => p.item.id === id))
+    expect(unsold).toHaveLength(40)
+    expectPurchaseCreated(await buy(server, other, buyBody({ itemId: unsold[0]!, maxPrice: 10 })), 201)
+  })
+})

@@ -1,0 +1,167 @@
+/**
+ * Crash recovery of purchases (CONTRACT 1, 5; spec 2.2, 4.4): a server killed with SIGKILL while
+ * purchases are being created and processed, and a new server on the same database. Every
+ * request repeated with its custom_id lands on one purchase, every purchase finishes exactly once
+ * (one provider order, one debit, at most one refund, one event per transition) and the balance
+ * is exact. A reversal that happened while no server ran is still applied.
+ */
+import { afterEach, describe, expect, it } from "vitest"
+import { freshDatabase, type FreshDatabase } from "../support/database.js"
+import { withStoppedDatabase } from "../support/purchases-db.js"
+import {
+  balanceOf,
+  buy,
+  buyBody,
+  type Detail,
+  expectPurchaseCreated,
+  fundedMerchant,
+  isTerminal,
+  itemOf,
+  listPurchases,
+  loadItems,
+  type Merchant,
+  pollUntil,
+  PURCHASE_ENV,
+  sleep,
+  TOKENS
+} from "../support/purchases.js"
+import { type RunningServer, startServer } from "../support/server.js"
+
+/** Slower simulated provider: a purchase takes about 1.5 to 5 s, reversals come 6 s after completion. */
+const ENV = { ...PURCHASE_ENV, SIM_TIME_SCALE: "0.2" }
+
+const cleanup: Array<() => Promise<unknown>> = []
+afterEach(async () => {
+  for (const step of cleanup.splice(0).reverse()) await step().catch(() => undefined)
+})
+
+/** A database the test owns (not dropped when a server stops), and servers stopped at the end. */
+const ownDatabase = async () => {
+  const database = await freshDatabase()
+  cleanup.push(() => database.drop())
+  return database
+}
+const serve = async (database: FreshDatabase) => {
+  const server = await startServer({ env: ENV, database })
+  cleanup.push(() => server.stop("SIGKILL"))
+  return server
+}
+
+const waitAll = (server: RunningServer, m: Merchant, count: number, done: (d: Detail) => boolean, timeoutMs = 120_000) =>
+  pollUntil(`${count} purchases done`, async () => {
+    const list = await listPurchases(server, m)
+    return list.length === count && list.every(done) ? list : undefined
+  }, timeoutMs, 200)
+
+describe("a SIGKILLed server and a new one on the same database", () => {
+  it("finishes every purchase exactly once", async () => {
+    const database = await ownDatabase()
+    const first = await serve(database)
+    const m = await fundedMerchant(first, 10_000)
+    const n = 20
+    const prices = Array.from({ length: n }, (_, i) => 101 + i)
+    const itemIds = await loadItems(first, prices.map((c) => itemOf(c)))
+    const declined = (i: number) => i % 5 === 4
+    const bodies = itemIds.map((itemId, i) =>
+      buyBody({ itemId, maxPrice: 2, customId: `crash-${i}`, token: declined(i) ? TOKENS.declined : `ok${String(i).padStart(6, "0")}` }))
+
+    // 12 answered, then 8 sent as the server dies: their outcome is unknown to the client
+    const answered: Array<string> = []
+    for (const body of bodies.slice(0, 12)) answered.push(expectPurchaseCreated(await buy(first, m, body), 201).purchase_id)
+    const unknown = bodies.slice(12).map((body) => buy(first, m, body).then((r) => r.status, () => "network error"))
+    await sleep(20)
+    await first.stop("SIGKILL")
+    await Promise.all(unknown)
+
+    const second = await serve(database)
+    // spec 4.4 rule 4: after an unknown result, repeat the same request
+    const ids: Array<string> = []
+    for (const body of bodies) ids.push(expectPurchaseCreated(await buy(second, m, body), 201).purchase_id)
+    expect(ids.slice(0, 12)).toEqual(answered)
+    expect(new Set(ids).size).toBe(n)
+
+    const final = await waitAll(second, m, n, (d) => isTerminal(d.status))
+    const byId = new Map(final.map((p) => [p.purchase_id, p]))
+    let spent = 0
+    for (let i = 0; i < n; i++) {
+      const p = byId.get(ids[i]!)!
+      expect(p.custom_id).toBe(`crash-${i}`)
+      expect(p.price * 100).toBeCloseTo(prices[i]!, 6)
+      expect(p.trade_offer_id).not.toBeNull()
+      if (declined(i)) {
+        expect(p).toMatchObject({ status: "failed", completed_at: null, failure: { code: "TRADE_DECLINED", refunded_amount: prices[i]! / 100 } })
+      } else {
+        expect(p).toMatchObject({ status: "completed", failure: null })
+        expect(p.completed_at).not.toBeNull()
+        spent += prices[i]!
+      }
+      expect(await listPurchases(second, m, { custom_id: `crash-${i}` })).toHaveLength(1)
+    }
+    expect(await balanceOf(second, m)).toEqual({ available: 10_000 - spent, onHold: 0, totalDeposited: 10_000, totalSpent: spent })
+    // repeats after the end change nothing
+    for (const body of bodies.slice(0, 3)) expectPurchaseCreated(await buy(second, m, body), 201)
+    expect(await balanceOf(second, m)).toMatchObject({ totalSpent: spent })
+
+    await second.stop()
+    await withStoppedDatabase(database, async (query) => {
+      const orders = await query<{ purchase_id: string; n: number }>(
+        "SELECT purchase_id::text AS purchase_id, count(*)::int AS n FROM sim_provider_orders GROUP BY purchase_id"
+      )
+      expect(orders.map((o) => o.purchase_id).sort(), "one provider order per purchase").toEqual([...ids].sort())
+      for (const o of orders) expect(o.n, `provider orders of ${o.purchase_id}`).toBe(1)
+
+      const ledger = await query<{ kind: string; ref: string; n: number; amount: string }>(
+        `SELECT kind, reference_id::text AS ref, count(*)::int AS n, sum(amount_cents)::text AS amount
+         FROM ledger_entries WHERE merchant_id = $1 AND kind <> 'deposit_credit' GROUP BY kind, reference_id`,
+        [m.id]
+      )
+      const expectedLedger = ids.flatMap((id, i) => [
+        { kind: "purchase_debit", ref: id, n: 1, amount: String(-prices[i]!) },
+        ...(declined(i) ? [{ kind: "purchase_refund", ref: id, n: 1, amount: String(prices[i]!) }] : [])
+      ])
+      const order = (rows: ReadonlyArray<{ kind: string; ref: string }>) =>
+        [...rows].sort((a, b) => `${a.kind}${a.ref}`.localeCompare(`${b.kind}${b.ref}`))
+      expect(order(ledger)).toEqual(order(expectedLedger))
+
+      const events = await query<{ order_id: string; event_type: string; n: number }>(
+        `SELECT order_id::text AS order_id, event_type, count(*)::int AS n FROM webhook_events
+         WHERE merchant_id = $1 AND order_id IS NOT NULL GROUP BY order_id, event_type`,
+        [m.id]
+      )
+      for (const e of events) expect(e.n, `${e.event_type} of ${e.order_id}`).toBe(1)
+      for (let i = 0; i < n; i++) {
+        const types = events.filter((e) => e.order_id === ids[i]).map((e) => e.event_type).sort()
+        expect(types).toEqual(declined(i)
+          ? ["purchase.created", "purchase.failed", "purchase.processing", "purchase.refunded", "purchase.sent_to_steam"]
+          : ["purchase.completed", "purchase.created", "purchase.processing", "purchase.sent_to_steam"])
+      }
+    })
+  }, 300_000)
+
+  it("applies a trade reversal that happened while no server was running", async () => {
+    const database = await ownDatabase()
+    const first = await serve(database)
+    const m = await fundedMerchant(first, 10_000)
+    const tokens = [TOKENS.revseller, TOKENS.revbuyer, TOKENS.revseller, TOKENS.revbuyer]
+    const itemIds = await loadItems(first, tokens.map(() => itemOf(500)))
+    const ids: Array<string> = []
+    for (let i = 0; i < tokens.length; i++) {
+      ids.push(expectPurchaseCreated(await buy(first, m, buyBody({ itemId: itemIds[i]!, maxPrice: 5, token: tokens[i] })), 201).purchase_id)
+    }
+    await first.stop("SIGKILL")
+    // the outage outlasts delivery (at most 5 s after pickup here) and the reversal 6 s after it
+    await sleep(12_000)
+    const second = await serve(database)
+    const final = await waitAll(second, m, tokens.length, (d) => d.status === "failed", 60_000).catch(async (error) => {
+      throw new Error(`${String(error)}: ${JSON.stringify((await listPurchases(second, m)).map((p) => [p.status, p.failure?.code]))}`)
+    })
+    for (let i = 0; i < tokens.length; i++) {
+      const p = final.find((d) => d.purchase_id === ids[i])!
+      expect(p.trade_offer_id).not.toBeNull()
+      expect(p.failure).toMatchObject(tokens[i] === TOKENS.revseller
+        ? { code: "REVERTED_BY_SELLER", refunded_amount: 5 }
+        : { code: "REVERTED_BY_BUYER", refunded_amount: 0 })
+    }
+    expect(await balanceOf(second, m)).toEqual({ available: 9_000, onHold: 0, totalDeposited: 10_000, totalSpent: 1_000 })
+  }, 300_000)
+})

@@ -1,0 +1,388 @@
+/**
+ * Purchase helpers of the black-box tests (spec 2.2, 2.8 to 2.10, 3.1, 4.3, 4.4; CONTRACT 5):
+ * the settings the purchase tests run with, trade URLs for the simulator's test tokens, exact
+ * funding through the deposit commission, items loaded through the admin API, the request bodies,
+ * and bounded polling of a purchase until a condition holds.
+ */
+import { randomUUID } from "node:crypto"
+import { expect } from "vitest"
+import { expectUsd, isUuid, ISO_UTC } from "./expectations.js"
+import type { JsonResponse, RunningServer } from "./server.js"
+
+/** Small budgets, a quiet synthetic catalogue, no rate limit getting in the way of many requests. */
+export const PURCHASE_ENV: Record<string, string> = {
+  SIM_CATALOGUE_SIZE: "0",
+  SIM_CHURN_PER_SECOND: "0",
+  SIM_TIME_SCALE: "0.02",
+  BUY_SYNC_WAIT_SECONDS: "2",
+  BY_NAME_BUDGET_SECONDS: "6",
+  RATE_LIMIT_RPS: "100000",
+  RATE_LIMIT_BURST: "100000"
+}
+
+export interface Merchant {
+  readonly id: string
+  readonly apiKey: string
+}
+
+// ---- money -------------------------------------------------------------------------------------
+
+/** USD (a JSON number with at most two decimals) in integer cents. */
+export const cents = (usd: number) => Math.round(usd * 100)
+
+/** The credited cents of a deposit of `sentCents` USDT (spec 2.5: 1 % below 5000, 0.5 % from 5000; half-up). */
+export const creditedCents = (sentCents: number) =>
+  sentCents - (sentCents < 500_000 ? Math.floor((sentCents + 50) / 100) : Math.floor((sentCents + 100) / 200))
+
+/** The smallest amount sent (in cents) that credits exactly `target` cents, if any does. */
+export const sentCentsFor = (target: number) => {
+  for (let sent = target; sent <= target * 2 + 200; sent++) if (creditedCents(sent) === target) return sent
+  throw new Error(`no amount sent credits exactly ${target} cents`)
+}
+
+export interface BalanceCents {
+  readonly available: number
+  readonly onHold: number
+  readonly totalDeposited: number
+  readonly totalSpent: number
+}
+
+/** GET /balance in cents, with the invariants every moment must satisfy (CONTRACT 6). */
+export const balanceOf = async (server: RunningServer, m: Merchant): Promise<BalanceCents> => {
+  const res = await server.api("/balance", { key: m.apiKey })
+  expect(res.status, res.text).toBe(200)
+  for (const k of ["available", "on_hold", "total_deposited", "total_spent"]) {
+    expectUsd(res.json[k])
+    expect(res.json[k], k).toBeGreaterThanOrEqual(0)
+  }
+  const b = {
+    available: cents(res.json.available),
+    onHold: cents(res.json.on_hold),
+    totalDeposited: cents(res.json.total_deposited),
+    totalSpent: cents(res.json.total_spent)
+  }
+  expect(b.available + b.totalSpent, `available + total_spent = total_deposited in ${res.text}`).toBe(b.totalDeposited)
+  expect(b.onHold, `on_hold is part of total_spent in ${res.text}`).toBeLessThanOrEqual(b.totalSpent)
+  return b
+}
+
+/** Credits exactly `amountCents` to the merchant through the real deposit path. */
+export const fund = async (server: RunningServer, m: Merchant, amountCents: number) => {
+  const res = await server.deposit(m.id, sentCentsFor(amountCents) / 100, `tx-${randomUUID()}`)
+  expect(res.status, res.text).toBe(201)
+  expect(cents(res.json.amount)).toBe(amountCents)
+}
+
+/** A new merchant credited with exactly `amountCents` (none when 0). */
+export const fundedMerchant = async (server: RunningServer, amountCents: number): Promise<Merchant> => {
+  const m = await server.createMerchant()
+  if (amountCents > 0) await fund(server, m, amountCents)
+  return { id: m.id, apiKey: m.apiKey }
+}
+
+// ---- trade URLs --------------------------------------------------------------------------------
+
+export const PARTNER = 12345678
+export const STEAM_ID64_BASE = 76561197960265728n
+export const steamIdOf = (partner: number) => String(STEAM_ID64_BASE + BigInt(partner))
+
+/** A trade URL whose token picks the simulator's outcome (CONTRACT 5.1); "complete" is any other token. */
+export const tradeUrl = (token = "complete", partner = PARTNER) =>
+  `https://steamcommunity.com/tradeoffer/new/?partner=${partner}&token=${token}`
+
+/** The simulator's test tokens (CONTRACT 5.1). */
+export const TOKENS = {
+  complete: "complete",
+  declined: "declined",
+  expired: "expired0",
+  private: "private0",
+  badtoken: "badtoken",
+  slowack: "slowack0",
+  topup: "topup000",
+  revbuyer: "revbuyer",
+  revseller: "revselr0",
+  review: "review00"
+} as const
+
+// ---- catalogue ---------------------------------------------------------------------------------
+
+export interface PurchaseItemInput {
+  readonly id?: string
+  readonly market_hash_name: string
+  readonly price: number
+  readonly delivery_type: "instant" | "manual"
+  readonly estimated_delivery_minutes?: number | null
+  readonly image_url?: string | null
+  readonly exterior?: string | null
+  readonly float?: number | null
+  readonly sim?: { readonly acquire: "unavailable" | "price_changed" }
+}
+
+export const uniqueName = (prefix = "Test Skin") => `${prefix} | ${randomUUID().slice(0, 8)} (Field-Tested)`
+
+/** An item of `priceCents` under `name` (a unique name by default). */
+export const itemOf = (priceCents: number, extra: Partial<PurchaseItemInput> = {}): PurchaseItemInput => ({
+  market_hash_name: uniqueName(),
+  price: priceCents / 100,
+  delivery_type: "instant",
+  estimated_delivery_minutes: 15,
+  image_url: "https://img.example/skin.png",
+  exterior: "Field-Tested",
+  float: 0.25,
+  ...extra
+})
+
+/** PUT /admin/catalogue/items; the ids, in order. */
+export const loadItems = async (server: RunningServer, items: ReadonlyArray<PurchaseItemInput>): Promise<Array<string>> => {
+  const res = await server.admin("/admin/catalogue/items", { method: "PUT", body: { items } })
+  if (res.status !== 200) throw new Error(`PUT /admin/catalogue/items: ${res.status} ${res.text.slice(0, 500)}`)
+  expect(res.json.upserted).toBe(items.length)
+  expect(res.json.ids).toHaveLength(items.length)
+  return res.json.ids
+}
+
+export const loadItem = async (server: RunningServer, priceCents: number, extra: Partial<PurchaseItemInput> = {}) =>
+  (await loadItems(server, [itemOf(priceCents, extra)]))[0]!
+
+/** Ids of the live items of a name (GET /items, all pages). */
+export const listedIds = async (server: RunningServer, m: Merchant, name: string): Promise<Array<string>> => {
+  const ids: Array<string> = []
+  let cursor: string | null = null
+  for (let page = 0; page < 50; page++) {
+    const query = new URLSearchParams({ market_hash_name: name, limit: "200" })
+    if (cursor !== null) query.set("cursor", cursor)
+    const res = await server.api(`/items?${query}`, { key: m.apiKey })
+    expect(res.status, res.text).toBe(200)
+    ids.push(...res.json.items.map((i: { id: string }) => i.id))
+    cursor = res.json.next_cursor
+    if (cursor === null) return ids
+  }
+  throw new Error("item pagination did not end")
+}
+
+// ---- requests ----------------------------------------------------------------------------------
+
+export interface BuyParams {
+  readonly itemId: string
+  readonly maxPrice: number
+  readonly customId?: string
+  readonly token?: string
+  readonly partner?: number
+  readonly steamId?: string
+}
+
+export const buyBody = (p: BuyParams) => ({
+  item_id: p.itemId,
+  max_price: p.maxPrice,
+  custom_id: p.customId ?? `c-${randomUUID()}`,
+  target_trade_url: tradeUrl(p.token, p.partner),
+  ...(p.steamId !== undefined ? { target_steam_id: p.steamId } : {})
+})
+
+export const buy = (server: RunningServer, m: Merchant, body: unknown, path: "/buy" | "/buy-sync" = "/buy") =>
+  server.api(path, { method: "POST", key: m.apiKey, body })
+
+export interface ByNameParams {
+  readonly name: string
+  readonly maxPrice: number
+  readonly customId?: string
+  readonly token?: string
+  readonly partner?: number
+  readonly estimatedTime?: number | null
+}
+
+export const byNameBody = (p: ByNameParams) => ({
+  market_hash_name: p.name,
+  max_price: p.maxPrice,
+  trade_url: tradeUrl(p.token, p.partner),
+  custom_id: p.customId ?? `n-${randomUUID()}`,
+  ...(p.estimatedTime !== undefined ? { estimated_time: p.estimatedTime } : {})
+})
+
+export const buyByName = (server: RunningServer, m: Merchant, body: unknown) =>
+  server.api("/buy-by-name", { method: "POST", key: m.apiKey, body })
+
+// ---- response shapes ---------------------------------------------------------------------------
+
+export const STATUSES = ["created", "processing", "sent_to_steam", "completed", "failed"] as const
+export const IN_FLIGHT: ReadonlyArray<string> = ["created", "processing", "sent_to_steam"]
+export const isTerminal = (status: string) => status === "completed" || status === "failed"
+
+/** PurchaseCreated (spec 2.8): exactly its fields. */
+export const expectPurchaseCreated = (res: JsonResponse, status: number) => {
+  expect(res.status, res.text).toBe(status)
+  const body = res.json
+  expect(Object.keys(body).sort()).toEqual(["balance_after", "created_at", "custom_id", "item", "purchase_id", "status"])
+  expect(Object.keys(body.item).sort()).toEqual(["delivery_type", "estimated_delivery_minutes", "market_hash_name", "price"])
+  expect(isUuid(body.purchase_id)).toBe(true)
+  expect(STATUSES).toContain(body.status)
+  expectUsd(body.item.price)
+  expectUsd(body.balance_after)
+  expect(body.balance_after).toBeGreaterThanOrEqual(0)
+  expect(body.created_at).toMatch(ISO_UTC)
+  return body as {
+    purchase_id: string
+    custom_id: string
+    status: string
+    item: { market_hash_name: string; price: number; delivery_type: string; estimated_delivery_minutes: number | null }
+    balance_after: number
+    created_at: string
+  }
+}
+
+/** PurchaseFailedResponse (spec 2.10): the Error body plus the failed purchase. */
+export const expectPurchaseFailed = (res: JsonResponse, errorCode: string, failureCode: string) => {
+  expect(res.status, res.text).toBe(409)
+  const body = res.json
+  expect(Object.keys(body).sort()).toEqual(["custom_id", "error", "failure", "purchase_id", "trade_offer_id", "trade_offer_url"])
+  expect(Object.keys(body.error).sort()).toEqual(["code", "message"])
+  expect(body.error.code).toBe(errorCode)
+  expect(typeof body.error.message).toBe("string")
+  expect(isUuid(body.purchase_id)).toBe(true)
+  expect(body.failure.code).toBe(failureCode)
+  expect(typeof body.failure.message).toBe("string")
+  expect(body.trade_offer_id === null || typeof body.trade_offer_id === "string").toBe(true)
+  expect(body.trade_offer_url === null || typeof body.trade_offer_url === "string").toBe(true)
+  expect(res.headers.get("content-type") ?? "").toMatch(/^application\/json/)
+  return body as {
+    purchase_id: string
+    custom_id: string
+    failure: { code: string; message: string }
+    trade_offer_id: string | null
+    trade_offer_url: string | null
+  }
+}
+
+export interface Detail {
+  purchase_id: string
+  custom_id: string
+  status: string
+  item: {
+    id: string | null
+    market_hash_name: string
+    image_url: string | null
+    exterior: string | null
+    float: number | null
+    delivery_type: string
+    estimated_delivery_minutes: number | null
+  }
+  price: number
+  target_steam_id: string | null
+  trade_offer_id: string | null
+  trade_offer_url: string | null
+  created_at: string
+  completed_at: string | null
+  failure: { code: string; message: string; refunded_amount: number | null } | null
+}
+
+/** PurchaseDetail (spec 2.9): exactly its fields; `item` has no price. */
+export const expectDetailShape = (d: any): Detail => {
+  expect(Object.keys(d).sort()).toEqual([
+    "completed_at", "created_at", "custom_id", "failure", "item", "price", "purchase_id", "status", "target_steam_id",
+    "trade_offer_id", "trade_offer_url"
+  ])
+  expect(Object.keys(d.item).sort()).toEqual(
+    ["delivery_type", "estimated_delivery_minutes", "exterior", "float", "id", "image_url", "market_hash_name"]
+  )
+  expect(STATUSES).toContain(d.status)
+  expectUsd(d.price)
+  expect(d.created_at).toMatch(ISO_UTC)
+  if (d.completed_at !== null) expect(d.completed_at).toMatch(ISO_UTC)
+  if (d.status === "failed") {
+    expect(d.failure).not.toBeNull()
+    expect(Object.keys(d.failure).sort()).toEqual(["code", "message", "refunded_amount"])
+    if (d.failure.refunded_amount !== null) expectUsd(d.failure.refunded_amount)
+  } else {
+    expect(d.failure).toBeNull()
+  }
+  return d as Detail
+}
+
+export const getPurchase = async (server: RunningServer, m: Merchant, id: string): Promise<Detail> => {
+  const res = await server.api(`/purchases/${id}`, { key: m.apiKey })
+  expect(res.status, res.text).toBe(200)
+  return expectDetailShape(res.json)
+}
+
+/** Every purchase of a query (all pages, following next_cursor). */
+export const listPurchases = async (server: RunningServer, m: Merchant, query: Record<string, string> = {}): Promise<Array<Detail>> => {
+  const out: Array<Detail> = []
+  let cursor: string | null = null
+  for (let page = 0; page < 200; page++) {
+    const params = new URLSearchParams({ limit: "200", ...query })
+    if (cursor !== null) params.set("cursor", cursor)
+    const res = await server.api(`/purchases?${params}`, { key: m.apiKey })
+    expect(res.status, res.text).toBe(200)
+    expect(Object.keys(res.json).sort()).toEqual(["next_cursor", "purchases"])
+    out.push(...res.json.purchases.map(expectDetailShape))
+    cursor = res.json.next_cursor
+    if (cursor === null) return out
+  }
+  throw new Error("purchase pagination did not end")
+}
+
+// ---- polling -----------------------------------------------------------------------------------
+
+export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms))
+
+/** Retries `check` until it returns a value other than undefined; the deadline is generous, never asserted on. */
+export const pollUntil = async <A>(what: string, check: () => Promise<A | undefined>, timeoutMs = 60_000, pauseMs = 50): Promise<A> => {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    const value = await check()
+    if (value !== undefined) return value
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
+    await sleep(pauseMs)
+  }
+}
+
+/** Statuses allowed to follow each other, in order (spec 3.1; a reversal turns completed into failed). */
+const ORDER: Record<string, number> = { created: 0, processing: 1, sent_to_steam: 2, completed: 3, failed: 4 }
+
+export interface Observed {
+  readonly final: Detail
+  /** Distinct statuses in the order they were seen. */
+  readonly path: ReadonlyArray<string>
+}
+
+/**
+ * Polls GET /purchases/{id} until `done` holds, checking on every read that the status only moves
+ * forward, that a known trade_offer_id is never erased or changed, that completed_at once set stays
+ * and that the price never changes.
+ */
+export const watchPurchase = async (
+  server: RunningServer,
+  m: Merchant,
+  id: string,
+  done: (d: Detail) => boolean = (d) => isTerminal(d.status),
+  timeoutMs = 90_000
+): Promise<Observed> => {
+  const path: Array<string> = []
+  let offer: string | null = null
+  let completedAt: string | null = null
+  let price: number | undefined
+  const final = await pollUntil(`purchase ${id}`, async () => {
+    const d = await getPurchase(server, m, id)
+    const last = path[path.length - 1]
+    if (last !== d.status) {
+      if (last !== undefined) expect(ORDER[d.status]!, `${last} -> ${d.status}`).toBeGreaterThan(ORDER[last]!)
+      path.push(d.status)
+    }
+    if (offer !== null) expect(d.trade_offer_id, "a known trade_offer_id is never erased").toBe(offer)
+    offer = d.trade_offer_id
+    if (completedAt !== null) expect(d.completed_at).toBe(completedAt)
+    completedAt = d.completed_at
+    if (price !== undefined) expect(d.price).toBe(price)
+    price = d.price
+    return done(d) ? d : undefined
+  }, timeoutMs, 25)
+  return { final, path }
+}
+
+/** Waits until every purchase of the merchant is settled: terminal, and reversal tokens reversed. */
+export const settled = (tokenOf: (d: Detail) => string | undefined) => (d: Detail) => {
+  const token = tokenOf(d)
+  if (token === TOKENS.revbuyer || token === TOKENS.revseller) return d.status === "failed"
+  return isTerminal(d.status)
+}
+
