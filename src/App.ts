@@ -3,6 +3,7 @@ import { Layer } from "effect"
 import { ChangeLog } from "./Catalogue/ChangeLog.js"
 import { CatalogueDump } from "./Catalogue/Dump.js"
 import { CatalogueEngine } from "./Catalogue/Engine.js"
+import { FeedClients, FeedShutdownLive } from "./Catalogue/Stream.js"
 import { SyncLive } from "./Catalogue/Sync.js"
 import { ProviderSimLive } from "./Providers/Simulator/ProviderSim.js"
 import { SupplierSimLive } from "./Providers/Simulator/SupplierSim.js"
@@ -37,6 +38,7 @@ const Core = Layer.mergeAll(
   WebhookEvents.Default,
   Deposits.Default,
   ChangeLog.Default,
+  FeedClients.Default,
   CatalogueEngine.Default,
   PurchaseNotifications.Default,
   SupplierSimLive,
@@ -48,7 +50,13 @@ const Services = Layer.mergeAll(CatalogueDump.Default, Purchases.Default, BuyByN
   Layer.provideMerge(Base)
 )
 
-export const AppLive = Layer.mergeAll(HttpLive, OpsServerLive, SyncLive, PurchaseWorkerLive, StartupBannerLive).pipe(
+export const AppLive = Layer.mergeAll(
+  Layer.provide(FeedShutdownLive, HttpLive),
+  OpsServerLive,
+  SyncLive,
+  PurchaseWorkerLive,
+  StartupBannerLive
+).pipe(
   Layer.provide(Services),
   Layer.provide(DatabaseLive)
 )

@@ -6,8 +6,8 @@ import { PageLimit } from "../Deposits/Api.js"
 import { Wire } from "../Domain/Errors.js"
 import { Authentication } from "../Merchants/Authentication.js"
 
-const Price = Schema.NumberFromString.pipe(Schema.annotations({ description: "USD" }))
-const Float = Schema.NumberFromString.pipe(Schema.between(0, 1))
+const Price = Schema.NumberFromString.pipe(Schema.finite(), Schema.annotations({ description: "USD" }))
+const Float = Schema.NumberFromString.pipe(Schema.finite(), Schema.between(0, 1))
 
 export const ItemPage = Schema.Struct({
   items: Schema.Array(CatalogItem),

@@ -28,6 +28,12 @@ interface Effective {
 
 const HeadRow = Schema.Struct({ epoch: Schema.Number, head: Int8 })
 
+/** Ids in PostgreSQL's text form (lower case), whatever case a source wrote them in. */
+const normalised = (write: CatalogueWrite): CatalogueWrite =>
+  write.op === "remove"
+    ? { op: "remove", id: write.id.toLowerCase() }
+    : { op: "upsert", listing: { ...write.listing, item: { ...write.listing.item, id: write.listing.item.id.toLowerCase() } } }
+
 /** Runs of consecutive writes of one kind, each id once per run (its last write wins). */
 const runsOf = (writes: ReadonlyArray<CatalogueWrite>) => {
   const runs: Array<{ op: "upsert" | "remove"; writes: Array<CatalogueWrite> }> = []
@@ -111,7 +117,7 @@ export class ChangeLog extends Effect.Service<ChangeLog>()("ChangeLog", {
     const apply = (writes: ReadonlyArray<CatalogueWrite>, source: Source = "supplier") =>
       sql.withTransaction(Effect.gen(function*() {
         const effective: Array<Effective> = []
-        for (const run of runsOf(writes)) {
+        for (const run of runsOf(writes.map(normalised))) {
           effective.push(...(run.op === "upsert" ? yield* upsertRun(run.writes, source) : yield* removeRun(run.writes)))
         }
         yield* append(effective)
@@ -124,12 +130,12 @@ export class ChangeLog extends Effect.Service<ChangeLog>()("ChangeLog", {
      */
     const reserve = (itemId: string) =>
       Effect.gen(function*() {
-        const rows = yield* sql<{ item: string; priceCents: string | number; providerPriceCents: string | number | null; sim: string | null }>`
+        const rows = yield* sql<{ id: string; item: string; priceCents: string | number; providerPriceCents: string | number | null; sim: string | null }>`
           UPDATE catalogue_items SET status = 'reserved', updated_at = now()
           WHERE id = ${itemId} AND status = 'active'
-          RETURNING item, price_cents AS "priceCents", provider_price_cents AS "providerPriceCents", sim`
+          RETURNING id, item, price_cents AS "priceCents", provider_price_cents AS "providerPriceCents", sim`
         if (rows.length === 0) return Option.none()
-        yield* append([{ op: "remove", id: itemId, item: null }])
+        yield* append([{ op: "remove", id: rows[0]!.id, item: null }])
         return Option.some(rows[0]!)
       })
 

@@ -2,12 +2,18 @@
  * The realtime catalogue feed (CONTRACT 3) on @effect/platform's request.upgrade. Authentication
  * and query errors are ordinary HTTP answers before the upgrade. Each client resumes from a dump's
  * cursor: changes after it are read from memory or the log, then the client joins the live set,
- * where each engine batch is serialised once and the same frame goes to every caught-up client.
- * A client whose socket backs up is closed with 4408 without slowing the others.
+ * where each engine batch is serialised once, framed once, and the same bytes are written to every
+ * caught-up client's socket. A client whose socket backs up is closed with 4408 without slowing
+ * the others.
+ *
+ * Data frames are written to the upgraded socket directly: the WebSocket server runs without
+ * permessage-deflate, so `ws` writes each of its own frames (pongs, close) synchronously and whole,
+ * and frames never interleave. Closing goes through the socket writer, so `ws` does the handshake.
  */
 import { HttpApiBuilder, HttpServerRequest, HttpServerResponse, Socket } from "@effect/platform"
 import { NodeHttpServerRequest } from "@effect/platform-node"
-import { Clock, Effect, Layer, Option, Queue } from "effect"
+import { Effect, Layer, Option, Queue } from "effect"
+import type { Socket as NetSocket } from "node:net"
 import * as Errors from "../Domain/Errors.js"
 import { Authenticator } from "../Merchants/Authentication.js"
 import { Fibers } from "../Ops/Fibers.js"
@@ -19,8 +25,6 @@ const HEARTBEAT_MS = 10_000
 const CATCH_UP_BATCH = 1_000
 /** Bytes a client may leave unread in its socket before it is a slow consumer. */
 const SLOW_CONSUMER_BYTES = 8 * 1024 * 1024
-/** Frames a client may have waiting to be written. */
-const SLOW_CONSUMER_FRAMES = 1_000
 
 export const CLOSE_RESET = 4409
 export const CLOSE_SLOW_CONSUMER = 4408
@@ -31,8 +35,59 @@ type ResetReason = "epoch_changed" | "cursor_expired" | "cursor_invalid"
 interface Client {
   position: number
   lastSentAt: number
-  readonly queue: Queue.Queue<string | Socket.CloseEvent>
-  readonly buffered: () => number
+  readonly socket: NetSocket
+  /** The close this client gets once it left the live set (reset, slow consumer). */
+  readonly closes: Queue.Queue<Socket.CloseEvent>
+  /** Closes the socket now, through `ws` (shutdown). */
+  readonly close: (event: Socket.CloseEvent) => Effect.Effect<void>
+}
+
+/**
+ * The connected feed clients. Shutdown closes them with 1001 before the HTTP server goes away
+ * (which would close them without a code).
+ */
+export class FeedClients extends Effect.Service<FeedClients>()("FeedClients", {
+  sync: () => {
+    const connected = new Set<Client>()
+    const closeAll = Effect.gen(function*() {
+      yield* Effect.forEach(connected, (client) => client.close(new Socket.CloseEvent(CLOSE_GOING_AWAY, "server shutting down")), {
+        discard: true
+      })
+      // let the close handshakes finish (each client leaves the set when its socket closes)
+      yield* Effect.sleep("20 millis").pipe(Effect.repeat({ until: () => connected.size === 0 }), Effect.timeout("2 seconds"), Effect.ignore)
+    })
+    return { connected, closeAll } as const
+  }
+}) {}
+
+/** Built after the HTTP server, so it is released before it: clients are closed with 1001 first. */
+export const FeedShutdownLive = Layer.scopedDiscard(
+  Effect.flatMap(FeedClients, (clients) => Effect.addFinalizer(() => clients.closeAll))
+)
+
+/** One unfragmented, unmasked text frame (RFC 6455 section 5.2) carrying `text`. */
+export const textFrame = (text: string): Buffer => {
+  const payload = Buffer.from(text)
+  const n = payload.length
+  const header = n < 126 ? Buffer.alloc(2) : n < 65_536 ? Buffer.alloc(4) : Buffer.alloc(10)
+  header[0] = 0x81
+  if (n < 126) header[1] = n
+  else if (n < 65_536) {
+    header[1] = 126
+    header.writeUInt16BE(n, 2)
+  } else {
+    header[1] = 127
+    header.writeBigUInt64BE(BigInt(n), 2)
+  }
+  return Buffer.concat([header, payload])
+}
+
+/** Writes a prepared frame; false if the socket is gone. */
+const sendFrame = (client: Client, frame: Buffer) => {
+  if (client.socket.destroyed || !client.socket.writable) return false
+  client.socket.write(frame)
+  client.lastSentAt = Date.now()
+  return true
 }
 
 const resetFrame = (reason: ResetReason) => `{"type":"reset","reason":"${reason}"}`
@@ -51,25 +106,25 @@ export const StreamLive = Layer.unwrapScoped(Effect.gen(function*() {
   const authenticator = yield* Authenticator
   const fibers = yield* Fibers
   const metrics = yield* Metrics
+  const { connected } = yield* FeedClients
   const live = new Set<Client>()
-  let connected = 0
 
-  const slow = (client: Client) =>
-    client.buffered() > SLOW_CONSUMER_BYTES || Option.getOrElse(client.queue.unsafeSize(), () => 0) > SLOW_CONSUMER_FRAMES
+  const slow = (client: Client) => client.socket.writableLength > SLOW_CONSUMER_BYTES
 
-  const drop = (client: Client, close: Socket.CloseEvent, frame?: string) => {
+  const drop = (client: Client, close: Socket.CloseEvent, frame?: Buffer) => {
     live.delete(client)
-    if (frame !== undefined) Queue.unsafeOffer(client.queue, frame)
-    Queue.unsafeOffer(client.queue, close)
+    if (frame !== undefined) sendFrame(client, frame)
+    Queue.unsafeOffer(client.closes, close)
   }
 
-  // One listener for all clients: each batch becomes one frame, offered to every caught-up client.
+  // One listener for all clients: each batch becomes one frame, written to every caught-up client.
   const onEngineEvent = (event: EngineEvent) => {
     if (event._tag === "reset") {
-      for (const client of live) drop(client, new Socket.CloseEvent(CLOSE_RESET, "epoch_changed"), resetFrame("epoch_changed"))
+      const frame = textFrame(resetFrame("epoch_changed"))
+      for (const client of live) drop(client, new Socket.CloseEvent(CLOSE_RESET, "epoch_changed"), frame)
       return
     }
-    let frame: string | undefined
+    let frame: Buffer | undefined
     for (const client of live) {
       if (client.position >= event.to) continue
       // A live client is always at the batch's start; anything else would be a gap: it resumes instead.
@@ -77,9 +132,9 @@ export const StreamLive = Layer.unwrapScoped(Effect.gen(function*() {
         drop(client, new Socket.CloseEvent(CLOSE_SLOW_CONSUMER, "slow consumer"))
         continue
       }
-      frame ??= changesFrame(event.epoch, event.to, event.changes)
+      frame ??= textFrame(changesFrame(event.epoch, event.to, event.changes))
       client.position = event.to
-      Queue.unsafeOffer(client.queue, frame)
+      if (!sendFrame(client, frame)) live.delete(client)
     }
   }
   yield* engine.subscribe(onEngineEvent)
@@ -87,18 +142,19 @@ export const StreamLive = Layer.unwrapScoped(Effect.gen(function*() {
   yield* fibers.supervise("catalogue-stream-heartbeat", (beat) =>
     Effect.forever(Effect.gen(function*() {
       yield* Effect.sleep("1 second")
-      const now = yield* Clock.currentTimeMillis
+      const now = Date.now()
+      const frames = new Map<number, Buffer>()
       for (const client of live) {
-        if (now - client.lastSentAt >= HEARTBEAT_MS) {
-          client.lastSentAt = now
-          Queue.unsafeOffer(client.queue, heartbeatFrame(engine.epoch(), client.position))
-        }
+        if (now - client.lastSentAt < HEARTBEAT_MS) continue
+        let frame = frames.get(client.position)
+        if (frame === undefined) frames.set(client.position, frame = textFrame(heartbeatFrame(engine.epoch(), client.position)))
+        if (!sendFrame(client, frame)) live.delete(client)
       }
       yield* beat
     })))
 
   const clientsGauge = metrics.gauge({ name: "websocket_clients", help: "Connected realtime feed clients" })
-  yield* metrics.onScrape(Effect.sync(() => clientsGauge.set(connected)))
+  yield* metrics.onScrape(Effect.sync(() => clientsGauge.set(connected.size)))
 
   /** What a resume point leads to: a reset reason, or the go-ahead. */
   const validate = (epoch: number, cursor: number) =>
@@ -113,14 +169,13 @@ export const StreamLive = Layer.unwrapScoped(Effect.gen(function*() {
       return Option.none<ResetReason>()
     })
 
-  /** Writes everything the client is owed, in order, until it closes or is closed. */
-  const session = (client: Client, write: (chunk: string | Socket.CloseEvent) => Effect.Effect<void, Socket.SocketError>, epoch: number) =>
+  /** Sends what the client is owed until it joins the live set, then waits to close it. */
+  const session = (client: Client, write: (chunk: Socket.CloseEvent) => Effect.Effect<void, Socket.SocketError>, epoch: number) =>
     Effect.gen(function*() {
-      const send = (frame: string) =>
-        Effect.zipRight(write(frame), Effect.map(Clock.currentTimeMillis, (now) => { client.lastSentAt = now }))
+      const send = (text: string) => Effect.sync(() => sendFrame(client, textFrame(text)))
       const reset = yield* validate(epoch, client.position)
       if (Option.isSome(reset)) {
-        yield* write(resetFrame(reset.value))
+        yield* send(resetFrame(reset.value))
         return yield* write(new Socket.CloseEvent(CLOSE_RESET, reset.value))
       }
       yield* send(helloFrame(epoch, client.position))
@@ -138,25 +193,17 @@ export const StreamLive = Layer.unwrapScoped(Effect.gen(function*() {
             yield* Effect.sleep("10 millis")
             continue
           }
-          yield* write(resetFrame(engine.epoch() === epoch ? "cursor_expired" : "epoch_changed"))
+          yield* send(resetFrame(engine.epoch() === epoch ? "cursor_expired" : "epoch_changed"))
           return yield* write(new Socket.CloseEvent(CLOSE_RESET, "resume point lost"))
         }
         const last = changes.value[changes.value.length - 1]!
         yield* send(changesFrame(epoch, last.seq, changes.value))
         client.position = last.seq
-        if (client.buffered() > SLOW_CONSUMER_BYTES) return yield* write(new Socket.CloseEvent(CLOSE_SLOW_CONSUMER, "slow consumer"))
+        if (slow(client)) return yield* write(new Socket.CloseEvent(CLOSE_SLOW_CONSUMER, "slow consumer"))
       }
-      for (;;) {
-        const next = yield* Queue.take(client.queue)
-        if (typeof next !== "string") return yield* write(next)
-        yield* send(next)
-        if (client.buffered() > SLOW_CONSUMER_BYTES && live.has(client)) {
-          live.delete(client)
-          return yield* write(new Socket.CloseEvent(CLOSE_SLOW_CONSUMER, "slow consumer"))
-        }
-      }
+      // live: the engine listener writes the frames; this fiber only closes
+      return yield* write(yield* Queue.take(client.closes))
     }).pipe(
-      Effect.onInterrupt(() => Effect.ignore(write(new Socket.CloseEvent(CLOSE_GOING_AWAY, "server shutting down")))),
       Effect.ensuring(Effect.sync(() => live.delete(client)))
     )
 
@@ -183,20 +230,20 @@ export const StreamLive = Layer.unwrapScoped(Effect.gen(function*() {
     }
     const socket = yield* request.upgrade
     const write = yield* socket.writer
-    const nodeSocket = NodeHttpServerRequest.toIncomingMessage(request).socket
     const client: Client = {
       position: Number(cursorText),
-      lastSentAt: yield* Clock.currentTimeMillis,
-      queue: yield* Queue.unbounded<string | Socket.CloseEvent>(),
-      buffered: () => nodeSocket.writableLength
+      lastSentAt: Date.now(),
+      socket: NodeHttpServerRequest.toIncomingMessage(request).socket,
+      closes: yield* Queue.unbounded<Socket.CloseEvent>(),
+      close: (event) => write(event).pipe(Effect.timeout("1 second"), Effect.ignore)
     }
-    connected++
+    connected.add(client)
     yield* socket.runRaw(() => Effect.void, {
       onOpen: Effect.asVoid(Effect.fork(Effect.ignore(session(client, write, Number(epochText)))))
     }).pipe(
       Effect.catchAll((error) => Effect.logDebug("feed client closed", error)),
       Effect.ensuring(Effect.sync(() => {
-        connected--
+        connected.delete(client)
         live.delete(client)
       }))
     )

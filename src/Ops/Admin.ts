@@ -6,6 +6,7 @@ import { HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platf
 import { Data, Effect, Option, ParseResult, Schema } from "effect"
 import { randomUUID } from "node:crypto"
 import { ChangeLog } from "../Catalogue/ChangeLog.js"
+import { CatalogueEngine } from "../Catalogue/Engine.js"
 import { DepositAmountInvalid, Deposits } from "../Deposits/Deposits.js"
 import { CatalogItemInput } from "../Domain/CatalogItem.js"
 import { toUnits } from "../Domain/Money.js"
@@ -93,6 +94,7 @@ export const AdminRoutes = Effect.gen(function*() {
   const deposits = yield* Deposits
   const adminToken = yield* AdminToken
   const changeLog = yield* ChangeLog
+  const engine = yield* CatalogueEngine
 
   const routes = HttpRouter.empty.pipe(
     HttpRouter.post("/admin/merchants", Effect.gen(function*() {
@@ -160,7 +162,7 @@ export const AdminRoutes = Effect.gen(function*() {
         listing: {
           item: {
             ...item,
-            id: id ?? randomUUID(),
+            id: (id ?? randomUUID()).toLowerCase(),
             has_stickers: has_stickers ?? item.stickers.length > 0,
             stickers_count: stickers_count ?? item.stickers.length
           },
@@ -169,6 +171,8 @@ export const AdminRoutes = Effect.gen(function*() {
         }
       }))
       yield* changeLog.apply(writes, "admin")
+      // this node answers reads of what it just wrote
+      yield* engine.refresh
       return json({ upserted: writes.length, ids: writes.map((w) => w.listing.item.id) })
     })),
     HttpRouter.del("/admin/catalogue/items/:id", Effect.gen(function*() {
@@ -176,6 +180,7 @@ export const AdminRoutes = Effect.gen(function*() {
       if (!Schema.is(Schema.UUID)(id)) return yield* notFound("item")
       const removed = yield* changeLog.apply([{ op: "remove", id }], "admin")
       if (removed === 0) return yield* notFound("active item")
+      yield* engine.refresh
       return HttpServerResponse.empty({ status: 204 })
     }))
   )

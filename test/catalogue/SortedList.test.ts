@@ -75,7 +75,7 @@ describe("SortedList", () => {
           expect(keysOf(list.descending(bound, inclusive))).toEqual(keysOf(naiveDescending(keys, bound, inclusive)))
         }
       ),
-      { numRuns: 400 }
+      { numRuns: 200 }
     )
   })
 
@@ -124,7 +124,7 @@ describe("SortedList", () => {
         expect(keysOf(list.ascending(bound, inclusive))).toEqual(keysOf(naiveAscending(all, bound, inclusive)))
         expect(keysOf(list.descending(bound, inclusive))).toEqual(keysOf(naiveDescending(all, bound, inclusive)))
       }),
-      { numRuns: 300 }
+      { numRuns: 150 }
     )
   })
 
@@ -162,7 +162,7 @@ describe("SortedList", () => {
           for (const k of sorted.slice(runStart, Math.min(runEnd, runStart + 20))) expect(list.remove(k)).toBe(false)
         }
       ),
-      { numRuns: 40 }
+      { numRuns: 15 }
     )
   })
 })

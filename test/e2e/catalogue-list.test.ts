@@ -253,7 +253,8 @@ describe("catalogue list and search", () => {
     const ids = rest.map((i) => i.id)
     expect(ids).toContain(last.id) // moved past the cursor: seen again, at its new price
     expect(ids).not.toContain(gone.id)
-    expect(ids).not.toContain(cheaper.id)
+    // the one that got cheaper is seen only if it still sorts after the cursor
+    expect(ids.includes(cheaper.id)).toBe(byPriceId(model.get(cheaper.id)!, last) > 0)
     expect(ids).not.toContain(cheap.id)
     expect(new Set(ids).size).toBe(ids.length)
   })
@@ -282,6 +283,18 @@ describe("catalogue list and search", () => {
     }
     // the bounds themselves are fine
     for (const q of ["limit=1", "limit=200", "min_float=0", "max_float=1"]) expect((await get(`/items?${q}`)).status).toBe(200)
+  })
+
+  it("a price bound that is not a finite number (NaN, Infinity, 1e400) gives 400 MERCHANT_INVALID_QUERY, not 500", async () => {
+    const name = encodeURIComponent(NAMES[0])
+    for (const path of [
+      "/items?min_price=NaN", "/items?max_price=NaN", "/items?min_price=Infinity", "/items?max_price=Infinity",
+      "/items?min_price=-Infinity", "/items?max_price=1e400",
+      `/items/search?market_hash_name=${name}&max_price=NaN`, `/items/search?market_hash_name=${name}&max_price=Infinity`
+    ]) {
+      const res = await get(path)
+      expect({ path, status: res.status, code: res.json?.error?.code }).toEqual({ path, status: 400, code: "MERCHANT_INVALID_QUERY" })
+    }
   })
 
   it("sort=foo gives 400 MERCHANT_INVALID_SORT", async () => {
@@ -317,5 +330,33 @@ describe("catalogue list and search", () => {
   it("list and search need an API key", async () => {
     expectError(await server.api("/items", { key: null }), 401, "MERCHANT_API_KEY_MISSING")
     expectError(await server.api("/items/search?market_hash_name=x", { key: "nope" }), 401, "MERCHANT_API_KEY_MISSING")
+  })
+
+  it("DELETE with the item's uuid in upper case delists it (204, gone from list and search)", async () => {
+    const victim = Array.from(model.values()).find((i) => i.market_hash_name === NAMES[4])!
+    const del = await server.admin(`/admin/catalogue/items/${victim.id.toUpperCase()}`, { method: "DELETE" })
+    expect(del.status, del.text).toBe(204)
+    model.delete(victim.id)
+    await eventually(async () => {
+      const search = await get(`/items/search${queryString({ market_hash_name: victim.market_hash_name, limit: 50 })}`)
+      expect(search.json.results.map((i: Item) => i.id)).not.toContain(victim.id)
+    }, 10_000)
+  })
+
+  // last: it adds an item the model does not know
+  it("an item id given in upper case is still that uuid: the item is listed and can be deleted (or the input is refused with 400)", async () => {
+    const upper = "3F1C2B9A-8D7E-4C6B-9A5F-0E1D2C3B4A59"
+    const name = "Upper Case Id"
+    const res = await server.admin("/admin/catalogue/items", { method: "PUT", body: { items: [{ id: upper, market_hash_name: name, price: 1.5, delivery_type: "instant" }] } })
+    if (res.status === 400) return
+    expect(res.status, res.text).toBe(200)
+    const found = await eventually(async () => {
+      const search = await get(`/items/search${queryString({ market_hash_name: name })}`)
+      expect(search.json.results.map((i: Item) => i.id.toLowerCase())).toEqual([upper.toLowerCase()])
+      return search.json.results[0] as Item
+    }, 10_000)
+    const del = await server.admin(`/admin/catalogue/items/${found.id}`, { method: "DELETE" })
+    expect(del.status, del.text).toBe(204)
+    await eventually(async () => expect((await get(`/items/search${queryString({ market_hash_name: name })}`)).json.results).toEqual([]), 10_000)
   })
 })

@@ -4,6 +4,7 @@
  * (to see the bytes on the wire), the realtime feed client (CONTRACT 3), bounded polling.
  */
 import * as fc from "fast-check"
+import { randomBytes } from "node:crypto"
 import * as http from "node:http"
 import { expect } from "vitest"
 import WebSocket from "ws"
@@ -222,19 +223,21 @@ export const simpleItem = (id: string, cents: number, name = "AK-47 | Redline (F
   sim: { acquire: "unavailable" }
 })
 
-/** Incompressible text of about `n` characters. */
-export const randomText = (n: number) => {
-  const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
-  const out: Array<string> = []
-  for (let i = 0; i < n; i++) out.push(alphabet[Math.floor(Math.random() * 64)]!)
-  return out.join("")
-}
+/** Incompressible text of `n` characters (base64url of random bytes). */
+export const randomText = (n: number) => randomBytes(Math.ceil(n * 3 / 4) + 3).toString("base64url").slice(0, n)
 
 // ---- admin -------------------------------------------------------------------------------------
 
-/** PUT /admin/catalogue/items; the ids the server used, in order. */
+/**
+ * PUT /admin/catalogue/items; the ids the server used, in order. A PUT of the same items is
+ * idempotent, so a transport failure (a pooled keep-alive connection the server just closed) is
+ * retried once.
+ */
 export const putItems = async (server: RunningServer, items: ReadonlyArray<ItemInput>): Promise<Array<string>> => {
-  const res = await server.admin("/admin/catalogue/items", { method: "PUT", body: { items } })
+  const put = () => server.admin("/admin/catalogue/items", { method: "PUT", body: { items } })
+  const res = await put().catch(put).catch((error) => {
+    throw new Error(`PUT /admin/catalogue/items: ${String(error)} (${String(error.cause)}); server output:\n${server.output().slice(-3000)}`)
+  })
   if (res.status !== 200) throw new Error(`PUT /admin/catalogue/items: ${res.status} ${res.text.slice(0, 500)}`)
   expect(res.json.upserted).toBe(items.length)
   return res.json.ids

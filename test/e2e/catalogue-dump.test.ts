@@ -1,0 +1,321 @@
+/**
+ * The full dump (spec 2.7, 4.2): headers as on the wire (weak ETag, Last-Modified, X-Items-Count,
+ * X-Catalog-Cursor, X-Catalog-Epoch, gzip when accepted, identity JSON otherwise), 304 on a
+ * matching If-None-Match, 503 FEED_NOT_READY when download capacity is exhausted; and the
+ * replay property: a dump at (cursor C, epoch E) plus the feed's changes after C, applied in
+ * order, equals a later dump.
+ */
+import * as fc from "fast-check"
+import { randomUUID } from "node:crypto"
+import * as http from "node:http"
+import * as zlib from "node:zlib"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import {
+  applyChanges,
+  eventually,
+  expectedItem,
+  expectGaplessFeed,
+  Feed,
+  type Item,
+  ITEM_FIELDS,
+  type ItemInput,
+  itemInputArb,
+  putItems,
+  rawGet,
+  type RawResponse,
+  deleteItem,
+  simpleItem
+} from "../support/catalogue.js"
+import { ISO_UTC } from "../support/expectations.js"
+import { type RunningServer, startServer } from "../support/server.js"
+
+const SEED = Number(process.env["CATALOGUE_SEED"] ?? Date.now() % 1_000_000)
+
+/** Fields a dump may leave out when null (spec 2.6); the required ones are always there. */
+const REQUIRED = ["id", "market_hash_name", "price", "delivery_type", "is_stat_trak", "is_souvenir", "has_stickers", "stickers_count", "stickers"]
+
+/** A dump item with omitted nullable fields filled in with null, checked for unknown fields. */
+const normalise = (item: Record<string, unknown>): Item => {
+  for (const key of Object.keys(item)) expect(ITEM_FIELDS as ReadonlyArray<string>).toContain(key)
+  for (const key of REQUIRED) expect(item).toHaveProperty(key)
+  expect(Array.isArray(item["stickers"])).toBe(true)
+  const out: Record<string, unknown> = {}
+  for (const key of ITEM_FIELDS) out[key] = key in item ? item[key] : null
+  return out as unknown as Item
+}
+
+interface Dump {
+  readonly res: RawResponse
+  readonly etag: string
+  readonly cursor: number
+  readonly epoch: number
+  readonly body: { generated_at: string; items_count: number; items: Array<Record<string, unknown>> }
+  readonly items: Map<string, Item>
+}
+
+describe("catalogue full dump", () => {
+  let server: RunningServer
+  let key: string
+  /** The live catalogue, by id. */
+  const model = new Map<string, Item>()
+
+  const dumpUrl = () => `${server.baseUrl}/api/v1/merchant/items/full-dump`
+  const auth = () => ({ authorization: `Bearer ${key}` })
+
+  /** A gzip dump, decoded and checked for the headers every 200 carries. */
+  const dump = async (): Promise<Dump> => {
+    const res = await rawGet(dumpUrl(), { ...auth(), "accept-encoding": "gzip" })
+    expect(res.status, res.body.toString().slice(0, 300)).toBe(200)
+    expect(res.headers["content-encoding"]).toBe("gzip")
+    expect(res.body.subarray(0, 2)).toEqual(Buffer.from([0x1f, 0x8b]))
+    const body = JSON.parse(zlib.gunzipSync(res.body).toString("utf8"))
+    expect(res.headers["etag"]).toMatch(/^W\/"[^"]+"$/)
+    expect(res.headers["x-catalog-cursor"]).toMatch(/^\d+$/)
+    expect(res.headers["x-catalog-epoch"]).toMatch(/^\d+$/)
+    expect(Number(res.headers["x-items-count"])).toBe(body.items.length)
+    expect(body.items_count).toBe(body.items.length)
+    const items = new Map<string, Item>()
+    for (const raw of body.items) {
+      const item = normalise(raw)
+      expect(items.has(item.id)).toBe(false)
+      items.set(item.id, item)
+    }
+    return { res, etag: res.headers["etag"]!, cursor: Number(res.headers["x-catalog-cursor"]), epoch: Number(res.headers["x-catalog-epoch"]), body, items }
+  }
+
+  /** Waits for a regenerated dump that satisfies `check` (DUMP_INTERVAL_SECONDS=1). */
+  const dumpWhere = (check: (d: Dump) => void) =>
+    eventually(async () => {
+      const d = await dump()
+      check(d)
+      return d
+    }, 60_000, 200)
+
+  const expectItems = (got: ReadonlyMap<string, unknown>, want: ReadonlyMap<string, unknown>) => {
+    expect([...got.keys()].sort()).toEqual([...want.keys()].sort())
+    for (const [id, item] of want) expect(got.get(id)).toEqual(item)
+  }
+
+  beforeAll(async () => {
+    server = await startServer({
+      env: {
+        SIM_CATALOGUE_SIZE: "0",
+        SIM_CHURN_PER_SECOND: "0",
+        DUMP_INTERVAL_SECONDS: "1",
+        DUMP_MAX_CONCURRENT_DOWNLOADS: "1",
+        RATE_LIMIT_RPS: "100000",
+        RATE_LIMIT_BURST: "100000"
+      }
+    })
+    // startServer waits for /ready on the ops listener (database, migrations, catalogue and dump)
+    const ready = await fetch(`${server.opsUrl}/ready`)
+    expect(ready.status).toBe(200)
+    key = (await server.createMerchant()).apiKey
+    const inputs = fc.sample(fc.array(itemInputArb, { minLength: 60, maxLength: 60 }), { numRuns: 1, seed: SEED })[0]!
+    const ids = await putItems(server, inputs)
+    const distinct = new Map<string, Item>()
+    inputs.forEach((input, i) => distinct.set(ids[i]!, expectedItem(input, ids[i]!)))
+    for (const [id, item] of distinct) model.set(id, item)
+  })
+  afterAll(async () => { await server?.stop() })
+
+  it(`gzip: the headers of spec 4.2 and a body that decompresses to the CatalogFullDump (seed ${SEED})`, async () => {
+    const d = await dumpWhere((d) => expect(d.body.items_count).toBe(model.size))
+    const h = d.res.headers
+    expect(h["content-type"]).toMatch(/^application\/json/)
+    expect(h["x-request-id"]).toBeTruthy()
+    expect(Object.keys(d.body).sort()).toEqual(["generated_at", "items", "items_count"])
+    expect(d.body.generated_at).toMatch(ISO_UTC)
+    // Last-Modified: the HTTP-date of the regeneration (whole seconds)
+    expect(h["last-modified"]).toMatch(/^[A-Z][a-z]{2}, \d{2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2} GMT$/)
+    expect(Date.parse(h["last-modified"]!)).toBe(Math.floor(Date.parse(d.body.generated_at) / 1000) * 1000)
+    expect(Number(h["x-items-count"])).toBe(model.size)
+    if (h["content-length"] !== undefined) expect(Number(h["content-length"])).toBe(d.res.body.length)
+    expectItems(d.items, model)
+    // the dump at its cursor is what the live list shows
+    const listed = await fetch(`${server.baseUrl}/api/v1/merchant/items?limit=200`, { headers: auth() }).then((r) => r.json() as Promise<{ items: Array<Item> }>)
+    expect(new Set(listed.items.map((i: Item) => i.id))).toEqual(new Set(model.keys()))
+  })
+
+  it("Accept-Encoding containing gzip gives gzip; without it (or with gzip;q=0) the body is identity JSON", async () => {
+    const gz = await dump()
+    for (const accept of ["gzip, deflate, br", "br;q=1.0, gzip;q=0.5", "GZIP"]) {
+      const res = await rawGet(dumpUrl(), { ...auth(), "accept-encoding": accept })
+      expect(res.status).toBe(200)
+      expect(res.headers["content-encoding"], accept).toBe("gzip")
+      expect(JSON.parse(zlib.gunzipSync(res.body).toString()).items_count).toBe(gz.body.items_count)
+    }
+    for (const accept of [undefined, "identity", "deflate, br", "gzip;q=0"]) {
+      const res = await rawGet(dumpUrl(), { ...auth(), ...(accept === undefined ? {} : { "accept-encoding": accept }) })
+      expect(res.status).toBe(200)
+      expect([undefined, "identity"], String(accept)).toContain(res.headers["content-encoding"])
+      expect(res.headers["content-type"]).toMatch(/^application\/json/)
+      expect(res.body[0]).toBe("{".charCodeAt(0))
+      const body = JSON.parse(res.body.toString("utf8"))
+      expect(body.items_count).toBe(body.items.length)
+      expect(Number(res.headers["x-items-count"])).toBe(body.items_count)
+      expect(res.headers["etag"]).toMatch(/^W\/"[^"]+"$/)
+      expect(res.headers["last-modified"]).toBeTruthy()
+      expect(res.headers["x-catalog-cursor"]).toMatch(/^\d+$/)
+      expect(res.headers["x-catalog-epoch"]).toMatch(/^\d+$/)
+      if (res.headers["content-length"] !== undefined) expect(Number(res.headers["content-length"])).toBe(res.body.length)
+      // the same catalogue as the gzip answer (nothing changed meanwhile)
+      expectItems(new Map(body.items.map((i: Record<string, unknown>) => [i["id"] as string, normalise(i)])), gz.items)
+    }
+  })
+
+  it("If-None-Match with the saved ETag gives 304 with no body, the ETag and the checkpoint headers", async () => {
+    const d = await dump()
+    for (const inm of [d.etag, `W/"nope", ${d.etag}`]) {
+      const res = await rawGet(dumpUrl(), { ...auth(), "accept-encoding": "gzip", "if-none-match": inm })
+      expect(res.status).toBe(304)
+      expect(res.body.length).toBe(0)
+      expect(res.headers["etag"]).toBe(d.etag)
+      expect(res.headers["x-catalog-cursor"]).toBe(String(d.cursor))
+      expect(res.headers["x-catalog-epoch"]).toBe(String(d.epoch))
+      // 200 only
+      expect(res.headers["x-items-count"]).toBeUndefined()
+      expect(res.headers["last-modified"]).toBeUndefined()
+    }
+    // another ETag is not a match
+    const other = await rawGet(dumpUrl(), { ...auth(), "if-none-match": "W/\"0-0-0\"" })
+    expect(other.status).toBe(200)
+    expect(JSON.parse(other.body.toString()).items_count).toBe(d.body.items_count)
+  })
+
+  it("needs an API key", async () => {
+    const res = await rawGet(dumpUrl(), { "accept-encoding": "gzip" })
+    expect(res.status).toBe(401)
+    expect(JSON.parse(res.body.toString()).error.code).toBe("MERCHANT_API_KEY_MISSING")
+  })
+
+  it("a dump at (C, E) plus the feed's changes after C, applied in order, equals a later dump", async () => {
+    type Op =
+      | { readonly kind: "new"; readonly input: Record<string, unknown> }
+      | { readonly kind: "price"; readonly pick: number; readonly cents: number }
+      | { readonly kind: "same"; readonly pick: number }
+      | { readonly kind: "delete"; readonly pick: number }
+      | { readonly kind: "new-then-delete"; readonly input: Record<string, unknown> }
+    const opArb: fc.Arbitrary<Op> = fc.oneof(
+      fc.record({ kind: fc.constant("new" as const), input: itemInputArb }),
+      fc.record({ kind: fc.constant("price" as const), pick: fc.nat(), cents: fc.integer({ min: 1, max: 999_999 }) }),
+      fc.record({ kind: fc.constant("same" as const), pick: fc.nat() }),
+      fc.record({ kind: fc.constant("delete" as const), pick: fc.nat() }),
+      fc.record({ kind: fc.constant("new-then-delete" as const), input: itemInputArb })
+    )
+    // each inner array is one admin batch (PUT of its upserts, then its deletes)
+    const batchesArb = fc.array(fc.array(opArb, { minLength: 1, maxLength: 8 }), { minLength: 1, maxLength: 5 })
+    let run = 0
+    await fc.assert(
+      fc.asyncProperty(batchesArb, async (batches) => {
+        run++
+        const before = await dump()
+        // the previous run ended on a dump that had everything: this one is the live catalogue
+        expectItems(before.items, model)
+        for (const batch of batches) {
+          const upserts: Array<Record<string, unknown>> = []
+          const deletes: Array<string> = []
+          const pick = (n: number) => {
+            const ids = [...model.keys()].filter((id) => !deletes.includes(id)).sort()
+            return ids.length === 0 ? undefined : ids[n % ids.length]
+          }
+          for (const op of batch) {
+            if (op.kind === "new" || op.kind === "new-then-delete") {
+              const id = (op.input["id"] as string | undefined) ?? randomUUID()
+              if (model.has(id) || deletes.includes(id)) continue
+              const input = { ...op.input, id }
+              upserts.push(input)
+              model.set(id, expectedItem(input as never, id))
+              if (op.kind === "new-then-delete") deletes.push(id)
+            } else {
+              const id = pick(op.pick)
+              if (id === undefined || upserts.some((u) => u["id"] === id)) continue
+              const item = model.get(id)!
+              if (op.kind === "price") {
+                const changed = { ...item, price: op.cents / 100 }
+                upserts.push(changed)
+                model.set(id, changed)
+              } else if (op.kind === "same") {
+                upserts.push({ ...item }) // unchanged: not a change
+              } else {
+                deletes.push(id)
+              }
+            }
+          }
+          if (upserts.length > 0) await putItems(server, upserts as Array<ItemInput>)
+          for (const id of deletes) {
+            await deleteItem(server, id)
+            model.delete(id)
+          }
+        }
+        // a marker written last: a dump that has it has everything before it
+        const marker = randomUUID()
+        const markerItem = simpleItem(marker, 4242 + run)
+        await putItems(server, [markerItem])
+        model.set(marker, expectedItem(markerItem, marker))
+        const after = await dumpWhere((d) => expect(d.items.has(marker)).toBe(true))
+        expect(after.epoch).toBe(before.epoch)
+        expect(after.cursor).toBeGreaterThan(before.cursor)
+        expectItems(after.items, model)
+
+        const feed = await Feed.open(server, key, before.cursor, before.epoch)
+        try {
+          await feed.waitForCursor(after.cursor)
+          // nothing after the marker was written: the feed stops exactly at the later dump's cursor
+          expect(expectGaplessFeed(feed.messages, before.epoch, before.cursor)).toBe(after.cursor)
+          for (const change of feed.changes()) {
+            if (change.op === "upsert") expect(Object.keys(change.item!).sort()).toEqual([...ITEM_FIELDS].sort())
+          }
+          const replayed = applyChanges(new Map<string, unknown>(before.items), feed.changes())
+          expectItems(replayed, after.items)
+        } finally {
+          feed.close()
+        }
+      }),
+      { numRuns: 4, seed: SEED, endOnFailure: true }
+    )
+  })
+
+  it("503 FEED_NOT_READY when every download slot (DUMP_MAX_CONCURRENT_DOWNLOADS=1) is taken; the slot is freed when that download ends", async () => {
+    // a catalogue big enough that a download cannot fit in socket buffers: ~24 MB of incompressible JSON
+    for (let batch = 0; batch < 3; batch++) {
+      const items = Array.from({ length: 8 }, (_, i) => simpleItem(randomUUID(), 100 + batch * 8 + i, "Big", 1_000_000))
+      await putItems(server, items)
+    }
+    const big = await dumpWhere((d) => expect(d.body.items.filter((i) => i["market_hash_name"] === "Big").length).toBe(24))
+    expect(big.res.body.length).toBeGreaterThan(18_000_000)
+
+    // hold one identity download open without reading it
+    const held = await new Promise<{ req: http.ClientRequest; res: http.IncomingMessage }>((resolve, reject) => {
+      const req = http.get(dumpUrl(), { headers: auth(), agent: false }, (res) => {
+        res.pause()
+        resolve({ req, res })
+      })
+      req.on("error", reject)
+    })
+    try {
+      expect(held.res.statusCode).toBe(200)
+      for (const headers of [{ "accept-encoding": "gzip" }, {}] as Array<Record<string, string>>) {
+        const refused = await rawGet(dumpUrl(), { ...auth(), ...headers })
+        expect(refused.status).toBe(503)
+        const body = JSON.parse(refused.body.toString())
+        expect(body).toEqual({ error: { code: "FEED_NOT_READY", message: expect.any(String) } })
+      }
+      // a 304 needs no download slot
+      const cached = await rawGet(dumpUrl(), { ...auth(), "if-none-match": big.etag })
+      expect(cached.status).toBe(304)
+    } finally {
+      held.req.destroy()
+    }
+    // the aborted download gives its slot back
+    const again = await eventually(async () => {
+      const res = await rawGet(dumpUrl(), { ...auth(), "accept-encoding": "gzip" })
+      expect(res.status).toBe(200)
+      return res
+    })
+    expect(JSON.parse(zlib.gunzipSync(again.body).toString()).items_count).toBe(big.body.items_count)
+    // and a complete download gives it back too
+    expect((await rawGet(dumpUrl(), { ...auth() })).status).toBe(200)
+    expect((await rawGet(dumpUrl(), { ...auth() })).status).toBe(200)
+  })
+})

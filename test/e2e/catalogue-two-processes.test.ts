@@ -1,0 +1,155 @@
+/**
+ * Two processes on one PostgreSQL behave as one catalogue (CONTRACT 1, 3: "any node resumes any
+ * valid cursor"): a dump's cursor and epoch from one node resume on the other, and a client that
+ * read the feed up to a cursor on one node gets exactly the following changes on the other.
+ * PostgreSQL only: on PGlite two processes cannot share a database.
+ */
+import { randomUUID } from "node:crypto"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import {
+  applyChanges,
+  type Change,
+  deleteItem,
+  eventually,
+  expectedItem,
+  expectGaplessFeed,
+  Feed,
+  type Item,
+  type ItemInput,
+  putItems,
+  rawGet,
+  simpleItem
+} from "../support/catalogue.js"
+import { type FreshDatabase, freshDatabase } from "../support/database.js"
+import { type RunningServer, startServer } from "../support/server.js"
+
+describe.runIf(!!process.env["DATABASE_URL"])("catalogue on two processes sharing one PostgreSQL (DATABASE_URL only)", () => {
+  let database: FreshDatabase
+  let a: RunningServer
+  let b: RunningServer
+  let key: string
+  const feeds: Array<Feed> = []
+  const model = new Map<string, Item>()
+
+  const env = { SIM_CATALOGUE_SIZE: "0", SIM_CHURN_PER_SECOND: "0", DUMP_INTERVAL_SECONDS: "1", RATE_LIMIT_RPS: "100000", RATE_LIMIT_BURST: "100000" }
+
+  const open = async (server: RunningServer, cursor: number, epoch: number) => {
+    const feed = await Feed.open(server, key, cursor, epoch)
+    feeds.push(feed)
+    return feed
+  }
+
+  const newItem = (cents: number): Item => {
+    const id = randomUUID()
+    return expectedItem(simpleItem(id, cents, `Two ${cents}`), id)
+  }
+  const upsert = async (server: RunningServer, items: ReadonlyArray<Item>): Promise<Array<Change>> => {
+    await putItems(server, items as unknown as ReadonlyArray<ItemInput>)
+    for (const item of items) model.set(item.id, item)
+    return items.map((item) => ({ op: "upsert", item }))
+  }
+  const remove = async (server: RunningServer, id: string): Promise<Array<Change>> => {
+    await deleteItem(server, id)
+    model.delete(id)
+    return [{ op: "remove", id }]
+  }
+  /** A few upserts, a price change and a delete of an older item, through `server`. */
+  const someChanges = async (server: RunningServer, base: number): Promise<Array<Change>> => {
+    const older = [...model.values()]
+    const out = await upsert(server, [newItem(base), newItem(base + 1), { ...older[0]!, price: (base + 2) / 100 }])
+    out.push(...await remove(server, older[older.length - 1]!.id))
+    return out
+  }
+
+  /** A dump from `server` once it shows the whole model (so it is at the log's head). */
+  const dumpAtHead = (server: RunningServer) =>
+    eventually(async () => {
+      const res = await rawGet(`${server.baseUrl}/api/v1/merchant/items/full-dump`, { authorization: `Bearer ${key}` })
+      expect(res.status).toBe(200)
+      const body = JSON.parse(res.body.toString())
+      const items = new Map<string, unknown>(body.items.map((i: Item) => [i.id, i]))
+      expect(items).toEqual(model)
+      return { cursor: Number(res.headers["x-catalog-cursor"]), epoch: Number(res.headers["x-catalog-epoch"]), items }
+    }, 60_000, 200)
+
+  beforeAll(async () => {
+    database = await freshDatabase()
+    a = await startServer({ database, env })
+    b = await startServer({ database, env })
+    key = (await a.createMerchant()).apiKey
+    await upsert(a, Array.from({ length: 6 }, (_, i) => newItem(100 + i)))
+  })
+  afterAll(async () => {
+    for (const feed of feeds) feed.close()
+    await a?.stop()
+    await b?.stop()
+    await database?.drop()
+  })
+
+  it("a dump's cursor and epoch from A resume on B: the dump plus B's changes equals B's later dump", async () => {
+    await someChanges(a, 200)
+    const fromA = await dumpAtHead(a)
+    // both nodes are in one epoch, at one cursor
+    const fromB = await dumpAtHead(b)
+    expect([fromB.epoch, fromB.cursor]).toEqual([fromA.epoch, fromA.cursor])
+
+    // more changes, through both nodes, interleaved
+    const expected: Array<Change> = []
+    expected.push(...await someChanges(a, 400))
+    expected.push(...await someChanges(b, 500))
+    expected.push(...await someChanges(a, 600))
+    const laterB = await dumpAtHead(b)
+    const laterA = await dumpAtHead(a)
+    expect(laterA.cursor).toBe(laterB.cursor)
+    expect(laterB.cursor).toBe(fromA.cursor + expected.length)
+
+    const onB = await open(b, fromA.cursor, fromA.epoch)
+    await onB.waitForCursor(laterB.cursor)
+    expect(expectGaplessFeed(onB.messages, fromA.epoch, fromA.cursor)).toBe(laterB.cursor)
+    expect(onB.changes()).toEqual(expected)
+    const replayed = applyChanges(new Map(fromA.items), onB.changes())
+    expect(replayed).toEqual(laterB.items)
+    expect(replayed).toEqual(laterA.items)
+    expect(new Set(replayed.keys())).toEqual(new Set(model.keys()))
+    for (const [id, item] of model) expect(replayed.get(id)).toEqual(item)
+
+    // and the reverse: B's dump resumes on A
+    const onA = await open(a, fromA.cursor, fromA.epoch)
+    await onA.waitForCursor(laterB.cursor)
+    expect(onA.changes()).toEqual(expected)
+    onB.close()
+    onA.close()
+  })
+
+  it("a client that read up to cursor X on one node resumes on the other from X: nothing lost, nothing repeated", async () => {
+    const { epoch } = await dumpAtHead(a)
+
+    for (const [first, second] of [[a, b], [b, a]] as const) {
+      const from = (await dumpAtHead(first)).cursor
+      const reference = await open(a, from, epoch)
+      const client = await open(first, from, epoch)
+      const expected: Array<Change> = []
+      expected.push(...await someChanges(a, 900))
+      expected.push(...await someChanges(b, 1000))
+      const x = from + expected.length
+      await client.waitForCursor(x)
+      expect(expectGaplessFeed(client.messages, epoch, from)).toBe(x)
+      const read = client.changes()
+      client.close()
+
+      // written while the client was away, through both nodes; then resumed on the other node at once
+      expected.push(...await someChanges(second, 1100))
+      expected.push(...await someChanges(first, 1200))
+      const end = from + expected.length
+      const resumed = await open(second, x, epoch)
+      await resumed.waitForCursor(end)
+      expect(expectGaplessFeed(resumed.messages, epoch, x)).toBe(end)
+      expect([...read, ...resumed.changes()]).toEqual(expected)
+
+      await reference.waitForCursor(end)
+      expect(reference.changes()).toEqual(expected)
+      resumed.close()
+      reference.close()
+    }
+  })
+})
