@@ -162,6 +162,17 @@ export const requestMiddleware = (server: string, metrics: Metrics) => {
 
 // ---- the server ----------------------------------------------------------------------------------
 
+/**
+ * Node's server with keep-alive longer than clients' and proxies' (Node's 5 s default races
+ * clients that reuse an idle connection just as the server closes it: ECONNRESET).
+ */
+export const makeNodeServer = () => {
+  const server = createServer()
+  server.keepAliveTimeout = 65_000
+  server.headersTimeout = 66_000
+  return server
+}
+
 const ApiLive = HttpApiBuilder.api(MerchantApi).pipe(
   Layer.provide([BalanceHttp, DepositsHttp, CatalogueHttp, PurchasesHttp, WebhooksHttp]),
   Layer.provide(AuthenticationLive)
@@ -181,7 +192,7 @@ export const HttpLive = Layer.unwrapEffect(Effect.gen(function*() {
     // Per-request spans cost about a quarter of a request's CPU; traces come from service spans.
     HttpMiddleware.withTracerDisabledWhen(() => true),
     HttpServer.withLogAddress,
-    Layer.provide(NodeHttpServer.layer(createServer, { port: settings.port, host: settings.host }))
+    Layer.provide(NodeHttpServer.layer(makeNodeServer, { port: settings.port, host: settings.host }))
   )
 }))
 

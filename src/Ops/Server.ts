@@ -2,10 +2,9 @@
 import { HttpRouter, HttpServer, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { Cause, Effect, Layer } from "effect"
-import { createServer } from "node:http"
 import { Settings } from "../Config.js"
 import { errorBody } from "../Domain/Errors.js"
-import { requestMiddleware } from "../Http.js"
+import { makeNodeServer, requestMiddleware } from "../Http.js"
 import { AdminRoutes } from "./Admin.js"
 import { Fibers } from "./Fibers.js"
 import { Metrics } from "./Metrics.js"
@@ -42,6 +41,6 @@ export const OpsServerLive = Layer.unwrapEffect(Effect.gen(function*() {
 
   return HttpServer.serve(app, requestMiddleware("ops", metrics)).pipe(
     HttpServer.withLogAddress,
-    Layer.provide(NodeHttpServer.layer(createServer, { port: settings.opsPort, host: settings.opsHost }))
+    Layer.provide(NodeHttpServer.layer(makeNodeServer, { port: settings.opsPort, host: settings.opsHost }))
   )
 }))

@@ -43,7 +43,7 @@ const expectErrorShape = (res: { status: number; headers: Headers; text: string;
 describe("errors of the public listener", () => {
   it("an unknown route is 404 with the Error body, with or without a key", async () => {
     for (const key of [merchant.apiKey, null]) {
-      for (const path of ["/no-such-route", "/balance/extra", `/purchases/${randomUUID()}`]) {
+      for (const path of ["/no-such-route", "/balance/extra", `/purchases/${randomUUID()}/extra`]) {
         expectErrorShape(await server.api(path, { key }), 404)
       }
     }
