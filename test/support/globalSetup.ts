@@ -5,14 +5,26 @@
  * server answers.
  */
 import { Effect, Layer } from "effect"
-import { existsSync, mkdirSync, renameSync, rmSync } from "node:fs"
+import { execFileSync } from "node:child_process"
+import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from "node:fs"
 import pg from "pg"
 import { migrate } from "../../src/Db/Migrations.js"
 import * as Pglite from "../../src/Db/Pglite.js"
-import { PGLITE_TEMPLATE, TMP } from "./paths.js"
+import { PGLITE_TEMPLATE, ROOT, TMP } from "./paths.js"
+
+/** The compiled service (the CLI tests run it as `npm run cli` does); rebuilt when a source is newer. */
+const buildIfStale = () => {
+  const built = `${ROOT}dist/src/cli.js`
+  const newest = (dir: string): number =>
+    Math.max(0, ...readdirSync(dir, { withFileTypes: true }).map((e) =>
+      e.isDirectory() ? newest(`${dir}/${e.name}`) : statSync(`${dir}/${e.name}`).mtimeMs))
+  if (existsSync(built) && statSync(built).mtimeMs >= newest(`${ROOT}src`)) return
+  execFileSync(process.execPath, [`${ROOT}node_modules/typescript/bin/tsc`, "-p", `${ROOT}tsconfig.build.json`], { stdio: "inherit" })
+}
 
 export default async function setup() {
   mkdirSync(TMP, { recursive: true })
+  buildIfStale()
   const url = process.env["DATABASE_URL"]
   if (url !== undefined && url !== "") {
     const client = new pg.Client({ connectionString: url })
