@@ -5,7 +5,7 @@
  * and ends on a sync flush, so the pieces join into one valid gzip member (as pigz does) with a
  * running CRC-32. The event loop only joins strings and checksums a piece at a time.
  */
-import { Clock, Effect, Option } from "effect"
+import { Clock, Effect, Fiber, Option } from "effect"
 import { Readable } from "node:stream"
 import * as zlib from "node:zlib"
 import { Settings } from "../Config.js"
@@ -68,29 +68,27 @@ export class CatalogueDump extends Effect.Service<CatalogueDump>()("CatalogueDum
       let crc = zlib.crc32(head)
       let jsonLength = head.length
       const pieceCount = Math.ceil(snapshot.entries.length / PIECE_ITEMS)
-      const pieces = yield* Effect.forEach(
-        Array.from({ length: pieceCount }, (_, i) => i),
-        (i) =>
-          Effect.suspend(() => {
-            const slice = snapshot.entries.slice(i * PIECE_ITEMS, (i + 1) * PIECE_ITEMS)
-            let text = i === 0 ? "" : ","
-            for (let j = 0; j < slice.length; j++) text += (j === 0 ? "" : ",") + slice[j]!.json
-            return Effect.map(Effect.yieldNow(), () => Buffer.from(text))
-          }).pipe(
-            Effect.flatMap((raw) => Effect.map(deflatePiece(raw), (deflated) => ({ raw, deflated })))
-          ),
-        { concurrency: PIECE_CONCURRENCY }
-      )
-      // the CRC-32 of the whole JSON, folded in order
-      for (const { raw } of pieces) {
+      const deflated: Array<Buffer> = new Array(pieceCount)
+      // Pieces are made and checksummed in order on this thread, one slice of work at a time, and
+      // deflated on the thread pool, at most PIECE_CONCURRENCY at once: a piece's JSON is dropped as
+      // soon as it is deflated, so the dump never holds the whole JSON.
+      const inFlight: Array<Fiber.RuntimeFiber<void, Error>> = []
+      for (let i = 0; i < pieceCount; i++) {
+        const slice = snapshot.entries.slice(i * PIECE_ITEMS, (i + 1) * PIECE_ITEMS)
+        let text = i === 0 ? "" : ","
+        for (let j = 0; j < slice.length; j++) text += (j === 0 ? "" : ",") + slice[j]!.json
+        const raw = Buffer.from(text)
         crc = zlib.crc32(raw, crc)
         jsonLength += raw.length
+        if (inFlight.length >= PIECE_CONCURRENCY) yield* Fiber.join(inFlight.shift()!)
+        inFlight.push(yield* Effect.fork(Effect.map(deflatePiece(raw), (out) => { deflated[i] = out })))
         yield* Effect.yieldNow()
       }
+      yield* Fiber.joinAll(inFlight)
       crc = zlib.crc32(tail, crc)
       jsonLength += tail.length
       const [headDeflated, tailDeflated] = yield* Effect.all([deflatePiece(head), deflatePiece(tail)])
-      const gzip = [GZIP_HEADER, headDeflated, ...pieces.map((p) => p.deflated), tailDeflated, DEFLATE_END, trailer(crc, jsonLength)]
+      const gzip = [GZIP_HEADER, headDeflated, ...deflated, tailDeflated, DEFLATE_END, trailer(crc, jsonLength)]
       const sameEpoch = engine.epoch() === snapshot.epoch
       const built: BuiltDump = {
         generatedAt,

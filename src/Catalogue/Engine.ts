@@ -12,7 +12,7 @@ import { Fibers } from "../Ops/Fibers.js"
 import { Metrics } from "../Ops/Metrics.js"
 import { Readiness } from "../Ops/Readiness.js"
 import { CHANGES_CHANNEL } from "./ChangeLog.js"
-import { CatalogueIndex, entryOf, type Entry, type ListFilters, type Page, type SortOrder } from "./Index.js"
+import { CatalogueIndex, entryOf, type Entry, Interner, type ListFilters, type Page, type SortOrder } from "./Index.js"
 import type { Keyed } from "./SortedList.js"
 
 /** One change as the feed sends it: `{"op":"upsert","item":...}` or `{"op":"remove","id":...}`. */
@@ -38,7 +38,6 @@ const POLL_INTERVAL = "1 second"
 const RING_SIZE = 50_000
 
 const StateRow = Schema.Struct({ epoch: Schema.Number, head: Int8, prunedThrough: Int8, reconciled: Schema.Boolean })
-const ItemRow = Schema.Struct({ id: Schema.String, item: Schema.String, priceCents: Int8 })
 const ChangeRow = Schema.Struct({
   seq: Int8,
   epoch: Schema.Number,
@@ -75,12 +74,10 @@ export class CatalogueEngine extends Effect.Service<CatalogueEngine>()("Catalogu
       Effect.tap((state) => Effect.sync(() => { synced ||= state.reconciled }))
     )
 
-    const toEntry = (target: CatalogueIndex, json: string, priceCents: number) =>
-      entryOf(JSON.parse(json) as CatalogItem, priceCents, json, target.interner)
-
-    /** A consistent snapshot of the items at the log's head, read in pages. */
+    /** A consistent snapshot of the items at the log's head, read in pages, indexed at once. */
     const load = Effect.gen(function*() {
-      const fresh = new CatalogueIndex()
+      const interner = new Interner()
+      const entries: Array<Entry> = []
       const state = yield* sql.withTransaction(Effect.gen(function*() {
         yield* sql.onDialectOrElse({
           pg: () => sql`SET TRANSACTION ISOLATION LEVEL REPEATABLE READ`,
@@ -89,17 +86,18 @@ export class CatalogueEngine extends Effect.Service<CatalogueEngine>()("Catalogu
         const state = yield* readState
         let after = "00000000-0000-0000-0000-000000000000"
         for (;;) {
-          const rows = yield* sql`
+          // a million rows: read as plain rows, no per-row schema work
+          const rows = yield* sql<{ id: string; item: string; priceCents: string | number }>`
             SELECT id, item, price_cents AS "priceCents" FROM catalogue_items
-            WHERE status = 'active' AND id > ${after} ORDER BY id LIMIT ${LOAD_PAGE}`.pipe(
-            Effect.flatMap(Schema.decodeUnknown(Schema.Array(ItemRow)))
-          )
-          for (const row of rows) fresh.upsert(toEntry(fresh, row.item, row.priceCents))
+            WHERE status = 'active' AND id > ${after} ORDER BY id LIMIT ${LOAD_PAGE}`
+          for (const row of rows) entries.push(entryOf(JSON.parse(row.item) as CatalogItem, Number(row.priceCents), row.item, interner))
           if (rows.length < LOAD_PAGE) break
           after = rows[rows.length - 1]!.id
+          yield* Effect.yieldNow()
         }
         return state
       }))
+      const fresh = CatalogueIndex.bulk(entries, interner)
       const changedEpoch = loaded && state.epoch !== epoch
       index = fresh
       epoch = state.epoch

@@ -4,7 +4,7 @@
  * list or search page touches only about what it returns.
  */
 import { type CatalogItem } from "../Domain/CatalogItem.js"
-import { type Keyed, SortedList } from "./SortedList.js"
+import { compareKeys, type Keyed, SortedList } from "./SortedList.js"
 
 export interface Entry extends Keyed {
   /** cents */
@@ -45,7 +45,7 @@ export interface Page {
 }
 
 /** Strings that repeat across items (names, categories) are kept once. */
-class Interner {
+export class Interner {
   private readonly strings = new Map<string, string>()
   intern<S extends string | null>(s: S): S {
     if (s === null) return s
@@ -88,9 +88,9 @@ const LOWEST_ID = "00000000-0000-0000-0000-000000000000"
 const HIGHEST_ID = "ffffffff-ffff-ffff-ffff-ffffffffffff"
 
 export class CatalogueIndex {
-  readonly interner = new Interner()
+  readonly interner: Interner
   private readonly byId = new Map<string, Entry>()
-  private readonly all = new SortedList<Entry>()
+  private all = new SortedList<Entry>()
   private readonly secondary = {
     name: new Map<string, SortedList<Entry>>(),
     category: new Map<string, SortedList<Entry>>(),
@@ -123,6 +123,37 @@ export class CatalogueIndex {
     if (list === undefined) return
     list.remove(entry)
     if (list.size === 0) map.delete(key)
+  }
+
+  /**
+   * An index of many entries at once (the load at start): one sort, then every list is cut from
+   * sorted runs instead of inserting entries one by one. Later entries with the same id win.
+   */
+  static bulk(entries: ReadonlyArray<Entry>, interner?: Interner): CatalogueIndex {
+    const index = new CatalogueIndex(interner)
+    for (const entry of entries) index.byId.set(entry.id, entry)
+    const sorted = Array.from(index.byId.values()).sort(compareKeys)
+    index.all = SortedList.fromSorted(sorted)
+    const group = (key: (e: Entry) => string | null, map: Map<string, SortedList<Entry>>) => {
+      const runs = new Map<string, Array<Entry>>()
+      for (const entry of sorted) {
+        const k = key(entry)
+        if (k === null) continue
+        let run = runs.get(k)
+        if (run === undefined) runs.set(k, run = [])
+        run.push(entry)
+      }
+      for (const [k, run] of runs) map.set(k, SortedList.fromSorted(run))
+    }
+    group((e) => e.name, index.secondary.name)
+    group((e) => e.category, index.secondary.category)
+    group((e) => e.exterior, index.secondary.exterior)
+    group((e) => e.rarity, index.secondary.rarity)
+    return index
+  }
+
+  constructor(interner?: Interner) {
+    this.interner = interner ?? new Interner()
   }
 
   upsert(entry: Entry): void {

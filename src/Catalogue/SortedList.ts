@@ -20,6 +20,14 @@ export class SortedList<E extends Keyed> {
     return this.count
   }
 
+  /** A list of entries already sorted by (price, id), chunked without any search. */
+  static fromSorted<E extends Keyed>(sorted: ReadonlyArray<E>): SortedList<E> {
+    const list = new SortedList<E>()
+    for (let i = 0; i < sorted.length; i += CHUNK) list.chunks.push(sorted.slice(i, i + CHUNK))
+    list.count = sorted.length
+    return list
+  }
+
   /** Index of the first chunk whose last entry is >= key (or the last chunk). */
   private chunkFor(key: Keyed): number {
     let lo = 0

@@ -270,4 +270,34 @@ describe("CatalogueIndex.page", () => {
     })
     expect(JSON.parse(json)).toEqual(item)
   })
+
+  it("an index built in bulk (the load at start) answers every page like one built by upserts, and then changes alike", () => {
+    fc.assert(fc.property(worldArb, (world) => {
+      const upserts = world.initial.flatMap((m) => (m.op === "upsert" ? [m.entry] : []))
+      const incremental = new CatalogueIndex()
+      for (const entry of upserts) incremental.upsert(entry)
+      const bulk = CatalogueIndex.bulk(upserts)
+      const walk = (index: CatalogueIndex) => {
+        const seen: Array<string> = []
+        let after: Keyed | undefined
+        for (;;) {
+          const page = index.page(world.filters, world.sort, after, world.limit)
+          seen.push(...page.entries.map((e) => e.id))
+          if (page.next === undefined) return seen
+          after = page.next
+        }
+      }
+      expect(bulk.size).toBe(incremental.size)
+      expect(walk(bulk)).toEqual(walk(incremental))
+      for (const step of world.steps.flat()) {
+        if (step.op === "upsert") {
+          bulk.upsert(step.entry)
+          incremental.upsert(step.entry)
+        } else {
+          expect(bulk.remove(step.id)).toBe(incremental.remove(step.id))
+        }
+      }
+      expect(walk(bulk)).toEqual(walk(incremental))
+    }), { numRuns: 200 })
+  })
 })
