@@ -6,7 +6,7 @@
  * second one. Every state change, its money movement and its events are one transaction.
  */
 import { SqlClient } from "@effect/sql"
-import { Effect, Layer, Option, Schema } from "effect"
+import { Effect, FiberSet, Layer, Option, Schema } from "effect"
 import { randomUUID } from "node:crypto"
 import { hostname } from "node:os"
 import type { SimHints } from "../Domain/CatalogItem.js"
@@ -20,7 +20,7 @@ import { type EventType, Outbox } from "../Webhooks/Outbox.js"
 import { PurchaseNotifications } from "./Notifications.js"
 import { decodeRows, purchaseColumns, purchaseEventData, type PurchaseRow } from "./Rows.js"
 
-const WORKERS = 4
+const STEP_CONCURRENCY = 8
 const CLAIM_BATCH = 8
 const LEASE_SECONDS = 10
 const IDLE_WAIT_MS = 1_000
@@ -181,15 +181,22 @@ export const PurchaseWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
     yield* Effect.raceFirst(notifications.awaitWork, Effect.sleep(wait))
   })
 
-  for (let n = 1; n <= WORKERS; n++) {
-    yield* fibers.supervise(`purchase-worker-${n}`, (beat) =>
-      Effect.forever(Effect.gen(function*() {
+  // One claimer per process hands leased purchases to at most STEP_CONCURRENCY steps at once; a
+  // notification wakes one query, not one per worker.
+  const steps = yield* Effect.makeSemaphore(STEP_CONCURRENCY)
+  yield* fibers.supervise("purchase-worker", (beat) =>
+    Effect.scoped(Effect.gen(function*() {
+      const running = yield* FiberSet.make<void, never>()
+      yield* Effect.forever(Effect.gen(function*() {
         const claimed = yield* claim
         yield* beat
         if (claimed.length === 0) return yield* idle
-        yield* Effect.forEach(claimed, (r) => step(r.id), { concurrency: 2, discard: true })
-      })))
-  }
+        for (const row of claimed) {
+          yield* steps.take(1)
+          yield* FiberSet.run(running, Effect.ensuring(step(row.id), steps.release(1)))
+        }
+      }))
+    })))
 
   const byStatus = metrics.gauge({ name: "purchases", help: "Purchases by status", labelNames: ["status"] })
   const queueDepth = metrics.gauge({ name: "purchase_worker_queue_depth", help: "In-flight purchases due for a worker step" })
