@@ -84,12 +84,10 @@ export const PurchaseWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
       const owned = yield* lockOwned(id)
       if (Option.isNone(owned)) return
       let row = owned.value
-      let changed = false
       const update = (change: Effect.Effect<unknown, unknown>) =>
         Effect.gen(function*() {
           yield* change
           row = yield* reread(id)
-          changed = true
         })
 
       if (status.waitingTopUp && !row.topupWaiting && !row.acknowledged) {
@@ -146,7 +144,8 @@ export const PurchaseWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
       const nextStep = next ?? (stillInFlight ? new Date(Date.now() + 1_000) : null)
       yield* sql`UPDATE purchases SET lease_owner = NULL, lease_until = NULL, updated_at = now(),
                  next_step_at = coalesce(${nextStep}, next_step_at), watch_until = ${watchUntil} WHERE id = ${id}`
-      if (changed) yield* notifications.notify(id)
+      // also when only the schedule changed: the claimer recomputes when to wake
+      yield* notifications.notify(id)
     }))
 
   const step = (id: string) =>
@@ -171,9 +170,11 @@ export const PurchaseWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
       Effect.withSpan("PurchaseWorker.step", { attributes: { purchase_id: id } })
     )
 
+  /** The next time a purchase nobody holds falls due (a held one wakes us when its step ends). */
   const nextDue = sql<{ due: Date | null }>`
     SELECT min(next_step_at) AS due FROM purchases
-    WHERE (status IN ('created', 'processing', 'sent_to_steam') OR watch_until IS NOT NULL)`
+    WHERE (status IN ('created', 'processing', 'sent_to_steam') OR watch_until IS NOT NULL)
+      AND (lease_until IS NULL OR lease_until < now())`
 
   const idle = Effect.gen(function*() {
     const due = (yield* nextDue)[0]?.due ?? null
