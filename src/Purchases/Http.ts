@@ -5,6 +5,7 @@ import { Settings } from "../Config.js"
 import { PurchaseNotFound, SteamIdMismatch } from "../Domain/Errors.js"
 import { parseTradeUrl } from "../Domain/TradeUrl.js"
 import { CurrentMerchant } from "../Merchants/Authentication.js"
+import type { BuyRequest } from "./Api.js"
 import { BuyByName } from "./BuyByName.js"
 import { Purchases, type Recipient } from "./Purchases.js"
 import { purchaseCreated, purchaseDetail, purchaseFailedBody, type PurchaseRow } from "./Rows.js"
@@ -33,32 +34,28 @@ export const PurchasesHttp = HttpApiBuilder.group(MerchantApi, "purchases", (han
     const byName = yield* BuyByName
     const settings = yield* Settings
 
+    /** /buy and /buy-sync: created (or found) in full before anything else; a client that goes away cancels nothing. */
+    const createById = (merchantId: string, payload: typeof BuyRequest.Type) =>
+      Effect.flatMap(recipientOf(payload.target_trade_url, payload.target_steam_id), (recipient) =>
+        Effect.uninterruptible(purchases.createById({
+          merchantId,
+          itemId: payload.item_id,
+          maxPrice: payload.max_price,
+          customId: payload.custom_id,
+          recipient
+        })))
+
     return handlers
       .handle("buy", ({ payload }) =>
         Effect.gen(function*() {
           const merchant = yield* CurrentMerchant
-          const recipient = yield* recipientOf(payload.target_trade_url, payload.target_steam_id)
-          const outcome = yield* Effect.uninterruptible(purchases.createById({
-            merchantId: merchant.id,
-            itemId: payload.item_id,
-            maxPrice: payload.max_price,
-            customId: payload.custom_id,
-            recipient
-          }))
+          const outcome = yield* createById(merchant.id, payload)
           return purchaseCreated(outcome.purchase, outcome.balanceCents)
         }))
       .handle("buySync", ({ payload }) =>
         Effect.gen(function*() {
           const merchant = yield* CurrentMerchant
-          const recipient = yield* recipientOf(payload.target_trade_url, payload.target_steam_id)
-          // Created or found before waiting; a client that goes away cancels nothing.
-          const outcome = yield* Effect.uninterruptible(purchases.createById({
-            merchantId: merchant.id,
-            itemId: payload.item_id,
-            maxPrice: payload.max_price,
-            customId: payload.custom_id,
-            recipient
-          }))
+          const outcome = yield* createById(merchant.id, payload)
           const row = yield* purchases.waitFor(
             merchant.id,
             outcome.purchase.id,
