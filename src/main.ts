@@ -17,6 +17,8 @@ const LoggingLive = Layer.unwrapEffect(Effect.map(Settings, (settings) =>
 ))
 
 Layer.launch(AppLive).pipe(
+  // No trace exporter is configured: spans would be built for nothing on every query and request.
+  Effect.provide(Layer.setTracerEnabled(false)),
   Effect.provide(LoggingLive),
   Effect.provide(RuntimeFlags.enableRuntimeMetrics),
   Effect.provide(Settings.Default),
