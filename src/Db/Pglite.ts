@@ -33,22 +33,26 @@ export const make = (dataDir: string) =>
     )
 
     // Like node-postgres: no parameters means the simple protocol (multi-statement scripts work).
-    const query = (sql: string, params: ReadonlyArray<unknown>, rowMode?: "array") =>
-      params.length === 0 && !rowMode
+    const query = (sql: string, params: ReadonlyArray<unknown>) =>
+      params.length === 0
         ? Effect.tryPromise({ try: () => db.exec(sql), catch: fail("Failed to execute statement") }).pipe(
           Effect.map((results): Results<Row> => results[results.length - 1] as Results<Row> ?? { rows: [], fields: [] })
         )
         : Effect.tryPromise({
-          try: () => db.query<Row>(sql, params as Array<unknown>, rowMode ? { rowMode } : undefined),
+          try: () => db.query<Row>(sql, [...params]),
           catch: fail("Failed to execute statement")
         })
+    const queryValues = (sql: string, params: ReadonlyArray<unknown>) =>
+      Effect.tryPromise({
+        try: () => db.query<Array<unknown>>(sql, [...params], { rowMode: "array" }),
+        catch: fail("Failed to execute statement")
+      })
 
     const connection: SqlConnection.Connection = {
       execute: (sql, params, transformRows) =>
         Effect.map(query(sql, params), (r) => (transformRows ? transformRows(r.rows) : r.rows)),
       executeRaw: (sql, params) => query(sql, params),
-      executeValues: (sql, params) =>
-        Effect.map(query(sql, params, "array"), (r) => r.rows as unknown as ReadonlyArray<ReadonlyArray<unknown>>),
+      executeValues: (sql, params) => Effect.map(queryValues(sql, params), (r) => r.rows),
       executeUnprepared: (sql, params, transformRows) => connection.execute(sql, params, transformRows),
       executeStream: (sql, params, transformRows) => Stream.fromIterableEffect(connection.execute(sql, params, transformRows))
     }
