@@ -1,16 +1,92 @@
 /**
  * Summarises a V8 .cpuprofile (node --cpu-prof): self time by function, by package/file, and
  * inclusive ("total") time of the functions that matter, as a share of busy (non-idle) time.
+ * Frames of a bundle with a source map beside it (dist/bundle/main.mjs.map) are mapped back to
+ * their original package or source file.
  *
  *   node bench/http/cpuprofile-summary.mjs <file.cpuprofile> [--top 30] [--json] [--from µs --to µs]
  *
  * `from`/`to` restrict it to a window of the profile's clock (CLOCK_MONOTONIC in µs, the clock of
  * process.hrtime in any process), e.g. to leave out start-up.
  */
-import { readFileSync } from "node:fs"
+import { existsSync, readFileSync } from "node:fs"
+import { fileURLToPath } from "node:url"
+
+const BASE64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+
+/**
+ * A source map (`<file>.map` beside a bundle) as a lookup from a generated (line, column), both
+ * 0-based, to the original source file and 0-based line; null where there is no map.
+ */
+const sourceMapFor = (() => {
+  const cache = new Map()
+  const load = (url) => {
+    if (!url.startsWith("file://")) return null
+    const file = fileURLToPath(url)
+    if (!existsSync(`${file}.map`)) return null
+    const map = JSON.parse(readFileSync(`${file}.map`, "utf8"))
+    const base = new URL(".", url)
+    const sources = map.sources.map((s) => new URL(s, base).href)
+    const lines = []
+    let source = 0, origLine = 0, origCol = 0
+    for (const lineText of map.mappings.split(";")) {
+      const segments = []
+      let genCol = 0
+      for (const seg of lineText.split(",")) {
+        if (seg === "") continue
+        const values = []
+        let value = 0, shift = 0
+        for (const ch of seg) {
+          const digit = BASE64.indexOf(ch)
+          value += (digit & 31) << shift
+          if (digit & 32) shift += 5
+          else {
+            values.push(value & 1 ? -(value >>> 1) : value >>> 1)
+            value = 0
+            shift = 0
+          }
+        }
+        genCol += values[0]
+        if (values.length >= 4) {
+          source += values[1]
+          origLine += values[2]
+          origCol += values[3]
+          segments.push([genCol, source, origLine])
+        }
+      }
+      lines.push(segments)
+    }
+    return (line, column) => {
+      const segments = lines[line]
+      if (segments === undefined || segments.length === 0) return null
+      let lo = 0, hi = segments.length - 1, found = -1
+      while (lo <= hi) {
+        const mid = (lo + hi) >> 1
+        if (segments[mid][0] <= column) { found = mid; lo = mid + 1 } else hi = mid - 1
+      }
+      if (found < 0) return null
+      return { url: sources[segments[found][1]], line: segments[found][2] }
+    }
+  }
+  return (url) => {
+    if (!cache.has(url)) {
+      let lookup = null
+      try { lookup = load(url) } catch { lookup = null }
+      cache.set(url, lookup)
+    }
+    return cache.get(url)
+  }
+})()
+
+/** The original position of a call frame, through a bundle's source map when there is one. */
+const originalFrame = (callFrame) => {
+  const lookup = sourceMapFor(callFrame.url)
+  const mapped = lookup?.(callFrame.lineNumber, callFrame.columnNumber)
+  return mapped ? { ...callFrame, url: mapped.url.replace(/\.ts$/, ".ts"), lineNumber: mapped.line } : callFrame
+}
 
 export const summarise = (profile, { top = 30, from = -Infinity, to = Infinity } = {}) => {
-  const byId = new Map(profile.nodes.map((n) => [n.id, n]))
+  const byId = new Map(profile.nodes.map((n) => [n.id, { ...n, callFrame: originalFrame(n.callFrame) }]))
   const parent = new Map()
   for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id)
 
@@ -69,6 +145,8 @@ const shortUrl = (url) => {
   if (nm >= 0) return url.slice(nm + "node_modules/".length)
   const dist = url.indexOf("/dist/src/")
   if (dist >= 0) return url.slice(dist + 1)
+  const src = url.match(/\/(src\/.*\.ts)$/)
+  if (src) return src[1]
   return url.replace(/^file:\/\//, "")
 }
 
@@ -77,6 +155,8 @@ const packageOf = (url, functionName) => {
   const m = url.match(/node_modules\/((?:@[^/]+\/)?[^/]+)\/(?:dist\/(?:esm|cjs|dist)\/)?(.*)$/)
   if (m) return `${m[1]}${m[1].startsWith("@effect/") || m[1] === "effect" ? ` ${m[2].replace(/^internal\//, "internal/")}` : ""}`
   if (url.includes("/dist/src/")) return `service ${url.slice(url.indexOf("/dist/src/") + 1)}`
+  const src = url.match(/\/(src\/.*\.ts)$/)
+  if (src) return `service ${src[1]}`
   if (url.startsWith("node:")) return "node internals"
   return url
 }

@@ -3,21 +3,31 @@
  * start-up time.
  *
  *   node bench/http/run.mjs [--connections 50] [--duration 10] [--warmup 2] [--rounds 2]
- *                           [--starts 5] [--no-load] [--no-startup] [--profile]
+ *                           [--starts 5] [--no-load] [--no-startup] [--profile] [--profile-startup]
+ *                           [--wait-quiet 60] [--quiet-busy 15]
  *
  * 1. Creates a fresh database on the PostgreSQL server of BENCH_PG_URL
  *    (postgres://postgres@127.0.0.1:5432/test by default), dropped at the end.
- * 2. Builds the service if dist/ is missing or older than src/, starts `node dist/src/main.js`
- *    (child process), creates a merchant and credits a deposit through the admin API.
+ * 2. Builds the service (`npm run build`) if its output is missing or older than src/, starts what
+ *    `npm start` runs (`node dist/bundle/main.mjs`, the esbuild bundle; `node dist/src/main.js`
+ *    if package.json says so) as a child process, creates a merchant and credits a deposit
+ *    through the admin API.
  * 3. Starts the bare baseline (bench/http/bare-server.mjs, child process) on the same database,
  *    checks both answer GET /api/v1/merchant/balance with the same bytes and content-type.
  * 4. Loads each with autocannon (in this process), one at a time, alternating
  *    (service, bare, bare, service, ...), after a warm-up each time; prints requests/s, p99 and
  *    the ratio service/bare (target >= 0.5), plus the CPU time per request of each server process.
  * 5. Start-up: median time from spawn until the API port accepts and the ops /health answers, on
- *    the migrated PostgreSQL database and on an already-initialised PGlite DATA_DIR.
+ *    the migrated PostgreSQL database and on an already-initialised PGlite DATA_DIR; for what
+ *    `npm start` runs and for the tsc output `node dist/src/main.js`.
  * 6. --profile: one more load run of the service under `node --cpu-prof`; prints where it spends
  *    CPU (bench/http/cpuprofile-summary.mjs) and keeps the profile in bench/http/out/.
+ *    --profile-startup: the same for one start on PostgreSQL and one on PGlite, up to /health.
+ *
+ * The machine may be shared: before each measurement the script waits (up to --wait-quiet s) for
+ * the machine to be less than --quiet-busy % busy, and reports how busy it was. The CPU time the
+ * server process spends per request (and per start) is reported too: it is much less sensitive to
+ * other work on the machine than requests/s and latency.
  *
  * The service's per-merchant rate limit (RATE_LIMIT_RPS, default 20/s) would turn almost every
  * request into a 429, so the benchmark raises it (RATE_LIMIT_RPS/RATE_LIMIT_BURST = 1e9): the
@@ -38,7 +48,17 @@ import { printSummary, summarise } from "./cpuprofile-summary.mjs"
 const ROOT = fileURLToPath(new URL("../../", import.meta.url))
 const HERE = fileURLToPath(new URL("./", import.meta.url))
 const OUT = join(HERE, "out")
-const MAIN = join(ROOT, "dist/src/main.js")
+/** The compiled modules (tsc), one file per source file. */
+const TSC_MAIN = join(ROOT, "dist/src/main.js")
+/** What `npm start` runs (package.json scripts.start: `node <file>`); the compiled modules if that is not a file. */
+const START_ENTRY = (() => {
+  const start = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")).scripts?.start ?? ""
+  const file = start.match(/^node\s+(\S+\.m?js)\b/)?.[1]
+  return file !== undefined ? join(ROOT, file) : TSC_MAIN
+})()
+/** The service under load: what `npm start` runs. */
+const MAIN = START_ENTRY
+const rel = (file) => file.slice(ROOT.length)
 const ADMIN_TOKEN = "adm_bench_token_0123456789abcdef"
 const BALANCE_PATH = "/api/v1/merchant/balance"
 const PG_SERVER_URL = process.env.BENCH_PG_URL ?? "postgres://postgres@127.0.0.1:5432/test"
@@ -66,7 +86,8 @@ const opts = {
   quietBusy: option("quiet-busy", 15),
   load: !flag("no-load"),
   startup: !flag("no-startup"),
-  profile: flag("profile")
+  profile: flag("profile"),
+  profileStartup: flag("profile-startup")
 }
 
 // ---- helpers -------------------------------------------------------------------------------------
@@ -188,8 +209,11 @@ const newestMtime = (dir) => {
 }
 
 const buildIfNeeded = () => {
-  const stale = !existsSync(MAIN) || newestMtime(join(ROOT, "src")) > newestMtime(join(ROOT, "dist/src"))
-  if (!stale) return log("build: dist/src/main.js is up to date")
+  const entries = [...new Set([MAIN, TSC_MAIN])]
+  const srcTime = newestMtime(join(ROOT, "src"))
+  const stale = entries.some((f) => !existsSync(f) || statSync(f).mtimeMs < srcTime) ||
+    newestMtime(join(ROOT, "src")) > newestMtime(join(ROOT, "dist/src"))
+  if (!stale) return log(`build: ${entries.map(rel).join(", ")} up to date`)
   log("build: npm run build")
   try {
     execSync("npm run build", { cwd: ROOT, stdio: "inherit" })
@@ -246,10 +270,10 @@ const serviceEnv = ({ port, opsPort, databaseUrl, dataDir }) => {
 }
 
 /** Starts `node [nodeArgs] dist/src/main.js` and waits until /ready on the ops port answers 200. */
-const startService = async ({ databaseUrl, dataDir, nodeArgs = [] }) => {
+const startService = async ({ databaseUrl, dataDir, nodeArgs = [], entry = MAIN }) => {
   const port = await freePort()
   const opsPort = await freePort()
-  const proc = startChild([...nodeArgs, MAIN], serviceEnv({ port, opsPort, databaseUrl, dataDir }), "service")
+  const proc = startChild([...nodeArgs, entry], serviceEnv({ port, opsPort, databaseUrl, dataDir }), "service")
   const deadline = Date.now() + 60_000
   for (;;) {
     if (proc.child.exitCode !== null) throw new Error(`service exited with ${proc.child.exitCode}:\n${proc.output()}`)
@@ -353,13 +377,13 @@ const printRun = (label, r) =>
 // ---- start-up ------------------------------------------------------------------------------------
 
 /** Spawn to "API port accepts and ops /health answers 200", in ms; the process is stopped after. */
-const timeStart = async ({ databaseUrl, dataDir }) => {
+const timeStart = async ({ databaseUrl, dataDir, nodeArgs = [], entry = MAIN }) => {
   const port = await freePort()
   const opsPort = await freePort()
   const env = serviceEnv({ port, opsPort, databaseUrl, dataDir })
   const t0 = performance.now()
-  const proc = startChild([MAIN], env, "service")
-  let apiAt, healthAt
+  const proc = startChild([...nodeArgs, entry], env, "service")
+  let apiAt, healthAt, cpuAtReady, readyAt
   try {
     const deadline = Date.now() + 60_000
     while (apiAt === undefined || healthAt === undefined) {
@@ -374,11 +398,13 @@ const timeStart = async ({ databaseUrl, dataDir }) => {
       if (health && healthAt === undefined) healthAt = now - t0
       if (apiAt === undefined || healthAt === undefined) await sleep(5)
     }
+    cpuAtReady = cpuMs(proc.child.pid)
+    readyAt = Number(process.hrtime.bigint() / 1000n)
   } finally {
     const code = await proc.stop()
     if (code !== 0 && code !== "SIGTERM") log(`  (service exited with ${code})`)
   }
-  return { ms: Math.max(apiAt, healthAt), apiMs: apiAt, healthMs: healthAt }
+  return { ms: Math.max(apiAt, healthAt), apiMs: apiAt, healthMs: healthAt, cpuMs: cpuAtReady, readyAt }
 }
 
 const measureStartups = async (label, settings) => {
@@ -387,10 +413,10 @@ const measureStartups = async (label, settings) => {
     const busyBefore = await waitQuiet(`${label} start ${i + 1}`)
     const r = { ...(await timeStart(settings)), machineBusyBefore: busyBefore }
     runs.push(r)
-    log(`  ${label} start ${i + 1}: ${round(r.ms)} ms (API port ${round(r.apiMs)} ms, /health ${round(r.healthMs)} ms)`)
+    log(`  ${label} start ${i + 1}: ${round(r.ms)} ms (API port ${round(r.apiMs)} ms, /health ${round(r.healthMs)} ms; ${round(r.cpuMs)} ms CPU)`)
     await sleep(300)
   }
-  return { medianMs: median(runs.map((r) => r.ms)), runs }
+  return { medianMs: median(runs.map((r) => r.ms)), medianCpuMs: median(runs.map((r) => r.cpuMs)), runs }
 }
 
 // ---- main ----------------------------------------------------------------------------------------
@@ -414,9 +440,13 @@ const main = async () => {
   log(`bench/http ${started.toISOString()}`)
   log(`machine: ${info.nproc} CPUs (${info.cpuModel}), ${info.memoryGiB} GiB, node ${info.node}, PostgreSQL ${info.postgres}`)
   log(`settings: ${JSON.stringify(opts)}`)
+  log(`service: node ${rel(MAIN)}${MAIN === START_ENTRY ? " (what npm start runs)" : ""}`)
   buildIfNeeded()
 
-  const results = { date: started.toISOString(), command: `node bench/http/run.mjs ${argv.join(" ")}`.trim(), machine: info, options: opts }
+  const git = (cmd) => { try { return execSync(cmd, { cwd: ROOT, stdio: ["ignore", "pipe", "ignore"] }).toString().trim() } catch { return undefined } }
+  const revision = `${git("git rev-parse --short HEAD")}${git("git status --porcelain src migrations") ? " + uncommitted changes in src/" : ""}`
+  log(`revision: ${revision}`)
+  const results = { revision, service: rel(MAIN), date: started.toISOString(), command: `node bench/http/run.mjs ${argv.join(" ")}`.trim(), machine: info, options: opts }
   const db = await createDatabase()
   const tmp = mkdtempSync(join(tmpdir(), "mps-bench-"))
   mkdirSync(OUT, { recursive: true })
@@ -475,7 +505,9 @@ const main = async () => {
       log(`\n              req/s    p50 ms   p99 ms   CPU µs/req`)
       log(`  service  ${String(round(s.rps)).padStart(8)}  ${String(round(s.p50, 1)).padStart(7)}  ${String(round(s.p99, 1)).padStart(7)}  ${String(round(s.cpuMsPerRequest * 1000)).padStart(9)}`)
       log(`  bare     ${String(round(b.rps)).padStart(8)}  ${String(round(b.p50, 1)).padStart(7)}  ${String(round(b.p99, 1)).padStart(7)}  ${String(round(b.cpuMsPerRequest * 1000)).padStart(9)}`)
-      log(`  ratio service/bare: ${round(ratio, 3)} (target >= 0.5) -> ${ratio >= 0.5 ? "MET" : "NOT MET"}`)
+      const roundRatios = runs.service.map((r, i) => r.rps / runs.bare[i].rps)
+      results.load.roundRatios = roundRatios
+      log(`  ratio service/bare: ${round(ratio, 3)} (target >= 0.5) -> ${ratio >= 0.5 ? "MET" : "NOT MET"}; per round ${roundRatios.map((x) => round(x, 3)).join(", ")}`)
       log(`  CPU per request, bare/service: ${round(results.load.cpuRatio, 3)}`)
     }
 
@@ -500,17 +532,41 @@ const main = async () => {
       results.profile = { file: join(dir, file), run: r, summary }
     }
 
-    if (opts.startup) {
-      log(`\nstart-up: spawn -> API port accepts and /health answers; median of ${opts.starts}`)
-      const pgStart = await measureStartups("PostgreSQL", { databaseUrl: db.url, dataDir: join(tmp, "data-pg") })
-      log(`  PostgreSQL median: ${round(pgStart.medianMs)} ms (target < 1500 ms)`)
-      const liteDir = join(tmp, "data-pglite")
-      log(`  PGlite: initialising ${liteDir} (first start, not measured)`)
+    if (opts.profileStartup) {
+      const liteDir = join(tmp, "data-pglite-profile")
       const init = await startService({ databaseUrl: undefined, dataDir: liteDir })
       await init.stop()
-      const liteStart = await measureStartups("PGlite", { databaseUrl: undefined, dataDir: liteDir })
-      log(`  PGlite median: ${round(liteStart.medianMs)} ms (target < 1500 ms)`)
-      results.startup = { postgresql: pgStart, pglite: liteStart }
+      results.startupProfile = {}
+      for (const [label, databaseUrl, dataDir] of [["PostgreSQL", db.url, join(tmp, "data-pg")], ["PGlite", undefined, liteDir]]) {
+        const dir = join(OUT, `startup-profile-${label}-${started.toISOString().replace(/[:.]/g, "-")}`)
+        mkdirSync(dir, { recursive: true })
+        log(`\nstart-up profile (${label}): node --cpu-prof ${rel(MAIN)}, until /health answers`)
+        const r = await timeStart({ databaseUrl, dataDir, nodeArgs: ["--cpu-prof", "--cpu-prof-dir", dir] })
+        log(`  ${round(r.ms)} ms (${round(r.cpuMs)} ms CPU) under the profiler`)
+        const file = readdirSync(dir).find((f) => f.endsWith(".cpuprofile"))
+        const summary = summarise(JSON.parse(readFileSync(join(dir, file), "utf8")), { top: 25, to: r.readyAt })
+        log(`profile: ${join(dir, file)} (up to /health answering)`)
+        printSummary(summary, log)
+        results.startupProfile[label] = { file: join(dir, file), run: r, summary }
+      }
+    }
+
+    if (opts.startup) {
+      // what `npm start` runs, and the compiled modules (tsc) if that is something else
+      results.startup = {}
+      const entries = [...new Set([MAIN, TSC_MAIN])].filter((f) => existsSync(f))
+      const liteDir = join(tmp, "data-pglite")
+      log(`\n  PGlite: initialising ${liteDir} (first start, not measured)`)
+      const init = await startService({ databaseUrl: undefined, dataDir: liteDir })
+      await init.stop()
+      for (const entry of entries) {
+        log(`\nstart-up of node ${rel(entry)}${entry === START_ENTRY ? " (npm start)" : ""}: spawn -> API port accepts and /health answers; median of ${opts.starts}`)
+        const pgStart = await measureStartups("PostgreSQL", { databaseUrl: db.url, dataDir: join(tmp, "data-pg"), entry })
+        log(`  PostgreSQL median: ${round(pgStart.medianMs)} ms (target < 1500 ms); CPU ${round(pgStart.medianCpuMs)} ms`)
+        const liteStart = await measureStartups("PGlite", { databaseUrl: undefined, dataDir: liteDir, entry })
+        log(`  PGlite median: ${round(liteStart.medianMs)} ms (target < 1500 ms); CPU ${round(liteStart.medianCpuMs)} ms`)
+        results.startup[rel(entry)] = { npmStart: entry === START_ENTRY, postgresql: pgStart, pglite: liteStart }
+      }
     }
   } finally {
     if (bare) await bare.stop()

@@ -1,0 +1,180 @@
+/**
+ * bench/purchases bare baseline: the /buy transaction of the service as plain `pg` calls, N
+ * concurrent workers on a Pool of N, on its own copy of the data (a database cloned from the
+ * service's, so the same merchant, balance and items). The statements are those of
+ * src/Purchases/Purchases.ts createById + buyItem, Ledger.debitPurchase, ChangeLog.reserve (+ its
+ * append), Outbox.enqueue and PurchaseNotifications.notify, in the same order, with the same
+ * parameters, as unnamed parameterised queries like @effect/sql-pg sends them:
+ *
+ *   BEGIN; INSERT purchase_requests ON CONFLICT DO NOTHING RETURNING; SELECT catalogue_items FOR UPDATE;
+ *   UPDATE balances RETURNING; INSERT ledger_entries; UPDATE catalogue_items RETURNING;
+ *   UPDATE catalogue_state RETURNING; INSERT catalogue_changes; SELECT pg_notify; INSERT purchases;
+ *   SELECT purchase; INSERT webhook_events; SELECT pg_notify; COMMIT
+ *
+ * Forked by run.mjs (DATABASE_URL in the environment), driven over IPC:
+ *   init {merchantIds, tradeUrl, steamId, items: [id...]}   (worker i buys for merchantIds[i mod M])
+ *   run {concurrency, warmup, duration, prefix}  -> {measured: {count, seconds, latencies...}}
+ *     posts {measuring: true} when the measured window starts, {windowEnd: true} when it ends.
+ */
+import { randomUUID } from "node:crypto"
+import pg from "pg"
+
+const now = () => performance.now()
+const PURCHASE_COLUMNS = `
+  id, merchant_id AS "merchantId", custom_id AS "customId", attempt, item_id AS "itemId",
+  market_hash_name AS "marketHashName", image_url AS "imageUrl", exterior, float, delivery_type AS "deliveryType",
+  estimated_delivery_minutes AS "estimatedDeliveryMinutes", price_cents AS "priceCents", sim,
+  target_trade_url AS "targetTradeUrl", target_steam_id AS "targetSteamId", status,
+  provider_request_id AS "providerRequestId", acknowledged_at IS NOT NULL AS acknowledged, topup_waiting AS "topupWaiting",
+  trade_offer_id AS "tradeOfferId", trade_offer_url AS "tradeOfferUrl", failure_code AS "failureCode",
+  failure_message AS "failureMessage", refunded_cents AS "refundedCents", created_at AS "createdAt",
+  completed_at AS "completedAt", watch_until IS NOT NULL AS watching,
+  to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS position`
+
+const usd = (cents) => Number(cents) / 100
+
+let state
+
+const buy = async (pool, { merchantId, itemId, customId, tradeUrl, steamId, maxPriceCents }) => {
+  const client = await pool.connect()
+  try {
+    await client.query("BEGIN")
+    const inserted = await client.query(
+      `INSERT INTO purchase_requests (merchant_id, custom_id, kind, item_id, target_trade_url, target_steam_id)
+          VALUES ($1, $2, 'by_id', $3, $4, $5)
+          ON CONFLICT (merchant_id, custom_id) DO NOTHING RETURNING custom_id`,
+      [merchantId, customId, itemId, tradeUrl, steamId])
+    if (inserted.rows.length === 0) throw new Error("duplicate custom_id")
+    const locked = await client.query(
+      `SELECT status, price_cents AS "priceCents", provider_price_cents AS "providerPriceCents", item, sim
+          FROM catalogue_items WHERE id = $1 FOR UPDATE`, [itemId])
+    const row = locked.rows[0]
+    if (row === undefined) throw new Error("ITEM_NOT_FOUND")
+    if (row.status !== "active") throw new Error("ITEM_UNAVAILABLE")
+    const priceCents = Number(row.priceCents)
+    if (priceCents > maxPriceCents) throw new Error("PRICE_CHANGED")
+    const purchaseId = randomUUID()
+    const debited = await client.query(
+      `UPDATE balances SET available_cents = available_cents - $1, on_hold_cents = on_hold_cents + $2,
+                 total_spent_cents = total_spent_cents + $3, updated_at = now()
+          WHERE merchant_id = $4 AND available_cents >= $5 RETURNING available_cents AS available`,
+      [priceCents, priceCents, priceCents, merchantId, priceCents])
+    if (debited.rows.length === 0) throw new Error("INSUFFICIENT_BALANCE")
+    const after = Number(debited.rows[0].available)
+    await client.query(
+      `INSERT INTO ledger_entries (merchant_id, kind, amount_cents, available_after_cents, reference_id)
+          VALUES ($1, $2, $3, $4, $5)`, [merchantId, "purchase_debit", -priceCents, after, purchaseId])
+    const reserved = await client.query(
+      `UPDATE catalogue_items SET status = 'reserved', updated_at = now()
+          WHERE id = $1 AND status = 'active'
+          RETURNING item, price_cents AS "priceCents", provider_price_cents AS "providerPriceCents", sim`, [itemId])
+    if (reserved.rows.length > 0) {
+      const head = await client.query(`UPDATE catalogue_state SET head_seq = head_seq + $1 RETURNING epoch, head_seq AS head`, [1])
+      const { epoch, head: headSeq } = head.rows[0]
+      await client.query(`INSERT INTO catalogue_changes ("seq","epoch","op","item_id","item") VALUES ($1,$2,$3,$4,$5)`,
+        [Number(headSeq), epoch, "remove", itemId, null])
+      await client.query(`SELECT pg_notify($1, $2)`, ["catalogue_changes", String(headSeq)])
+    }
+    const item = JSON.parse(row.item)
+    await client.query(
+      `INSERT INTO purchases (id, merchant_id, custom_id, attempt, item_id, market_hash_name, image_url, exterior, float,
+            delivery_type, estimated_delivery_minutes, price_cents, provider_price_cents, sim, target_trade_url, target_steam_id)
+          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`,
+      [purchaseId, merchantId, customId, 1, itemId, item.market_hash_name, item.image_url, item.exterior, item.float,
+        item.delivery_type, item.estimated_delivery_minutes, row.priceCents, row.providerPriceCents, row.sim, tradeUrl, steamId])
+    const purchase = (await client.query(`SELECT ${PURCHASE_COLUMNS} FROM purchases WHERE id = $1`, [purchaseId])).rows[0]
+    const eventId = randomUUID()
+    const createdAt = new Date()
+    const data = Object.fromEntries(Object.entries({
+      purchase_id: purchase.id,
+      custom_id: purchase.customId,
+      status: purchase.status,
+      market_hash_name: purchase.marketHashName,
+      price: usd(purchase.priceCents),
+      target_steam_id: purchase.targetSteamId,
+      trade_offer_id: purchase.tradeOfferId,
+      trade_offer_url: purchase.tradeOfferUrl,
+      failure_code: purchase.failureCode,
+      failure_message: purchase.failureMessage,
+      refunded_amount: purchase.refundedCents === null ? undefined : usd(purchase.refundedCents),
+      balance_after: usd(after)
+    }).filter(([, v]) => v !== undefined && v !== null))
+    const body = JSON.stringify({ event_id: eventId, event_type: "purchase.created", created_at: createdAt.toISOString(), data })
+    await client.query(
+      `INSERT INTO webhook_events (id, merchant_id, event_type, order_id, body, created_at)
+                   VALUES ($1, $2, $3, $4, $5, $6)`, [eventId, merchantId, "purchase.created", purchaseId, body, createdAt])
+    await client.query(`SELECT pg_notify($1, $2)`, ["purchase_changed", purchaseId])
+    await client.query("COMMIT")
+    return { purchase, after }
+  } catch (e) {
+    await client.query("ROLLBACK").catch(() => undefined)
+    throw e
+  } finally {
+    client.release()
+  }
+}
+
+const run = async ({ concurrency, poolMax = concurrency, warmup, duration, prefix }) => {
+  const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: poolMax })
+  // open the connections before the clock starts, as the service's pool is warm
+  await Promise.all(Array.from({ length: poolMax }, () => pool.connect())).then((cs) => cs.forEach((c) => c.release()))
+  let measuring = false
+  let stop = false
+  const latencies = []
+  let count = 0
+  let errors = 0
+  const errorKinds = {}
+  let seq = 0
+  const worker = async (w) => {
+    const merchantId = state.merchantIds[w % state.merchantIds.length]
+    while (!stop) {
+      if (state.next >= state.items.length) throw new Error(`bare: out of items after ${state.next}`)
+      const itemId = state.items[state.next++]
+      const customId = `${prefix}-${seq++}`
+      const t0 = now()
+      try {
+        await buy(pool, { merchantId, itemId, customId, tradeUrl: state.tradeUrl, steamId: state.steamId, maxPriceCents: 1e12 })
+        if (measuring && !stop) {
+          latencies.push(now() - t0)
+          count++
+        }
+      } catch (e) {
+        if (measuring && !stop) {
+          errors++
+          errorKinds[e.message] = (errorKinds[e.message] ?? 0) + 1
+        }
+      }
+    }
+  }
+  const workers = Array.from({ length: concurrency }, (_, w) => worker(w))
+  await new Promise((r) => setTimeout(r, warmup * 1000))
+  measuring = true
+  process.send({ measuring: true })
+  const cpu0 = process.cpuUsage()
+  const t0 = now()
+  await new Promise((r) => setTimeout(r, duration * 1000))
+  const seconds = (now() - t0) / 1000
+  const cpu = process.cpuUsage(cpu0)
+  stop = true
+  measuring = false
+  process.send({ windowEnd: true })
+  await Promise.all(workers)
+  // the runner reads our PostgreSQL backends' CPU time at the window's end: keep them a moment
+  await new Promise((r) => setTimeout(r, 1000))
+  await pool.end()
+  return { count, errors, errorKinds, seconds, latencies, poolMax, cpuMs: (cpu.user + cpu.system) / 1000 }
+}
+
+process.on("message", async (msg) => {
+  try {
+    if (msg.cmd === "init") {
+      state = { merchantIds: msg.merchantIds, tradeUrl: msg.tradeUrl, steamId: msg.steamId, items: msg.items, next: 0 }
+      process.send({ replyTo: msg.id })
+    } else if (msg.cmd === "run") {
+      process.send({ replyTo: msg.id, ...(await run(msg)), used: state.next })
+    }
+  } catch (e) {
+    process.send({ replyTo: msg.id, error: String(e?.stack ?? e) })
+  }
+})
+process.send({ ready: true })

@@ -1,0 +1,397 @@
+/**
+ * bench/purchases: POST /api/v1/merchant/buy per second and latency at 1, 16 and 64 concurrent
+ * clients on a real PostgreSQL, beside a bare `pg` script running the same transaction, in the
+ * same run.
+ *
+ *   node bench/purchases/run.mjs [--levels 1,16,64] [--duration 15] [--warmup 3] [--rounds 2]
+ *                                [--catalogue 100000] [--timeScale 100] [--merchants 1] [--profile]
+ *
+ * 1. A fresh database on BENCH_PG_URL's server; the built service with SIM_CATALOGUE_SIZE=--catalogue
+ *    and no churn, and SIM_TIME_SCALE=--timeScale so that the purchase worker's later steps
+ *    (acknowledgement, trade offer, decision) fall after the run; the worker still picks up every
+ *    new purchase at once (created -> processing, the simulated provider's order: two
+ *    transactions per buy), competing for the CPU as it would in production.
+ *    --merchants merchants, each funded (POST /admin/deposits) with more than the whole catalogue.
+ * 2. The service is stopped once and its database cloned (CREATE DATABASE ... TEMPLATE): the bare
+ *    baseline (bench/purchases/bare.mjs, child process) works on that copy: the same merchants,
+ *    balances and items, nothing shared with the service but the PostgreSQL server.
+ * 3. For each level, --rounds rounds alternating (service, bare, bare, service, ...), each a
+ *    --warmup then a --duration window. The service is loaded from this process over keep-alive
+ *    HTTP connections (one per client, each client sending its next request when the last one
+ *    answered); every request a distinct custom_id and item_id, max_price above any price, the
+ *    trade URL https://steamcommunity.com/tradeoffer/new/?partner=12345678&token=abcdEFGH. The bare
+ *    runs the same statements with a pg Pool of as many connections as clients.
+ * 4. Beside the figures: CPU time per buy of the server process (service or bare), the cores used
+ *    by the PostgreSQL backends of the database under test (the server is shared with other
+ *    databases; its WAL writer and checkpointer are left out) and the machine, and what the PostgreSQL backends of the
+ *    database under test were doing (pg_stat_activity sampled every 10 ms: executing, waiting for
+ *    a lock, or idle in transaction = waiting for the client's next statement).
+ * --worker deferred: a trigger (in both databases) sets each new purchase's next_step_at a day
+ *    ahead, so the purchase worker leaves the new purchases alone during the run: the /buy path
+ *    alone, to tell its cost from the worker's. Default `on`.
+ * --merchants M: the clients (and the bare's workers) spread over M merchants (client i buys for
+ *    merchant i mod M), to tell the per-merchant balance row's lock from the rest.
+ * --profile: one more service run at --profileAt (16) clients under `node --cpu-prof`; a summary of the window
+ *    is printed and the profile kept in bench/purchases/out/.
+ */
+import http from "node:http"
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
+import { fileURLToPath } from "node:url"
+import pg from "pg"
+import { printSummary, summarise } from "../http/cpuprofile-summary.mjs"
+import {
+  admin, argOptions, atInterrupt, buildIfNeeded, cpuMs, createDatabase, forkChild, log, machineInfo, machineTicks, mean,
+  percentileSorted, PG_SERVER_URL, pgBackendCpu, pgCpuDelta, round, rpc, sleep, startService, waitQuiet, withAdminClient, CLK_TCK
+} from "../lib/harness.mjs"
+
+const HERE = fileURLToPath(new URL("./", import.meta.url))
+const OUT = join(HERE, "out")
+const TRADE_URL = "https://steamcommunity.com/tradeoffer/new/?partner=12345678&token=abcdEFGH"
+const STEAM_ID = String(76561197960265728n + 12345678n)
+const BUY_PATH = "/api/v1/merchant/buy"
+
+const argv = process.argv.slice(2)
+const opts = argOptions(argv, {
+  levels: "1,16,64",
+  duration: 15,
+  warmup: 3,
+  rounds: 2,
+  catalogue: 100000,
+  timeScale: 100,
+  merchants: 1,
+  worker: "on",
+  profile: false,
+  profileAt: 16,
+  quietBusy: 15,
+  waitQuiet: 60
+})
+const levels = opts.levels.split(",").map(Number)
+
+// ---- PostgreSQL activity sampler -----------------------------------------------------------------
+
+const activitySampler = async (database) => {
+  const client = new pg.Client({ connectionString: PG_SERVER_URL })
+  await client.connect()
+  let running = false
+  let samples = 0
+  const counts = {}
+  let loop
+  const start = () => {
+    running = true
+    samples = 0
+    for (const k of Object.keys(counts)) delete counts[k]
+    loop = (async () => {
+      while (running) {
+        const rows = (await client.query(
+          `SELECT state, coalesce(wait_event_type, '') AS wt, coalesce(wait_event, '') AS we, count(*)::int AS n
+           FROM pg_stat_activity WHERE datname = $1 AND backend_type = 'client backend' AND pid <> pg_backend_pid()
+           GROUP BY 1, 2, 3`, [database])).rows
+        samples++
+        for (const r of rows) {
+          const key = r.state === "active" ? (r.wt === "" ? "active: running" : `active: waiting ${r.wt}/${r.we}`)
+            : r.state === "idle in transaction" ? "idle in transaction (waiting for the client)"
+            : r.state === "idle" ? (r.wt === "Client" ? "idle (no transaction)" : `idle ${r.wt}/${r.we}`) : r.state
+          counts[key] = (counts[key] ?? 0) + r.n
+        }
+        await sleep(10)
+      }
+    })()
+  }
+  const stop = async () => {
+    running = false
+    await loop
+    return Object.fromEntries(Object.entries(counts).map(([k, v]) => [k, round(v / Math.max(1, samples), 2)]).sort((a, b) => b[1] - a[1]))
+  }
+  return { start, stop, end: () => client.end() }
+}
+
+// ---- the service's load ---------------------------------------------------------------------------
+
+const loadService = async (service, merchants, items, { concurrency, warmup, duration, prefix, onMeasuring, onWindowEnd }) => {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency })
+  const url = new URL(service.baseUrl)
+  let measuring = false
+  let stop = false
+  const latencies = []
+  let count = 0
+  let errors = 0
+  const errorKinds = {}
+  let seq = 0
+  const post = (body, apiKey) => new Promise((resolve, reject) => {
+    const req = http.request({
+      host: url.hostname, port: url.port, path: BUY_PATH, method: "POST", agent,
+      headers: { authorization: `Bearer ${apiKey}`, "content-type": "application/json", "content-length": Buffer.byteLength(body) }
+    }, (res) => {
+      const chunks = []
+      res.on("data", (c) => chunks.push(c))
+      res.on("end", () => resolve({ status: res.statusCode, body: Buffer.concat(chunks).toString() }))
+      res.on("error", reject)
+    })
+    req.on("error", reject)
+    req.end(body)
+  })
+  const worker = async (w) => {
+    const merchant = merchants[w % merchants.length]
+    while (!stop) {
+      if (items.next >= items.ids.length) throw new Error(`service: out of items after ${items.next}`)
+      const itemId = items.ids[items.next++]
+      const body = JSON.stringify({ item_id: itemId, max_price: 100000000, custom_id: `${prefix}-${seq++}`, target_trade_url: TRADE_URL })
+      const t0 = performance.now()
+      let ok = false
+      let kind
+      try {
+        const res = await post(body, merchant.api_key)
+        ok = res.status === 201
+        if (!ok) kind = `${res.status} ${res.body.slice(0, 120)}`
+      } catch (e) {
+        kind = e.message
+      }
+      if (measuring && !stop) {
+        if (ok) {
+          latencies.push(performance.now() - t0)
+          count++
+        } else {
+          errors++
+          errorKinds[kind] = (errorKinds[kind] ?? 0) + 1
+        }
+      }
+    }
+  }
+  const workers = Array.from({ length: concurrency }, (_, w) => worker(w))
+  await sleep(warmup * 1000)
+  measuring = true
+  onMeasuring()
+  const t0 = performance.now()
+  await sleep(duration * 1000)
+  const seconds = (performance.now() - t0) / 1000
+  stop = true
+  measuring = false
+  onWindowEnd()
+  await Promise.all(workers)
+  agent.destroy()
+  return { count, errors, errorKinds, seconds, latencies }
+}
+
+// ---- one measured run -----------------------------------------------------------------------------
+
+const measure = async (which, ctx, concurrency) => {
+  const busyBefore = await waitQuiet(`${which} at ${concurrency}`, { maxSeconds: opts.waitQuiet, quietBusy: opts.quietBusy })
+  const pid = which === "service" ? ctx.service.child.pid : ctx.bare.child.pid
+  const sampler = which === "service" ? ctx.serviceSampler : ctx.bareSampler
+  const database = which === "service" ? ctx.dbName : ctx.bareDbName
+  let before
+  let pgBefore
+  const onMeasuring = () => {
+    before = { hr: Number(process.hrtime.bigint() / 1000n), t: performance.now(), cpu: cpuMs(pid), ticks: machineTicks(), self: process.cpuUsage() }
+    pgBefore = pgBackendCpu(database)
+    sampler.start()
+  }
+  let after
+  let pgAfter
+  const onWindowEnd = () => {
+    after = { hr: Number(process.hrtime.bigint() / 1000n), t: performance.now(), cpu: cpuMs(pid), ticks: machineTicks(), self: process.cpuUsage(before.self) }
+    pgAfter = pgBackendCpu(database)
+  }
+  const prefix = `${which}-${concurrency}-${Date.now()}`
+  let r
+  if (which === "service") {
+    r = await loadService(ctx.service, ctx.merchants, ctx.serviceItems, {
+      concurrency, warmup: opts.warmup, duration: opts.duration, prefix, onMeasuring, onWindowEnd
+    })
+  } else {
+    const measuringListener = (m) => {
+      if (m && m.measuring) onMeasuring()
+      if (m && m.windowEnd) onWindowEnd()
+    }
+    ctx.bare.child.on("message", measuringListener)
+    const free = await withAdminClient((c) => c.query(
+      "SELECT current_setting('max_connections')::int - (SELECT count(*) FROM pg_stat_activity)::int AS free")).then((q) => q.rows[0].free)
+    const poolMax = Math.max(1, Math.min(concurrency, free - 10))
+    if (poolMax < concurrency) log(`  note: PostgreSQL has ${free} free connections (max_connections is shared): the bare's pool is capped at ${poolMax}`)
+    r = await ctx.bareCall({ cmd: "run", concurrency, poolMax, warmup: opts.warmup, duration: opts.duration, prefix })
+    ctx.bare.child.off("message", measuringListener)
+  }
+  const pgMs = pgCpuDelta(await pgBefore, await pgAfter)
+  const activity = await sampler.stop()
+  const seconds = (after.t - before.t) / 1000
+  const sorted = Float64Array.from(r.latencies).sort()
+  const cores = (ms) => round(ms / 1000 / seconds, 2)
+  const res = {
+    rps: r.count / r.seconds,
+    count: r.count,
+    errors: r.errors,
+    errorKinds: r.errorKinds,
+    p50: percentileSorted(sorted, 50),
+    p90: percentileSorted(sorted, 90),
+    p99: percentileSorted(sorted, 99),
+    max: sorted[sorted.length - 1],
+    cpuMsPerBuy: (after.cpu - before.cpu) / r.count,
+    cores: {
+      server: cores(after.cpu - before.cpu),
+      loadGenerator: which === "service" ? cores((after.self.user + after.self.system) / 1000) : 0,
+      postgres: cores(pgMs),
+      machine: cores(((after.ticks.busy - before.ticks.busy) * 1000) / CLK_TCK)
+    },
+    activity,
+    poolMax: r.poolMax,
+    machineBusyBefore: busyBefore,
+    window: { from: before.hr, to: after.hr }
+  }
+  log(`  ${which.padEnd(8)} c=${String(concurrency).padStart(2)}  ${String(round(res.rps, 1)).padStart(7)} buys/s  p50 ${round(res.p50, 1)} ms` +
+    `  p99 ${round(res.p99, 1)} ms  max ${round(res.max, 1)} ms  errors ${res.errors}${res.errors ? ` ${JSON.stringify(res.errorKinds).slice(0, 300)}` : ""}` +
+    `\n              CPU ${round(res.cpuMsPerBuy * 1000)} µs/buy in the ${which} process; cores: machine ${res.cores.machine} = ${which} ${res.cores.server}` +
+    ` + its postgres backends ${res.cores.postgres}${which === "service" ? ` + load generator ${res.cores.loadGenerator}` : " (its own workers included)"}` +
+    ` + rest ${round(res.cores.machine - res.cores.server - res.cores.postgres - res.cores.loadGenerator, 2)}` +
+    `\n              backends (mean count): ${Object.entries(activity).map(([k, v]) => `${k} ${v}`).join("; ")}`)
+  return res
+}
+
+// ---- main -----------------------------------------------------------------------------------------
+
+const main = async () => {
+  const started = new Date()
+  const stamp = started.toISOString().replace(/[:.]/g, "-")
+  const info = await machineInfo()
+  log(`bench/purchases ${started.toISOString()}`)
+  log(`machine: ${info.nproc} CPUs (${info.cpuModel}), ${info.memoryGiB} GiB, node ${info.node}, PostgreSQL ${info.postgres}`)
+  log(`settings: ${JSON.stringify(opts)}`)
+  buildIfNeeded()
+  mkdirSync(OUT, { recursive: true })
+  const dataDir = join(OUT, `data-${stamp}`)
+  const results = { date: started.toISOString(), command: `node bench/purchases/run.mjs ${argv.join(" ")}`.trim(), machine: info, options: opts }
+  const serviceExtra = { SIM_CATALOGUE_SIZE: String(opts.catalogue), SIM_CHURN_PER_SECOND: "0", SIM_TIME_SCALE: String(opts.timeScale) }
+
+  const db = await createDatabase("mps_bench_buy")
+  const bareDbName = `${db.name}_bare`
+  const dropBare = () => withAdminClient((c) => c.query(`DROP DATABASE IF EXISTS ${bareDbName} WITH (FORCE)`))
+  atInterrupt(async () => { await sleep(300); await dropBare() })
+  const ctx = {}
+  try {
+    // 1. data
+    const t0 = performance.now()
+    let service = await startService({ databaseUrl: db.url, dataDir, extra: serviceExtra, readyTimeoutMs: 600_000 })
+    log(`service ready with ${opts.catalogue} items in ${round((performance.now() - t0) / 1000, 1)} s`)
+    const dbc = new pg.Client({ connectionString: db.url })
+    await dbc.connect()
+    const total = Number((await dbc.query("SELECT sum(price_cents) AS s FROM catalogue_items WHERE status = 'active'")).rows[0].s) / 100
+    const ids = (await dbc.query("SELECT id FROM catalogue_items WHERE status = 'active' ORDER BY id")).rows.map((r) => r.id)
+    await dbc.end()
+    const merchants = []
+    for (let m = 0; m < opts.merchants; m++) {
+      const merchant = await admin(service, "/admin/merchants", { name: `bench-buyer-${m}`, webhook_url: null })
+      // deposits pay a 0.5 % commission above 5000 USD: fund 10 % above the whole catalogue
+      let left = Math.ceil(total * 1.1)
+      for (let n = 0; left > 0; n++) {
+        const amount = Math.min(left, 100_000_000)
+        await admin(service, "/admin/deposits", { merchant_id: merchant.merchant_id, network: "tron", amount, tx_id: `bench-buy-${m}-${n}` })
+        left -= amount
+      }
+      merchants.push(merchant)
+    }
+    log(`${ids.length} active items worth ${round(total)} USD; ${merchants.length} merchant(s) funded with ${Math.ceil(total * 1.1)} USD each`)
+
+    // 2. the bare's copy
+    await service.stop()
+    if (opts.worker === "deferred") {
+      {
+        const c = new pg.Client({ connectionString: db.url })
+        await c.connect()
+        await c.query(`CREATE FUNCTION bench_defer_worker() RETURNS trigger LANGUAGE plpgsql AS $$
+          BEGIN NEW.next_step_at := now() + interval '1 day'; RETURN NEW; END $$`)
+        await c.query(`CREATE TRIGGER bench_defer_worker BEFORE INSERT ON purchases FOR EACH ROW EXECUTE FUNCTION bench_defer_worker()`)
+        await c.end()
+      }
+      log("worker deferred: new purchases are due in a day (trigger in both databases)")
+    }
+    await withAdminClient((c) => c.query(`DROP DATABASE IF EXISTS ${bareDbName} WITH (FORCE)`).then(() => c.query(`CREATE DATABASE ${bareDbName} TEMPLATE ${db.name}`)))
+    const bareUrl = new URL(db.url)
+    bareUrl.pathname = `/${bareDbName}`
+    service = await startService({ databaseUrl: db.url, dataDir, extra: serviceExtra, readyTimeoutMs: 600_000 })
+    ctx.service = service
+    ctx.merchants = merchants
+    ctx.serviceItems = { ids, next: 0 }
+    ctx.bare = forkChild(join(HERE, "bare.mjs"), [], { ...process.env, NODE_ENV: "production", DATABASE_URL: bareUrl.toString() }, "bare")
+    await new Promise((resolve, reject) => {
+      ctx.bare.child.once("message", resolve)
+      ctx.bare.exited.then((code) => reject(new Error(`bare exited ${code}: ${ctx.bare.output()}`)))
+    })
+    ctx.bareCall = rpc(ctx.bare)
+    await ctx.bareCall({ cmd: "init", merchantIds: merchants.map((m) => m.merchant_id), tradeUrl: TRADE_URL, steamId: STEAM_ID, items: ids })
+    ctx.dbName = db.name
+    ctx.bareDbName = bareDbName
+    ctx.serviceSampler = await activitySampler(db.name)
+    ctx.bareSampler = await activitySampler(bareDbName)
+
+    // 3. load
+    results.levels = []
+    for (const c of levels) {
+      log(`\n${c} concurrent client(s): ${opts.warmup} s warm-up + ${opts.duration} s, ${opts.rounds} round(s)`)
+      const runs = { service: [], bare: [] }
+      for (let i = 0; i < opts.rounds; i++) {
+        for (const which of i % 2 === 0 ? ["service", "bare"] : ["bare", "service"]) {
+          runs[which].push(await measure(which, ctx, c))
+          await sleep(1000)
+        }
+      }
+      const agg = (rs) => ({
+        rps: mean(rs.map((r) => r.rps)),
+        p50: mean(rs.map((r) => r.p50)),
+        p99: mean(rs.map((r) => r.p99)),
+        cpuMsPerBuy: mean(rs.map((r) => r.cpuMsPerBuy)),
+        errors: rs.reduce((a, r) => a + r.errors, 0)
+      })
+      const s = agg(runs.service)
+      const b = agg(runs.bare)
+      results.levels.push({ concurrency: c, service: s, bare: b, ratio: s.rps / b.rps, runs })
+    }
+    log(`\nsummary (mean of rounds; target: service >= 0.5 x bare, p99 < 50 ms at 16)`)
+    log(`  clients   service buys/s  p50 ms  p99 ms   bare buys/s  p50 ms  p99 ms   ratio   CPU µs/buy service / bare`)
+    for (const l of results.levels) {
+      log(`  ${String(l.concurrency).padStart(7)}   ${String(round(l.service.rps, 1)).padStart(14)}  ${String(round(l.service.p50, 1)).padStart(6)}  ${String(round(l.service.p99, 1)).padStart(6)}` +
+        `   ${String(round(l.bare.rps, 1)).padStart(11)}  ${String(round(l.bare.p50, 1)).padStart(6)}  ${String(round(l.bare.p99, 1)).padStart(6)}` +
+        `   ${String(round(l.ratio, 2)).padStart(5)}   ${round(l.service.cpuMsPerBuy * 1000)} / ${round(l.bare.cpuMsPerBuy * 1000)}`)
+    }
+    const at16 = results.levels.find((l) => l.concurrency === 16)
+    results.targets = {
+      ratioAtLeastHalf: Object.fromEntries(results.levels.map((l) => [l.concurrency, l.ratio >= 0.5])),
+      p99Under50At16: at16 ? at16.service.p99 < 50 : undefined
+    }
+    log(`targets: ratio >= 0.5: ${JSON.stringify(results.targets.ratioAtLeastHalf)}; p99 < 50 ms at 16: ${results.targets.p99Under50At16}`)
+
+    // 4. profile
+    if (opts.profile) {
+      await service.stop()
+      const dir = join(OUT, `profile-${stamp}`)
+      mkdirSync(dir, { recursive: true })
+      log(`\nprofile: the service at ${opts.profileAt} clients under node --cpu-prof`)
+      ctx.service = await startService({ databaseUrl: db.url, dataDir, extra: serviceExtra, nodeArgs: ["--cpu-prof", "--cpu-prof-dir", dir], readyTimeoutMs: 600_000 })
+      const r = await measure("service", ctx, opts.profileAt)
+      await ctx.service.stop(120_000)
+      ctx.service = undefined
+      const file = readdirSync(dir).find((f) => f.endsWith(".cpuprofile"))
+      const summary = summarise(JSON.parse(readFileSync(join(dir, file), "utf8")), { top: 30, ...r.window })
+      log(`profile: ${join(dir, file)} (the measured window only)`)
+      printSummary(summary, log)
+      results.profile = { file: join(dir, file), run: r, summary }
+    }
+  } finally {
+    if (ctx.bare) await ctx.bare.stop()
+    if (ctx.service) await ctx.service.stop()
+    await ctx.serviceSampler?.end().catch(() => undefined)
+    await ctx.bareSampler?.end().catch(() => undefined)
+    await sleep(300)
+    await db.drop().catch((e) => log(`could not drop ${db.name}: ${e.message}`))
+    await dropBare().catch((e) => log(`could not drop ${bareDbName}: ${e.message}`))
+    rmSync(dataDir, { recursive: true, force: true })
+  }
+  const file = join(OUT, `results-${stamp}.json`)
+  for (const l of results.levels ?? []) for (const k of ["service", "bare"]) for (const r of l.runs[k]) delete r.latencies
+  writeFileSync(file, JSON.stringify(results, null, 2) + "\n")
+  log(`\nresults: ${file}`)
+}
+
+main().catch((error) => {
+  console.error(error)
+  process.exitCode = 1
+})
