@@ -24,7 +24,7 @@ import { StreamLive } from "./Catalogue/Stream.js"
 import { Settings } from "./Config.js"
 import { DepositsHttp } from "./Deposits/Http.js"
 import * as Errors from "./Domain/Errors.js"
-import { Authenticator, AuthenticationLive } from "./Merchants/Authentication.js"
+import { AuthenticationLive } from "./Merchants/Authentication.js"
 import { BalanceHttp } from "./Merchants/Http.js"
 import { Metrics } from "./Ops/Metrics.js"
 import { PurchasesHttp } from "./Purchases/Http.js"
@@ -196,4 +196,3 @@ export const HttpLive = Layer.unwrapEffect(Effect.gen(function*() {
   )
 }))
 
-export { Authenticator }
