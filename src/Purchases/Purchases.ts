@@ -134,7 +134,6 @@ export class Purchases extends Effect.Service<Purchases>()("Purchases", {
         if (Option.isNone(after)) {
           return yield* new InsufficientBalance({ message: `Available balance is below the live price ${(row.priceCents / 100).toFixed(2)}.` })
         }
-        yield* changeLog.reserve(input.itemId)
         const item = JSON.parse(row.item) as CatalogItem
         yield* sql`
           INSERT INTO purchases (id, merchant_id, custom_id, attempt, item_id, market_hash_name, image_url, exterior, float,
@@ -150,6 +149,9 @@ export class Purchases extends Effect.Service<Purchases>()("Purchases", {
           data: purchaseEventData(purchase, { balanceAfterCents: after.value })
         })
         yield* notifications.notify(purchaseId)
+        // Last: the change log's head row is one lock for every writer, held until commit, so it is
+        // taken as late as possible (the item row, locked above, already keeps others off the item).
+        yield* changeLog.reserve(input.itemId)
         return { purchase, balanceCents: after.value }
       })
 
