@@ -94,18 +94,19 @@ export const report = (files) => {
     line("Dump regeneration (service following, the bench holds the sync leader's lock; DUMP_INTERVAL_SECONDS=" +
       `${dumps[0][1].dump.interval}; /health on the ops port probed every ${last.options.probeMs} ms; event-loop delay = prom-client's monitorEventLoopDelay max per 1 s scrape):`)
     line()
-    line("| items | regeneration | gzip | JSON | worst /health | worst event-loop delay | main thread: CPU / waiting for a CPU | GC in the regeneration (major / minor), longest pause bucket | machine busy |")
-    line("|---:|---:|---:|---:|---:|---:|---:|---|---:|")
+    line("| items | regeneration | gzip | JSON | worst /health | worst event-loop delay | longest main-thread CPU within one /health probe | main thread over the regeneration: CPU / waiting for a CPU | GC in the regeneration (major / minor), longest pause bucket | machine busy |")
+    line("|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|")
     for (const [size, v] of dumps) {
       const d = v.dump
-      line(`| ${r1(size)} | first (at start) ${s(d.start.firstDump.millis)} | ${r1(d.start.firstDump.gzipBytes / MiB)} MiB | ${r1(d.start.firstDump.jsonBytes / MiB)} MiB | – | – | – | – | – |`)
+      line(`| ${r1(size)} | first (at start) ${s(d.start.firstDump.millis)} | ${r1(d.start.firstDump.gzipBytes / MiB)} MiB | ${r1(d.start.firstDump.jsonBytes / MiB)} MiB | – | – | – | – | – | – |`)
       for (const g of d.regenerations) {
         line(`| ${r1(size)} | **${s(g.millis)}** | ${r1(g.gzipBytes / MiB)} MiB | ${r1(g.jsonBytes / MiB)} MiB | **${r1(g.worstProbeMs)} ms** | ${r1(g.eventLoopDelayMaxMs)} ms |` +
+          ` ${g.busiestProbe ? `${r1(g.busiestProbe.mainThreadCpuMs)} ms (probe ${r1(g.busiestProbe.ms)} ms)` : "–"} |` +
           ` ${g.sched ? `${s(g.sched.mainThreadCpuMs)} / ${s(g.sched.mainThreadRunQueueWaitMs)}` : "–"} |` +
           ` ${g.gc ? `${r1(g.gc.majorMs)} ms / ${r1(g.gc.minorMs)} ms; ${Object.entries(g.gc.longestPause ?? {}).map(([k, b]) => `${k} ${b}`).join(", ")}` : "–"} |` +
           ` ${g.sched ? `${r1(g.sched.machineBusyCores, 2)} of ${g.sched.cores} cores` : "–"} |`)
       }
-      line(`| ${r1(size)} | between regenerations | | | ${r1(d.idle.worstProbeMs)} ms | ${r1(d.idle.eventLoopDelayMaxMs)} ms | | | |`)
+      line(`| ${r1(size)} | between regenerations | | | ${r1(d.idle.worstProbeMs)} ms | ${r1(d.idle.eventLoopDelayMaxMs)} ms | ${d.idle.busiestProbeCpuMs !== undefined ? `${r1(d.idle.busiestProbeCpuMs)} ms` : "–"} | | | |`)
     }
   }
   return out.join("\n")

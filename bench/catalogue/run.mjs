@@ -437,17 +437,25 @@ const startProbes = (service, everyMs) => {
     if (inFlight || stopped) return
     inFlight = true
     const sentAt = now()
+    // the service's main thread's CPU time while this probe waited: on a machine shared with other
+    // work, how long the event loop was busy (code, GC) as opposed to waiting for a CPU
+    const cpuAtSend = schedstat(service.pid)
+    const done = (status) => {
+      const cpuAtEnd = schedstat(service.pid)
+      probes.push({
+        sentAt,
+        ms: now() - sentAt,
+        status,
+        cpuMs: cpuAtSend && cpuAtEnd ? cpuAtEnd.cpuMs - cpuAtSend.cpuMs : NaN,
+        waitMs: cpuAtSend && cpuAtEnd ? cpuAtEnd.waitMs - cpuAtSend.waitMs : NaN
+      })
+      inFlight = false
+    }
     const req = request({ host: url.hostname, port: url.port, path: url.pathname, agent }, (res) => {
       res.resume()
-      res.on("end", () => {
-        probes.push({ sentAt, ms: now() - sentAt, status: res.statusCode })
-        inFlight = false
-      })
+      res.on("end", () => done(res.statusCode))
     })
-    req.on("error", () => {
-      probes.push({ sentAt, ms: now() - sentAt, status: 0 })
-      inFlight = false
-    })
+    req.on("error", () => done(0))
     req.end()
   }, everyMs)
   const scrapeLoop = (async () => {
@@ -529,6 +537,9 @@ const longestGc = (a, b) => {
 const delaysOver = (probes, scrapes, startAt, endAt) => {
   const inWindow = probes.filter((p) => p.sentAt + p.ms >= startAt && p.sentAt <= endAt)
   const worstProbe = inWindow.reduce((w, p) => (p.ms > w ? p.ms : w), 0)
+  const worst = inWindow.find((p) => p.ms === worstProbe)
+  // the probe during which the main thread ran longest: the longest the loop was busy
+  const busiest = inWindow.reduce((w, p) => (w === undefined || p.cpuMs > w.cpuMs ? p : w), undefined)
   const overlapping = scrapes.filter((s) => s.at >= startAt && s.from <= endAt)
   const eldMax = overlapping.reduce((w, s) => Math.max(w, s.eldMaxMs), 0)
   const i0 = scrapes.findIndex((s) => s.at >= startAt)
@@ -562,6 +573,8 @@ const delaysOver = (probes, scrapes, startAt, endAt) => {
   return {
     probes: inWindow.length,
     worstProbeMs: worstProbe,
+    worstProbe: worst && { atMs: worst.sentAt - startAt, ms: worst.ms, mainThreadCpuMs: worst.cpuMs, mainThreadWaitMs: worst.waitMs },
+    busiestProbe: busiest && { atMs: busiest.sentAt - startAt, ms: busiest.ms, mainThreadCpuMs: busiest.cpuMs, mainThreadWaitMs: busiest.waitMs },
     p99ProbeMs: p.length ? p[Math.min(p.length - 1, Math.floor(p.length * 0.99))] : undefined,
     eventLoopDelayMaxMs: eldMax,
     gc,
@@ -605,15 +618,18 @@ const dumpBench = async (db, tmp, size) => {
     }
     regens.forEach((r, i) =>
       log(`  regeneration ${i + 1}: ${fmtS(r.millis)}, gzip ${mib(r.gzipBytes)} MiB (JSON ${mib(r.jsonBytes)} MiB), ` +
-        `/health worst ${round(r.worstProbeMs, 1)} ms (p99 ${round(r.p99ProbeMs, 1)} ms, ${r.probes} probes), ` +
+        `/health worst ${round(r.worstProbeMs, 1)} ms (p99 ${round(r.p99ProbeMs, 1)} ms, ${r.probes} probes` +
+        (r.worstProbe ? `; the worst at +${fmtS(r.worstProbe.atMs)}, main thread ${round(r.worstProbe.mainThreadCpuMs)} ms CPU + ${round(r.worstProbe.mainThreadWaitMs)} ms waiting for a CPU meanwhile` : "") +
+        (r.busiestProbe ? `; longest main-thread CPU during one probe ${round(r.busiestProbe.mainThreadCpuMs)} ms (at +${fmtS(r.busiestProbe.atMs)}, probe ${round(r.busiestProbe.ms)} ms)` : "") + `), ` +
         `event-loop delay max ${round(r.eventLoopDelayMaxMs, 1)} ms` +
         (r.gc ? `, GC major ${round(r.gc.majorMs)} ms in ${r.gc.majorCount}, minor ${round(r.gc.minorMs)} ms, incremental ${round(r.gc.incrementalMs)} ms` +
           ` (longest pause by kind: ${JSON.stringify(r.gc.longestPause)})` : "") +
         (r.sched ? `; over ${fmtS(r.sched.wallMs)}: main thread ${fmtS(r.sched.mainThreadCpuMs)} CPU, ${fmtS(r.sched.mainThreadRunQueueWaitMs)} waiting for a CPU;` +
           ` service ${round(r.sched.serviceCores, 2)} cores, machine ${round(r.sched.machineBusyCores, 2)} of ${r.sched.cores} cores busy` : "")))
     const idleWorst = Math.max(0, ...idle.map((x) => x.worstProbeMs))
+    const idleBusiest = Math.max(0, ...idle.map((x) => x.busiestProbe?.mainThreadCpuMs ?? 0))
     const idleEld = Math.max(0, ...idle.map((x) => x.eventLoopDelayMaxMs))
-    log(`  between regenerations: /health worst ${round(idleWorst, 1)} ms, event-loop delay max ${round(idleEld, 1)} ms;` +
+    log(`  between regenerations: /health worst ${round(idleWorst, 1)} ms (longest main-thread CPU during one probe ${round(idleBusiest)} ms), event-loop delay max ${round(idleEld, 1)} ms;` +
       ` this process's own 10 ms timer was at worst ${round(worstTimerLateness, 1)} ms late`)
     log(`  RSS over the run: max ${mib(Math.max(...probes.scrapes.map((s) => s.rss)))} MiB; peak (VmHWM) ${mib(memoryOf(service.pid).hwm)} MiB`)
     return {
@@ -621,7 +637,7 @@ const dumpBench = async (db, tmp, size) => {
       nodeOptions: service.nodeOptions,
       interval,
       regenerations: regens,
-      idle: { worstProbeMs: idleWorst, eventLoopDelayMaxMs: idleEld },
+      idle: { worstProbeMs: idleWorst, busiestProbeCpuMs: idleBusiest, eventLoopDelayMaxMs: idleEld },
       probeTimerWorstLatenessMs: worstTimerLateness,
       memoryBeforeSecond,
       memoryAfter,

@@ -76,6 +76,7 @@ server.listen(port, host, () => {
 })
 
 const stop = () => {
+  setTimeout(() => process.exit(0), 2000).unref() // never outlive a stop because of the pool
   server.close()
   server.closeAllConnections?.()
   pool.end().finally(() => process.exit(0))

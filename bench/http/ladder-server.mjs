@@ -5,12 +5,13 @@
  */
 // LEVEL:
 //  L0 Effect HttpRouter raw route + plain pg Pool (Effect.async), HTTP tracer disabled
-//  L1 L0 with the HTTP tracer on (the platform's default: one span per request)
+//  L1 L0 with tracing on (the platform's default: one span per request)
 //  L2 L0 with @effect/sql-pg (sql.unsafe, 1 join query)
 //  L3 HttpApi endpoint (success schema) + SqlSchema.findOne decode; no middleware; 1 join query
 //  L4 L3 + HttpApiMiddleware security bearer (in-memory key cache, like the service) + 1 balance query
 //  L5 L4 + runtime metrics flag + request middleware (uuid, pre-response handler, annotateLogs)
-//  L3-L5 have the HTTP tracer disabled, as the service has.
+//  All but L1 run with tracing off (Layer.setTracerEnabled(false) and the HTTP tracer disabled),
+//  as the service does since 855012a.
 import { HttpApi, HttpApiBuilder, HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSecurity, HttpApp, HttpMiddleware, HttpRouter, HttpServer, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { NodeHttpServer, NodeRuntime } from "@effect/platform-node"
 import { SqlClient, SqlSchema } from "@effect/sql"
@@ -107,5 +108,7 @@ if (LEVEL === "L0" || LEVEL === "L1" || LEVEL === "L2") {
     .pipe(noTracer, Layer.provide(ApiLive), Layer.provide(serverLayer), Layer.provide(PgLive))
 }
 let program = Layer.launch(main)
+// as the service (src/main.ts): no tracer at run time, so SQL statements make no spans either
+if (LEVEL !== "L1") program = program.pipe(Effect.provide(Layer.setTracerEnabled(false)))
 if (LEVEL === "L5") program = program.pipe(Effect.provide(RuntimeFlags.enableRuntimeMetrics))
 NodeRuntime.runMain(program)

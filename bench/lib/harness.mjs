@@ -12,7 +12,8 @@ import { fileURLToPath } from "node:url"
 import pg from "pg"
 
 export const ROOT = fileURLToPath(new URL("../../", import.meta.url))
-export const MAIN = join(ROOT, "dist/src/main.js")
+/** The service entry: `dist/src/main.js` (tsc output), or BENCH_SERVICE_ENTRY (e.g. dist/bundle/main.mjs, what npm start runs). */
+export const MAIN = join(ROOT, process.env.BENCH_SERVICE_ENTRY ?? "dist/src/main.js")
 export const ADMIN_TOKEN = "adm_bench_token_0123456789abcdef"
 export const PG_SERVER_URL = process.env.BENCH_PG_URL ?? "postgres://postgres@127.0.0.1:5432/postgres"
 export const CLK_TCK = 100
@@ -215,9 +216,23 @@ export const buildIfNeeded = () => {
   }
 }
 
+/** A connected pg.Client; retries while the shared server is out of connections (53300). */
+export const connectClient = async (connectionString, tries = 40) => {
+  for (let i = 0; ; i++) {
+    const client = new pg.Client({ connectionString })
+    client.on("error", () => undefined)
+    try {
+      await client.connect()
+      return client
+    } catch (e) {
+      if (e.code !== "53300" || i >= tries) throw e
+      await sleep(500)
+    }
+  }
+}
+
 export const withAdminClient = async (f) => {
-  const client = new pg.Client({ connectionString: PG_SERVER_URL })
-  await client.connect()
+  const client = await connectClient(PG_SERVER_URL)
   try {
     return await f(client)
   } finally {
@@ -302,7 +317,13 @@ export const fundedMerchant = async (service, name, usd) => {
 export const machineInfo = async () => {
   const cpuinfo = readFileSync("/proc/cpuinfo", "utf8")
   const postgres = await withAdminClient((c) => c.query("SHOW server_version")).then((r) => r.rows[0].server_version)
+  let revision = "unknown"
+  try {
+    revision = execSync("git rev-parse --short HEAD", { cwd: ROOT }).toString().trim() +
+      (execSync("git status --porcelain src", { cwd: ROOT }).toString().trim() === "" ? "" : " (src modified)")
+  } catch {}
   return {
+    revision,
     nproc: Number(execSync("nproc").toString().trim()),
     cpuModel: cpuinfo.match(/model name\s*:\s*(.*)/)?.[1] ?? cpus()[0]?.model,
     memoryGiB: round(totalmem() / 2 ** 30, 1),

@@ -7,9 +7,10 @@
  * parameters, as unnamed parameterised queries like @effect/sql-pg sends them:
  *
  *   BEGIN; INSERT purchase_requests ON CONFLICT DO NOTHING RETURNING; SELECT catalogue_items FOR UPDATE;
- *   UPDATE balances RETURNING; INSERT ledger_entries; UPDATE catalogue_items RETURNING;
- *   UPDATE catalogue_state RETURNING; INSERT catalogue_changes; SELECT pg_notify; INSERT purchases;
- *   SELECT purchase; INSERT webhook_events; SELECT pg_notify; COMMIT
+ *   UPDATE balances RETURNING; INSERT ledger_entries; INSERT purchases; SELECT purchase;
+ *   INSERT webhook_events; SELECT pg_notify; UPDATE catalogue_items RETURNING;
+ *   UPDATE catalogue_state RETURNING; INSERT catalogue_changes; SELECT pg_notify; COMMIT
+ * (the order of c51e05d, ChangeLog.reserve last; before it, reserve came right after the ledger row).
  *
  * Forked by run.mjs (DATABASE_URL in the environment), driven over IPC:
  *   init {merchantIds, tradeUrl, steamId, items: [id...]}   (worker i buys for merchantIds[i mod M])
@@ -64,17 +65,6 @@ const buy = async (pool, { merchantId, itemId, customId, tradeUrl, steamId, maxP
     await client.query(
       `INSERT INTO ledger_entries (merchant_id, kind, amount_cents, available_after_cents, reference_id)
           VALUES ($1, $2, $3, $4, $5)`, [merchantId, "purchase_debit", -priceCents, after, purchaseId])
-    const reserved = await client.query(
-      `UPDATE catalogue_items SET status = 'reserved', updated_at = now()
-          WHERE id = $1 AND status = 'active'
-          RETURNING item, price_cents AS "priceCents", provider_price_cents AS "providerPriceCents", sim`, [itemId])
-    if (reserved.rows.length > 0) {
-      const head = await client.query(`UPDATE catalogue_state SET head_seq = head_seq + $1 RETURNING epoch, head_seq AS head`, [1])
-      const { epoch, head: headSeq } = head.rows[0]
-      await client.query(`INSERT INTO catalogue_changes ("seq","epoch","op","item_id","item") VALUES ($1,$2,$3,$4,$5)`,
-        [Number(headSeq), epoch, "remove", itemId, null])
-      await client.query(`SELECT pg_notify($1, $2)`, ["catalogue_changes", String(headSeq)])
-    }
     const item = JSON.parse(row.item)
     await client.query(
       `INSERT INTO purchases (id, merchant_id, custom_id, attempt, item_id, market_hash_name, image_url, exterior, float,
@@ -104,6 +94,18 @@ const buy = async (pool, { merchantId, itemId, customId, tradeUrl, steamId, maxP
       `INSERT INTO webhook_events (id, merchant_id, event_type, order_id, body, created_at)
                    VALUES ($1, $2, $3, $4, $5, $6)`, [eventId, merchantId, "purchase.created", purchaseId, body, createdAt])
     await client.query(`SELECT pg_notify($1, $2)`, ["purchase_changed", purchaseId])
+    // last, as Purchases.buyItem does since c51e05d: the change log's head row is every writer's lock
+    const reserved = await client.query(
+      `UPDATE catalogue_items SET status = 'reserved', updated_at = now()
+          WHERE id = $1 AND status = 'active'
+          RETURNING item, price_cents AS "priceCents", provider_price_cents AS "providerPriceCents", sim`, [itemId])
+    if (reserved.rows.length > 0) {
+      const head = await client.query(`UPDATE catalogue_state SET head_seq = head_seq + $1 RETURNING epoch, head_seq AS head`, [1])
+      const { epoch, head: headSeq } = head.rows[0]
+      await client.query(`INSERT INTO catalogue_changes ("seq","epoch","op","item_id","item") VALUES ($1,$2,$3,$4,$5)`,
+        [Number(headSeq), epoch, "remove", itemId, null])
+      await client.query(`SELECT pg_notify($1, $2)`, ["catalogue_changes", String(headSeq)])
+    }
     await client.query("COMMIT")
     return { purchase, after }
   } catch (e) {
@@ -116,8 +118,23 @@ const buy = async (pool, { merchantId, itemId, customId, tradeUrl, steamId, maxP
 
 const run = async ({ concurrency, poolMax = concurrency, warmup, duration, prefix }) => {
   const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: poolMax })
-  // open the connections before the clock starts, as the service's pool is warm
-  await Promise.all(Array.from({ length: poolMax }, () => pool.connect())).then((cs) => cs.forEach((c) => c.release()))
+  pool.on("error", () => undefined)
+  // open the connections before the clock starts, as the service's pool is warm; the PostgreSQL
+  // server is shared: if it runs out of connections, go on with those opened
+  const opened = []
+  for (let i = 0; i < poolMax; i++) {
+    try {
+      opened.push(await pool.connect())
+    } catch (e) {
+      if (e.code !== "53300" || opened.length === 0) throw e
+      break
+    }
+  }
+  opened.forEach((c) => c.release())
+  if (opened.length < poolMax) {
+    await pool.end()
+    return run({ concurrency, poolMax: opened.length, warmup, duration, prefix })
+  }
   let measuring = false
   let stop = false
   const latencies = []

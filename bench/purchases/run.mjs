@@ -41,7 +41,7 @@ import { fileURLToPath } from "node:url"
 import pg from "pg"
 import { printSummary, summarise } from "../http/cpuprofile-summary.mjs"
 import {
-  admin, argOptions, atInterrupt, buildIfNeeded, cpuMs, createDatabase, forkChild, log, machineInfo, machineTicks, mean,
+  admin, argOptions, atInterrupt, buildIfNeeded, connectClient, cpuMs, createDatabase, forkChild, log, machineInfo, machineTicks, mean,
   percentileSorted, PG_SERVER_URL, pgBackendCpu, pgCpuDelta, round, rpc, sleep, startService, waitQuiet, withAdminClient, CLK_TCK
 } from "../lib/harness.mjs"
 
@@ -71,8 +71,7 @@ const levels = opts.levels.split(",").map(Number)
 // ---- PostgreSQL activity sampler -----------------------------------------------------------------
 
 const activitySampler = async (database) => {
-  const client = new pg.Client({ connectionString: PG_SERVER_URL })
-  await client.connect()
+  const client = await connectClient(PG_SERVER_URL)
   let running = false
   let samples = 0
   const counts = {}
@@ -207,7 +206,7 @@ const measure = async (which, ctx, concurrency) => {
     ctx.bare.child.on("message", measuringListener)
     const free = await withAdminClient((c) => c.query(
       "SELECT current_setting('max_connections')::int - (SELECT count(*) FROM pg_stat_activity)::int AS free")).then((q) => q.rows[0].free)
-    const poolMax = Math.max(1, Math.min(concurrency, free - 10))
+    const poolMax = Math.max(1, Math.min(concurrency, free - 20))
     if (poolMax < concurrency) log(`  note: PostgreSQL has ${free} free connections (max_connections is shared): the bare's pool is capped at ${poolMax}`)
     r = await ctx.bareCall({ cmd: "run", concurrency, poolMax, warmup: opts.warmup, duration: opts.duration, prefix })
     ctx.bare.child.off("message", measuringListener)
@@ -254,7 +253,7 @@ const main = async () => {
   const stamp = started.toISOString().replace(/[:.]/g, "-")
   const info = await machineInfo()
   log(`bench/purchases ${started.toISOString()}`)
-  log(`machine: ${info.nproc} CPUs (${info.cpuModel}), ${info.memoryGiB} GiB, node ${info.node}, PostgreSQL ${info.postgres}`)
+  log(`machine: ${info.nproc} CPUs (${info.cpuModel}), ${info.memoryGiB} GiB, node ${info.node}, PostgreSQL ${info.postgres}; revision ${info.revision}`)
   log(`settings: ${JSON.stringify(opts)}`)
   buildIfNeeded()
   mkdirSync(OUT, { recursive: true })
@@ -272,8 +271,7 @@ const main = async () => {
     const t0 = performance.now()
     let service = await startService({ databaseUrl: db.url, dataDir, extra: serviceExtra, readyTimeoutMs: 600_000 })
     log(`service ready with ${opts.catalogue} items in ${round((performance.now() - t0) / 1000, 1)} s`)
-    const dbc = new pg.Client({ connectionString: db.url })
-    await dbc.connect()
+    const dbc = await connectClient(db.url)
     const total = Number((await dbc.query("SELECT sum(price_cents) AS s FROM catalogue_items WHERE status = 'active'")).rows[0].s) / 100
     const ids = (await dbc.query("SELECT id FROM catalogue_items WHERE status = 'active' ORDER BY id")).rows.map((r) => r.id)
     await dbc.end()
@@ -295,8 +293,7 @@ const main = async () => {
     await service.stop()
     if (opts.worker === "deferred") {
       {
-        const c = new pg.Client({ connectionString: db.url })
-        await c.connect()
+        const c = await connectClient(db.url)
         await c.query(`CREATE FUNCTION bench_defer_worker() RETURNS trigger LANGUAGE plpgsql AS $$
           BEGIN NEW.next_step_at := now() + interval '1 day'; RETURN NEW; END $$`)
         await c.query(`CREATE TRIGGER bench_defer_worker BEFORE INSERT ON purchases FOR EACH ROW EXECUTE FUNCTION bench_defer_worker()`)

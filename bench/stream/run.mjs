@@ -49,7 +49,7 @@ import { fileURLToPath } from "node:url"
 import pg from "pg"
 import { summarise, printSummary } from "../http/cpuprofile-summary.mjs"
 import {
-  argOptions, buildIfNeeded, childPids, cpuMs, createDatabase, forkChild, freePort, fundedMerchant, log, machineInfo,
+  argOptions, buildIfNeeded, childPids, connectClient, cpuMs, createDatabase, forkChild, freePort, fundedMerchant, log, machineInfo,
   machineTicks, otherBusyProcesses, pgBackendCpu, pgCpuDelta, round, rpc, sleep, startService, waitQuiet, CLK_TCK
 } from "../lib/harness.mjs"
 
@@ -172,8 +172,8 @@ const runScenario = async ({ clients: N, rate }, dir, pgAdmin) => {
   log(`\n=== ${N} clients at ${rate} changes/s (source: ${opts.source}) ===`)
   const result = { clients: N, rate, source: opts.source }
   const db = await createDatabase(`mps_bench_stream`)
-  const dbClient = new pg.Client({ connectionString: db.url })
-  const listener = new pg.Client({ connectionString: db.url })
+  let dbClient
+  let listener
   const notified = []
   let service, clients, writer
   try {
@@ -186,9 +186,9 @@ const runScenario = async ({ clients: N, rate }, dir, pgAdmin) => {
       nodeArgs: opts.profile ? ["--cpu-prof", "--cpu-prof-dir", profileDir] : [],
       extra: { SIM_CATALOGUE_SIZE: String(opts.catalogue), SIM_CHURN_PER_SECOND: String(opts.source === "sim" ? rate : 0) }
     })
-    await dbClient.connect()
+    dbClient = await connectClient(db.url)
     // pg_notify reaches listeners at commit: its arrival time is the commit time of its changes
-    await listener.connect()
+    listener = await connectClient(db.url)
     listener.on("notification", (n) => notified.push([Number(n.payload), performance.timeOrigin + performance.now()]))
     await listener.query("LISTEN catalogue_changes")
     const merchant = await fundedMerchant(service, "bench-stream", 10)
@@ -369,8 +369,8 @@ const runScenario = async ({ clients: N, rate }, dir, pgAdmin) => {
     if (clients) await clients.stop()
     if (writer) await writer.stop()
     if (service) await service.stop()
-    await dbClient.end().catch(() => undefined)
-    await listener.end().catch(() => undefined)
+    await dbClient?.end().catch(() => undefined)
+    await listener?.end().catch(() => undefined)
     await sleep(300)
     await db.drop().catch((e) => log(`could not drop ${db.name}: ${e.message}`))
   }
@@ -380,7 +380,7 @@ const main = async () => {
   const started = new Date()
   const info = await machineInfo()
   log(`bench/stream ${started.toISOString()}`)
-  log(`machine: ${info.nproc} CPUs (${info.cpuModel}), ${info.memoryGiB} GiB, node ${info.node}, PostgreSQL ${info.postgres}`)
+  log(`machine: ${info.nproc} CPUs (${info.cpuModel}), ${info.memoryGiB} GiB, node ${info.node}, PostgreSQL ${info.postgres}; revision ${info.revision}`)
   log(`settings: ${JSON.stringify(opts)}`)
   buildIfNeeded()
   mkdirSync(OUT, { recursive: true })
