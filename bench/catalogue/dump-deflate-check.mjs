@@ -6,7 +6,11 @@
  * multiple of zlib's 16 KiB output chunk (the stream then asks zlib for more output with no input
  * left) and any call that never calls back.
  *
- *   node --max-old-space-size=4096 bench/catalogue/dump-deflate-check.mjs [items=1000000] [rounds=3] [--piece-length L]
+ *   node --max-old-space-size=4096 [--expose-gc] bench/catalogue/dump-deflate-check.mjs [items=1000000] [rounds=3]
+ *        [--piece-length L] [--gc-storm]
+ *
+ * --gc-storm (with --expose-gc): a full GC every 5 ms meanwhile, as in a service whose heap holds
+ * a million items while the dump allocates.
  */
 import * as zlib from "node:zlib"
 import { serialise } from "../../dist/src/Domain/CatalogItem.js"
@@ -17,6 +21,11 @@ const N = Number(args[0] ?? 1_000_000)
 const ROUNDS = Number(args[1] ?? 3)
 const lengthFlag = process.argv.indexOf("--piece-length")
 const onlyLength = lengthFlag > 0 ? Number(process.argv[lengthFlag + 1]) : undefined
+if (process.argv.includes("--gc-storm")) {
+  if (typeof globalThis.gc !== "function") throw new Error("--gc-storm needs node --expose-gc")
+  setInterval(() => globalThis.gc({ type: "minor" }), 2).unref()
+  setInterval(() => globalThis.gc(), 50).unref()
+}
 const PIECE_ITEMS = 2_000
 const CHUNK = 16 * 1024
 const TIMEOUT_MS = 30_000
@@ -62,6 +71,7 @@ for (let round = 1; round <= ROUNDS; round++) {
   for (let i = 0; i < pieceCount; i++) {
     const r = results[i]
     if (r === undefined) continue
+    if (onlyLength !== undefined && round === 1) console.log(`piece ${i}: ${r.rawLength} -> ${r.out?.length} bytes deflated (${r.out ? (r.out.length / CHUNK).toFixed(3) : "?"} chunks)`)
     if (r.hung) hung.push({ round, piece: i, rawLength: r.rawLength })
     else if (r.out.length % CHUNK === 0) boundary.push({ piece: i, rawLength: r.rawLength, deflated: r.out.length })
   }
