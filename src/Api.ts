@@ -40,6 +40,9 @@ const withoutFrameworkErrors = (spec: Json): Json => {
   return spec
 }
 
+/** Where every merchant route lives. */
+export const API_PREFIX = "/api/v1/merchant"
+
 export class MerchantApi extends HttpApi.make("merchant")
   .add(BalanceApi)
   .add(DepositsApi)
@@ -47,7 +50,7 @@ export class MerchantApi extends HttpApi.make("merchant")
   .add(PurchasesApi)
   .add(WebhooksApi)
   .addError(Wire.InternalError)
-  .prefix("/api/v1/merchant")
+  .prefix(API_PREFIX)
   .annotateContext(OpenApi.annotations({
     title: "Merchant Purchasing API",
     version: "1.0.0",

@@ -16,21 +16,19 @@ import {
 } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { Cause, Effect, Layer, Option } from "effect"
-import { randomUUID } from "node:crypto"
-import { createServer } from "node:http"
-import { MerchantApi } from "./Api.js"
-import { CatalogueHttp } from "./Catalogue/Http.js"
+import { createServer, IncomingMessage, ServerResponse } from "node:http"
+import { API_PREFIX, MerchantApi } from "./Api.js"
+import { CatalogueFastRoutes, CatalogueHttp } from "./Catalogue/Http.js"
 import { StreamLive } from "./Catalogue/Stream.js"
 import { Settings } from "./Config.js"
 import { DepositsHttp } from "./Deposits/Http.js"
 import * as Errors from "./Domain/Errors.js"
+import { type FastLane, makeFastLane, requestIdOf } from "./FastLane.js"
 import { AuthenticationLive } from "./Merchants/Authentication.js"
-import { BalanceHttp } from "./Merchants/Http.js"
+import { BalanceFastRoutes, BalanceHttp } from "./Merchants/Http.js"
 import { Metrics } from "./Ops/Metrics.js"
 import { PurchasesHttp } from "./Purchases/Http.js"
 import { WebhooksHttp } from "./Webhooks/Http.js"
-
-const API_PREFIX = "/api/v1/merchant"
 
 // ---- decode failures to the spec's per-field codes (spec 4.3, 7.2; CONTRACT 6) ------------------
 
@@ -121,7 +119,6 @@ const SpecErrors = HttpApiBuilder.middleware(MerchantApi, (app) =>
 
 const UUID_SEGMENT = /\/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}(?=\/|$)/gi
 const MAX_ROUTE_LABELS = 100
-const INCOMING_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
 
 /** A route label of bounded cardinality: ids folded, unknown paths grouped. */
 const makeRouteLabeler = () => {
@@ -146,8 +143,7 @@ export const requestMiddleware = (server: string, metrics: Metrics) => {
     Effect.gen(function*() {
       const request = yield* HttpServerRequest.HttpServerRequest
       const started = performance.now()
-      const incoming = request.headers["x-request-id"]
-      const requestId = incoming !== undefined && INCOMING_REQUEST_ID.test(incoming) ? incoming : randomUUID()
+      const requestId = requestIdOf(request.headers["x-request-id"])
       yield* HttpApp.appendPreResponseHandler((_request, response) =>
         Effect.sync(() => {
           metrics.recordRequest(server, request.method, routeLabel(request.url), response.status, (performance.now() - started) / 1000)
@@ -164,12 +160,23 @@ export const requestMiddleware = (server: string, metrics: Metrics) => {
 
 /**
  * Node's server with keep-alive longer than clients' and proxies' (Node's 5 s default races
- * clients that reuse an idle connection just as the server closes it: ECONNRESET).
+ * clients that reuse an idle connection just as the server closes it: ECONNRESET). With a fast
+ * lane, each request is offered to it before the Effect server's own listener sees it.
  */
-export const makeNodeServer = () => {
+export const makeNodeServer = (fastLane?: FastLane) => {
   const server = createServer()
   server.keepAliveTimeout = 65_000
   server.headersTimeout = 66_000
+  if (fastLane !== undefined) {
+    const emit = server.emit.bind(server)
+    server.emit = (event: string, ...args: Array<unknown>): boolean => {
+      const [request, response] = args
+      if (event === "request" && request instanceof IncomingMessage && response instanceof ServerResponse) {
+        if (fastLane.handle(request, response, () => emit(event, request, response))) return true
+      }
+      return emit(event, ...args)
+    }
+  }
   return server
 }
 
@@ -186,13 +193,13 @@ const Docs = Layer.mergeAll(
 export const HttpLive = Layer.unwrapEffect(Effect.gen(function*() {
   const settings = yield* Settings
   const metrics = yield* Metrics
+  const fastLane = yield* makeFastLane([...yield* BalanceFastRoutes, ...yield* CatalogueFastRoutes])
   return HttpApiBuilder.serve(requestMiddleware("api", metrics)).pipe(
     Layer.provide([Docs, SpecErrors, StreamLive]),
     Layer.provide(ApiLive),
     // Per-request spans cost about a quarter of a request's CPU; traces come from service spans.
     HttpMiddleware.withTracerDisabledWhen(() => true),
     HttpServer.withLogAddress,
-    Layer.provide(NodeHttpServer.layer(makeNodeServer, { port: settings.port, host: settings.host }))
+    Layer.provide(NodeHttpServer.layer(() => makeNodeServer(fastLane), { port: settings.port, host: settings.host }))
   )
 }))
-

@@ -4,7 +4,7 @@
  *
  *   node bench/http/run.mjs [--connections 50] [--duration 10] [--warmup 2] [--rounds 2]
  *                           [--starts 5] [--no-load] [--no-startup] [--profile] [--profile-startup]
- *                           [--wait-quiet 60] [--quiet-busy 15]
+ *                           [--wait-quiet 60] [--quiet-busy 15] [--bare-joined]
  *
  * 1. Creates a fresh database on the PostgreSQL server of BENCH_PG_URL
  *    (postgres://postgres@127.0.0.1:5432/test by default), dropped at the end.
@@ -87,7 +87,9 @@ const opts = {
   load: !flag("no-load"),
   startup: !flag("no-startup"),
   profile: flag("profile"),
-  profileStartup: flag("profile-startup")
+  profileStartup: flag("profile-startup"),
+  /** How the bare baseline finds the key's merchant: `cache` (as the service) or `joined` (a join per request). */
+  bareKeyLookup: flag("bare-joined") ? "joined" : "cache"
 }
 
 // ---- helpers -------------------------------------------------------------------------------------
@@ -298,7 +300,7 @@ const admin = async (service, path, body, method = "POST") => {
   return JSON.parse(text)
 }
 
-const startBare = async (databaseUrl) => {
+const startBare = async (databaseUrl, keyLookup) => {
   const port = await freePort()
   const proc = startChild([join(HERE, "bare-server.mjs")], {
     ...process.env,
@@ -306,6 +308,7 @@ const startBare = async (databaseUrl) => {
     HOST: "127.0.0.1",
     DATABASE_URL: databaseUrl,
     POOL_MAX: String(POOL_MAX),
+    KEY_LOOKUP: keyLookup,
     NODE_ENV: "production"
   }, "bare")
   const deadline = Date.now() + 15_000
@@ -464,7 +467,8 @@ const main = async () => {
     const apiKey = merchant.api_key
 
     if (opts.load || opts.profile) {
-      bare = await startBare(db.url)
+      bare = await startBare(db.url, opts.bareKeyLookup)
+      log(`bare baseline finds the key's merchant by: ${opts.bareKeyLookup}`)
       const a = await fetchBalance(service.baseUrl, apiKey)
       const b = await fetchBalance(bare.baseUrl, apiKey)
       log(`\nservice: ${a.status} ${a.contentType} ${a.body.toString()}`)

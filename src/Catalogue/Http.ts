@@ -1,11 +1,13 @@
 import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
 import { NodeStream } from "@effect/platform-node"
-import { Effect, Option, Schema, Stream } from "effect"
-import { MerchantApi } from "../Api.js"
+import { Effect, Either, Option, Schema, Stream } from "effect"
+import { API_PREFIX, MerchantApi } from "../Api.js"
+import type { FastRoute } from "../FastLane.js"
 import { decodeCursor, encodeCursor } from "../Domain/Cursor.js"
 import { FeedNotReady, InvalidQuery } from "../Domain/Errors.js"
 import { centsCeil, centsFloor } from "../Domain/Money.js"
 import { CatalogueDump } from "./Dump.js"
+import { ListParams, SearchParams } from "./Api.js"
 import { CatalogueEngine } from "./Engine.js"
 import type { Entry, ListFilters, SortOrder } from "./Index.js"
 
@@ -23,6 +25,71 @@ const jsonArray = (entries: ReadonlyArray<Entry>) => {
 
 const json = (body: string) => HttpServerResponse.text(body, { contentType: "application/json" })
 
+/** A decoded `/items` query, ready to answer: its body is built from the index when asked. */
+const listRequest = (
+  engine: CatalogueEngine,
+  q: typeof ListParams.Type
+): Either.Either<() => string, InvalidQuery> => {
+  const sort: SortOrder = q.sort ?? "price_asc"
+  const position = q.cursor === undefined ? Either.right(undefined) : decodeCursor(PagePosition, q.cursor)
+  return Either.flatMap(position, (position) => {
+    if (position !== undefined && position[0] !== (sort === "price_asc" ? "a" : "d")) {
+      return Either.left(new InvalidQuery({ message: "cursor belongs to another sort order" }))
+    }
+    const filters: ListFilters = {
+      marketHashName: q.market_hash_name,
+      minPrice: q.min_price === undefined ? undefined : centsCeil(q.min_price),
+      maxPrice: q.max_price === undefined ? undefined : centsFloor(q.max_price),
+      category: q.category,
+      exterior: q.exterior,
+      rarity: q.rarity,
+      minFloat: q.min_float,
+      maxFloat: q.max_float,
+      delivery: deliveryFilter(q.delivery_type)
+    }
+    const after = position && { price: position[1], id: position[2] }
+    return Either.right(() => {
+      const page = engine.page(filters, sort, after, q.limit ?? 50)
+      const next = page.next === undefined ? "null" : `"${encodeCursor([sort === "price_asc" ? "a" : "d", page.next.price, page.next.id])}"`
+      return `{"items":${jsonArray(page.entries)},"next_cursor":${next}}`
+    })
+  })
+}
+
+const searchBody = (engine: CatalogueEngine, q: typeof SearchParams.Type) => {
+  const page = engine.page({
+    marketHashName: q.market_hash_name,
+    maxPrice: q.max_price === undefined ? undefined : centsFloor(q.max_price),
+    minFloat: q.min_float,
+    maxFloat: q.max_float,
+    delivery: deliveryFilter(q.delivery_type)
+  }, "price_asc", undefined, q.limit ?? 10)
+  return `{"results":${jsonArray(page.entries)}}`
+}
+
+const decodeListParams = Schema.decodeUnknownEither(ListParams)
+const decodeSearchParams = Schema.decodeUnknownEither(SearchParams)
+
+/** `/items` and `/items/search` in the fast lane: the same bodies as the handlers below. */
+export const CatalogueFastRoutes = Effect.map(CatalogueEngine, (engine): ReadonlyArray<FastRoute> => [
+  {
+    path: `${API_PREFIX}/items`,
+    prepare: (query) =>
+      Either.match(Either.flatMap(decodeListParams(query), (q) => listRequest(engine, q)), {
+        onLeft: () => undefined,
+        onRight: (body) => body
+      })
+  },
+  {
+    path: `${API_PREFIX}/items/search`,
+    prepare: (query) =>
+      Either.match(decodeSearchParams(query), {
+        onLeft: () => undefined,
+        onRight: (q) => () => searchBody(engine, q)
+      })
+  }
+])
+
 const acceptsGzip = (header: string | undefined) =>
   header !== undefined && header.split(",").some((part) => {
     const [coding, ...params] = part.trim().toLowerCase().split(";")
@@ -36,39 +103,8 @@ export const CatalogueHttp = HttpApiBuilder.group(MerchantApi, "catalogue", (han
     const dump = yield* CatalogueDump
 
     return handlers
-      .handle("listItems", ({ urlParams: q }) =>
-        Effect.gen(function*() {
-          const sort: SortOrder = q.sort ?? "price_asc"
-          const position = q.cursor === undefined ? undefined : yield* decodeCursor(PagePosition, q.cursor)
-          if (position !== undefined && position[0] !== (sort === "price_asc" ? "a" : "d")) {
-            return yield* new InvalidQuery({ message: "cursor belongs to another sort order" })
-          }
-          const filters: ListFilters = {
-            marketHashName: q.market_hash_name,
-            minPrice: q.min_price === undefined ? undefined : centsCeil(q.min_price),
-            maxPrice: q.max_price === undefined ? undefined : centsFloor(q.max_price),
-            category: q.category,
-            exterior: q.exterior,
-            rarity: q.rarity,
-            minFloat: q.min_float,
-            maxFloat: q.max_float,
-            delivery: deliveryFilter(q.delivery_type)
-          }
-          const page = engine.page(filters, sort, position && { price: position[1], id: position[2] }, q.limit ?? 50)
-          const next = page.next === undefined ? "null" : `"${encodeCursor([sort === "price_asc" ? "a" : "d", page.next.price, page.next.id])}"`
-          return json(`{"items":${jsonArray(page.entries)},"next_cursor":${next}}`)
-        }))
-      .handle("searchItems", ({ urlParams: q }) =>
-        Effect.sync(() => {
-          const page = engine.page({
-            marketHashName: q.market_hash_name,
-            maxPrice: q.max_price === undefined ? undefined : centsFloor(q.max_price),
-            minFloat: q.min_float,
-            maxFloat: q.max_float,
-            delivery: deliveryFilter(q.delivery_type)
-          }, "price_asc", undefined, q.limit ?? 10)
-          return json(`{"results":${jsonArray(page.entries)}}`)
-        }))
+      .handle("listItems", ({ urlParams }) => Effect.map(listRequest(engine, urlParams), (body) => json(body())))
+      .handle("searchItems", ({ urlParams }) => Effect.sync(() => json(searchBody(engine, urlParams))))
       .handle("fullDump", ({ headers }) =>
         Effect.gen(function*() {
           const built = dump.current()

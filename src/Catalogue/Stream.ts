@@ -14,13 +14,14 @@ import { HttpApiBuilder, HttpServerRequest, HttpServerResponse, Socket } from "@
 import { NodeHttpServerRequest } from "@effect/platform-node"
 import { Effect, Layer, Option, Queue } from "effect"
 import type { Socket as NetSocket } from "node:net"
+import { API_PREFIX } from "../Api.js"
 import * as Errors from "../Domain/Errors.js"
 import { Authenticator } from "../Merchants/Authentication.js"
 import { Fibers } from "../Ops/Fibers.js"
 import { Metrics } from "../Ops/Metrics.js"
 import { CatalogueEngine, type EngineEvent } from "./Engine.js"
 
-export const STREAM_PATH = "/api/v1/merchant/items/stream"
+export const STREAM_PATH = `${API_PREFIX}/items/stream`
 const HEARTBEAT_MS = 10_000
 const CATCH_UP_BATCH = 1_000
 /** Bytes a client may leave unread in its socket before it is a slow consumer. */

@@ -1,16 +1,16 @@
 /** Opaque pagination cursors: base64url JSON of a keyset position, validated by a schema. */
-import { Effect, Either, Schema } from "effect"
+import { Either, Schema } from "effect"
 import { InvalidQuery } from "./Errors.js"
 
 export const encodeCursor = (position: unknown): string => Buffer.from(JSON.stringify(position)).toString("base64url")
 
 /** Decodes a cursor; anything that is not one of ours is 400 MERCHANT_INVALID_QUERY (CONTRACT 6). */
-export const decodeCursor = <A, I>(schema: Schema.Schema<A, I>, cursor: string): Effect.Effect<A, InvalidQuery> => {
+export const decodeCursor = <A, I>(schema: Schema.Schema<A, I>, cursor: string): Either.Either<A, InvalidQuery> => {
   const invalid = new InvalidQuery({ message: "cursor is not valid: pass back next_cursor unchanged" })
-  if (!/^[A-Za-z0-9_-]{1,2048}$/.test(cursor)) return Effect.fail(invalid)
+  if (!/^[A-Za-z0-9_-]{1,2048}$/.test(cursor)) return Either.left(invalid)
   return Either.try(() => JSON.parse(Buffer.from(cursor, "base64url").toString("utf8")) as unknown).pipe(
     Either.flatMap((json) => Schema.decodeUnknownEither(schema)(json)),
-    Either.match({ onLeft: () => Effect.fail(invalid), onRight: Effect.succeed })
+    Either.mapLeft(() => invalid)
   )
 }
 

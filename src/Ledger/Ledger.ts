@@ -19,6 +19,14 @@ export const BalanceRow = Schema.Struct({
 })
 export type BalanceRow = typeof BalanceRow.Type
 
+/** The balance of merchant $1 (also read directly by the fast lane). */
+export const BALANCE_SQL = `
+  SELECT b.available_cents AS available, b.on_hold_cents AS "onHold",
+         b.total_deposited_cents AS "totalDeposited", b.total_spent_cents AS "totalSpent",
+         m.legacy_trc20 AS trc20, m.legacy_bep20 AS bep20
+  FROM balances b JOIN merchants m ON m.id = b.merchant_id
+  WHERE b.merchant_id = $1`
+
 const AvailableAfter = Schema.Struct({ available: Int8 })
 
 export class Ledger extends Effect.Service<Ledger>()("Ledger", {
@@ -29,12 +37,7 @@ export class Ledger extends Effect.Service<Ledger>()("Ledger", {
     const balance = SqlSchema.findOne({
       Request: Schema.String,
       Result: BalanceRow,
-      execute: (merchantId) => sql`
-        SELECT b.available_cents AS available, b.on_hold_cents AS "onHold",
-               b.total_deposited_cents AS "totalDeposited", b.total_spent_cents AS "totalSpent",
-               m.legacy_trc20 AS trc20, m.legacy_bep20 AS bep20
-        FROM balances b JOIN merchants m ON m.id = b.merchant_id
-        WHERE b.merchant_id = ${merchantId}`
+      execute: (merchantId) => sql.unsafe(BALANCE_SQL, [merchantId])
     })
 
     const entry = (merchantId: string, kind: string, amount: number, availableAfter: number, referenceId: string) =>

@@ -58,15 +58,19 @@ export const makeTokenBuckets = (ratePerSecond: number, capacity: number) => {
     return { allowed: false, limit: capacity, remaining: 0, retryAfterSeconds: retryAfter(bucket.tokens) }
   }
 
-  /** Takes one token from `key`'s bucket if there is one. */
-  const take = (key: string) => Effect.map(Clock.currentTimeMillis, (now) => decide(key, 1, now))
+  /** Takes one token from `key`'s bucket if there is one, at time `now` (ms). */
+  const takeAt = (key: string, now: number) => decide(key, 1, now)
 
-  /** Whether `key` has a token, without taking it. */
-  const peek = (key: string) => Effect.map(Clock.currentTimeMillis, (now) => decide(key, 0, now)).pipe(
-    Effect.map((d) => ({ ...d, allowed: d.remaining >= 1, retryAfterSeconds: d.remaining >= 1 ? 0 : retryAfter(d.remaining) }))
-  )
+  /** Whether `key` has a token at time `now` (ms), without taking it. */
+  const peekAt = (key: string, now: number): BucketDecision => {
+    const d = decide(key, 0, now)
+    return d.remaining >= 1 ? { ...d, allowed: true } : { ...d, allowed: false, retryAfterSeconds: retryAfter(d.remaining) }
+  }
 
-  return { take, peek } as const
+  const take = (key: string) => Effect.map(Clock.currentTimeMillis, (now) => takeAt(key, now))
+  const peek = (key: string) => Effect.map(Clock.currentTimeMillis, (now) => peekAt(key, now))
+
+  return { take, peek, takeAt, peekAt } as const
 }
 
 export type TokenBuckets = ReturnType<typeof makeTokenBuckets>
