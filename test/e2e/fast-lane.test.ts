@@ -1,0 +1,137 @@
+/**
+ * The fast lane of GET /balance, /items and /items/search (src/FastLane.ts) over real sockets: a
+ * merchant's first request goes through HttpApi (its key is not cached yet), the next ones through
+ * the fast lane, and both must answer alike; whatever the fast lane does not take (errors, a
+ * blocked merchant, a revoked key, an empty bucket) is answered by HttpApi as before.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { expectError } from "../support/expectations.js"
+import type { JsonResponse, RunningServer } from "../support/server.js"
+import { startServer } from "../support/server.js"
+
+const BURST = 6
+let server: RunningServer
+beforeAll(async () => {
+  server = await startServer({
+    env: { SIM_CHURN_PER_SECOND: "0", SIM_CATALOGUE_SIZE: "300", RATE_LIMIT_RPS: "0.01", RATE_LIMIT_BURST: String(BURST) }
+  })
+})
+afterAll(async () => { await server?.stop() })
+
+const onPostgreSql = process.env["DATABASE_URL"] !== undefined && process.env["DATABASE_URL"] !== ""
+
+/** Fast-lane answers so far for a route (0 before the first). */
+const fastAnswers = async (route: string) => {
+  const text = await fetch(`${server.opsUrl}/metrics`).then((r) => r.text())
+  const line = text.split("\n").find((l) => l.startsWith(`http_fast_lane_responses_total{route="/api/v1/merchant${route}"}`))
+  return line === undefined ? 0 : Number(line.slice(line.lastIndexOf(" ") + 1))
+}
+
+const remaining = (res: JsonResponse) => Number(res.headers.get("x-ratelimit-remaining"))
+
+/** What must be equal whichever path answered: everything but the request id and the tokens left. */
+const comparable = (res: JsonResponse) => ({
+  status: res.status,
+  text: res.text,
+  contentType: res.headers.get("content-type"),
+  contentLength: res.headers.get("content-length"),
+  limit: res.headers.get("x-ratelimit-limit")
+})
+
+const routes = [
+  "/balance",
+  "/items?limit=7",
+  "/items?limit=5&sort=price_desc&min_price=0.5",
+  "/items/search?market_hash_name=AK-47%20%7C%20Redline%20(Field-Tested)&limit=3"
+]
+
+describe("fast lane", () => {
+  for (const path of routes) {
+    it(`answers ${path} exactly as HttpApi does, counting it in the fast-lane metric`, async () => {
+      const m = await server.createMerchant()
+      await server.deposit(m.id, 102.5)
+      const route = path.split("?")[0]!
+      // lists must page: the catalogue has items, and a walk's next page is a fast-lane request too
+      const before = await fastAnswers(route)
+      const viaHttpApi = await server.api(path, { key: m.apiKey })
+      const afterFirst = await fastAnswers(route)
+      const viaFastLane = await server.api(path, { key: m.apiKey })
+      const afterSecond = await fastAnswers(route)
+
+      expect(viaHttpApi.status).toBe(200)
+      expect(comparable(viaFastLane)).toEqual(comparable(viaHttpApi))
+      expect(remaining(viaFastLane)).toBe(remaining(viaHttpApi) - 1)
+      expect(viaFastLane.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/)
+      expect(viaFastLane.headers.get("x-request-id")).not.toBe(viaHttpApi.headers.get("x-request-id"))
+      // the first request of a key is never the fast lane's (its key was not cached)
+      expect(afterFirst).toBe(before)
+      // the balance reads PostgreSQL directly; on PGlite it stays on HttpApi
+      expect(afterSecond).toBe(route === "/balance" && !onPostgreSql ? before : before + 1)
+      if (route === "/balance") expect(viaFastLane.json.available).toBe(101.47)
+      if (route === "/items") expect(viaFastLane.json.items.length).toBeGreaterThan(0)
+      if (route === "/items/search") expect(Array.isArray(viaFastLane.json.results)).toBe(true)
+    })
+  }
+
+  it("keeps a reasonable X-Request-Id and replaces any other", async () => {
+    const m = await server.createMerchant()
+    await server.api("/items?limit=1", { key: m.apiKey })
+    const kept = await server.api("/items?limit=1", { key: m.apiKey, headers: { "x-request-id": "trace-42.a:b_c" } })
+    expect(kept.headers.get("x-request-id")).toBe("trace-42.a:b_c")
+    const replaced = await server.api("/items?limit=1", { key: m.apiKey, headers: { "x-request-id": "no spaces allowed" } })
+    expect(replaced.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/)
+  })
+
+  it("leaves errors to HttpApi: a bad query on a cached key gets the spec's error and costs one token", async () => {
+    const m = await server.createMerchant()
+    const first = await server.api("/items?limit=1", { key: m.apiKey })
+    const before = await fastAnswers("/items")
+    const bad = await server.api("/items?limit=0", { key: m.apiKey })
+    expectError(bad, 400, "MERCHANT_INVALID_QUERY")
+    expect(remaining(bad)).toBe(remaining(first) - 1)
+    const wrongSort = await server.api("/items?sort=cheapest", { key: m.apiKey })
+    expectError(wrongSort, 400, "MERCHANT_INVALID_SORT")
+    const repeated = await server.api("/items/search?market_hash_name=a&market_hash_name=b", { key: m.apiKey })
+    expectError(repeated, 400, "MERCHANT_INVALID_QUERY")
+    expect(remaining(repeated)).toBe(remaining(first) - 3)
+    expect(await fastAnswers("/items")).toBe(before)
+  })
+
+  it("refuses a cached key at once when its merchant is blocked or the key is rotated; serves an inactive merchant's reads", async () => {
+    const blocked = await server.createMerchant()
+    expect((await server.api("/balance", { key: blocked.apiKey })).status).toBe(200)
+    expect((await server.api("/items?limit=1", { key: blocked.apiKey })).status).toBe(200)
+    expect((await server.admin(`/admin/merchants/${blocked.id}`, { method: "PATCH", body: { status: "blocked" } })).status).toBe(200)
+    for (const path of ["/balance", "/items?limit=1"]) expectError(await server.api(path, { key: blocked.apiKey }), 403, "MERCHANT_BLOCKED")
+
+    const inactive = await server.createMerchant()
+    await server.api("/items?limit=1", { key: inactive.apiKey })
+    expect((await server.admin(`/admin/merchants/${inactive.id}`, { method: "PATCH", body: { status: "inactive" } })).status).toBe(200)
+    expect((await server.api("/items?limit=1", { key: inactive.apiKey })).status).toBe(200)
+
+    const rotated = await server.createMerchant()
+    await server.api("/balance", { key: rotated.apiKey })
+    await server.api("/balance", { key: rotated.apiKey })
+    const next = await server.admin(`/admin/merchants/${rotated.id}/api-key`, { method: "POST" })
+    expect(next.status).toBe(201)
+    for (const path of ["/balance", "/items?limit=1"]) expectError(await server.api(path, { key: rotated.apiKey }), 401, "MERCHANT_API_KEY_MISSING")
+    expect((await server.api("/balance", { key: next.json.api_key })).status).toBe(200)
+  })
+
+  it("shares the merchant's bucket with HttpApi: the burst, then 429 with Retry-After", async () => {
+    const m = await server.createMerchant()
+    const seen: Array<number> = []
+    for (let i = 0; i < BURST; i++) {
+      const res = await server.api(i % 2 === 0 ? "/items?limit=1" : "/balance", { key: m.apiKey })
+      expect(res.status).toBe(200)
+      seen.push(remaining(res))
+    }
+    expect(seen).toEqual([...Array(BURST).keys()].map((i) => BURST - 1 - i))
+    for (const path of ["/items?limit=1", "/balance", "/items/search?market_hash_name=x"]) {
+      const limited = await server.api(path, { key: m.apiKey })
+      expectError(limited, 429, "MERCHANT_RATE_LIMITED")
+      expect(Number(limited.headers.get("retry-after"))).toBeGreaterThanOrEqual(1)
+      expect(remaining(limited)).toBe(0)
+    }
+  })
+})
