@@ -7,10 +7,11 @@
  * parameters, as unnamed parameterised queries like @effect/sql-pg sends them:
  *
  *   BEGIN; INSERT purchase_requests ON CONFLICT DO NOTHING RETURNING; SELECT catalogue_items FOR UPDATE;
- *   UPDATE balances RETURNING; INSERT ledger_entries; INSERT purchases; SELECT purchase;
- *   INSERT webhook_events; SELECT pg_notify; UPDATE catalogue_items RETURNING;
- *   UPDATE catalogue_state RETURNING; INSERT catalogue_changes; SELECT pg_notify; COMMIT
- * (the order of c51e05d, ChangeLog.reserve last; before it, reserve came right after the ledger row).
+ *   INSERT purchases RETURNING; SELECT pg_notify; WITH (UPDATE balances) INSERT ledger_entries;
+ *   INSERT webhook_events; WITH (UPDATE catalogue_items, UPDATE catalogue_state) INSERT catalogue_changes
+ *   + pg_notify; COMMIT
+ * (9 statements: the debit and the reservation each fold their writes into one statement, so the
+ * balance row is held for 4 round trips and the change log's head for 2; 15 statements before).
  *
  * Forked by run.mjs (DATABASE_URL in the environment), driven over IPC:
  *   init {merchantIds, tradeUrl, steamId, items: [id...]}   (worker i buys for merchantIds[i mod M])
@@ -55,24 +56,27 @@ const buy = async (pool, { merchantId, itemId, customId, tradeUrl, steamId, maxP
     const priceCents = Number(row.priceCents)
     if (priceCents > maxPriceCents) throw new Error("PRICE_CHANGED")
     const purchaseId = randomUUID()
-    const debited = await client.query(
-      `UPDATE balances SET available_cents = available_cents - $1, on_hold_cents = on_hold_cents + $2,
-                 total_spent_cents = total_spent_cents + $3, updated_at = now()
-          WHERE merchant_id = $4 AND available_cents >= $5 RETURNING available_cents AS available`,
-      [priceCents, priceCents, priceCents, merchantId, priceCents])
-    if (debited.rows.length === 0) throw new Error("INSUFFICIENT_BALANCE")
-    const after = Number(debited.rows[0].available)
-    await client.query(
-      `INSERT INTO ledger_entries (merchant_id, kind, amount_cents, available_after_cents, reference_id)
-          VALUES ($1, $2, $3, $4, $5)`, [merchantId, "purchase_debit", -priceCents, after, purchaseId])
     const item = JSON.parse(row.item)
-    await client.query(
+    const purchase = (await client.query(
       `INSERT INTO purchases (id, merchant_id, custom_id, attempt, item_id, market_hash_name, image_url, exterior, float,
             delivery_type, estimated_delivery_minutes, price_cents, provider_price_cents, sim, target_trade_url, target_steam_id)
-          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`,
+          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
+          RETURNING ${PURCHASE_COLUMNS}`,
       [purchaseId, merchantId, customId, 1, itemId, item.market_hash_name, item.image_url, item.exterior, item.float,
-        item.delivery_type, item.estimated_delivery_minutes, row.priceCents, row.providerPriceCents, row.sim, tradeUrl, steamId])
-    const purchase = (await client.query(`SELECT ${PURCHASE_COLUMNS} FROM purchases WHERE id = $1`, [purchaseId])).rows[0]
+        item.delivery_type, item.estimated_delivery_minutes, row.priceCents, row.providerPriceCents, row.sim, tradeUrl, steamId])).rows[0]
+    await client.query(`SELECT pg_notify($1, $2)`, ["purchase_changed", purchaseId])
+    const debited = await client.query(
+      `WITH debit AS (
+          UPDATE balances SET available_cents = available_cents - $1, on_hold_cents = on_hold_cents + $2,
+                 total_spent_cents = total_spent_cents + $3, updated_at = now()
+          WHERE merchant_id = $4 AND available_cents >= $5 RETURNING available_cents),
+        entry AS (
+          INSERT INTO ledger_entries (merchant_id, kind, amount_cents, available_after_cents, reference_id)
+          SELECT $6, 'purchase_debit', $7, available_cents, $8 FROM debit)
+        SELECT available_cents AS available FROM debit`,
+      [priceCents, priceCents, priceCents, merchantId, priceCents, merchantId, -priceCents, purchaseId])
+    if (debited.rows.length === 0) throw new Error("INSUFFICIENT_BALANCE")
+    const after = Number(debited.rows[0].available)
     const eventId = randomUUID()
     const createdAt = new Date()
     const data = Object.fromEntries(Object.entries({
@@ -93,19 +97,18 @@ const buy = async (pool, { merchantId, itemId, customId, tradeUrl, steamId, maxP
     await client.query(
       `INSERT INTO webhook_events (id, merchant_id, event_type, order_id, body, created_at)
                    VALUES ($1, $2, $3, $4, $5, $6)`, [eventId, merchantId, "purchase.created", purchaseId, body, createdAt])
-    await client.query(`SELECT pg_notify($1, $2)`, ["purchase_changed", purchaseId])
-    // last, as Purchases.buyItem does since c51e05d: the change log's head row is every writer's lock
-    const reserved = await client.query(
-      `UPDATE catalogue_items SET status = 'reserved', updated_at = now()
-          WHERE id = $1 AND status = 'active'
-          RETURNING item, price_cents AS "priceCents", provider_price_cents AS "providerPriceCents", sim`, [itemId])
-    if (reserved.rows.length > 0) {
-      const head = await client.query(`UPDATE catalogue_state SET head_seq = head_seq + $1 RETURNING epoch, head_seq AS head`, [1])
-      const { epoch, head: headSeq } = head.rows[0]
-      await client.query(`INSERT INTO catalogue_changes ("seq","epoch","op","item_id","item") VALUES ($1,$2,$3,$4,$5)`,
-        [Number(headSeq), epoch, "remove", itemId, null])
-      await client.query(`SELECT pg_notify($1, $2)`, ["catalogue_changes", String(headSeq)])
-    }
+    // last, as Purchases.buyItem does: the change log's head row is every writer's lock
+    await client.query(
+      `WITH reserved AS (
+          UPDATE catalogue_items SET status = 'reserved', updated_at = now()
+          WHERE id = $1 AND status = 'active' RETURNING id),
+        head AS (
+          UPDATE catalogue_state SET head_seq = head_seq + 1
+          WHERE EXISTS (SELECT 1 FROM reserved) RETURNING epoch, head_seq),
+        logged AS (
+          INSERT INTO catalogue_changes (seq, epoch, op, item_id, item)
+          SELECT head.head_seq, head.epoch, 'remove', reserved.id, NULL FROM head, reserved)
+        SELECT reserved.id, pg_notify($2, head.head_seq::text) FROM reserved, head`, [itemId, "catalogue_changes"])
     await client.query("COMMIT")
     return { purchase, after }
   } catch (e) {

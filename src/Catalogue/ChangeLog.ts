@@ -125,19 +125,24 @@ export class ChangeLog extends Effect.Service<ChangeLog>()("ChangeLog", {
       })).pipe(Effect.withSpan("ChangeLog.apply"))
 
     /**
-     * Takes an active item out of the live catalogue for a purchase, in the caller's transaction.
-     * None if it is not active (sold, reserved or removed).
+     * Takes an active item out of the live catalogue for a purchase, in the caller's transaction,
+     * logging its removal: one statement, as it takes the change log's head row, the lock every
+     * catalogue writer waits on until commit. None if it is not active (sold, reserved or removed).
      */
     const reserve = (itemId: string) =>
-      Effect.gen(function*() {
-        const rows = yield* sql<{ id: string; item: string; priceCents: string | number; providerPriceCents: string | number | null; sim: string | null }>`
+      sql<{ id: string }>`
+        WITH reserved AS (
           UPDATE catalogue_items SET status = 'reserved', updated_at = now()
-          WHERE id = ${itemId} AND status = 'active'
-          RETURNING id, item, price_cents AS "priceCents", provider_price_cents AS "providerPriceCents", sim`
-        if (rows.length === 0) return Option.none()
-        yield* append([{ op: "remove", id: rows[0]!.id, item: null }])
-        return Option.some(rows[0]!)
-      })
+          WHERE id = ${itemId} AND status = 'active' RETURNING id),
+        head AS (
+          UPDATE catalogue_state SET head_seq = head_seq + 1
+          WHERE EXISTS (SELECT 1 FROM reserved) RETURNING epoch, head_seq),
+        logged AS (
+          INSERT INTO catalogue_changes (seq, epoch, op, item_id, item)
+          SELECT head.head_seq, head.epoch, 'remove', reserved.id, NULL FROM head, reserved)
+        SELECT reserved.id, pg_notify(${CHANGES_CHANNEL}, head.head_seq::text) FROM reserved, head`.pipe(
+        Effect.map((rows) => Option.fromNullable(rows[0]))
+      )
 
     /** Ids of the supplier's active items (reconciliation against a snapshot). */
     const activeSupplierIds = sql<{ id: string }>`SELECT id FROM catalogue_items WHERE status = 'active' AND source = 'supplier'`.pipe(

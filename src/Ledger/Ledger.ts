@@ -40,39 +40,42 @@ export class Ledger extends Effect.Service<Ledger>()("Ledger", {
       execute: (merchantId) => sql.unsafe(BALANCE_SQL, [merchantId])
     })
 
-    const entry = (merchantId: string, kind: string, amount: number, availableAfter: number, referenceId: string) =>
-      sql`INSERT INTO ledger_entries (merchant_id, kind, amount_cents, available_after_cents, reference_id)
-          VALUES (${merchantId}, ${kind}, ${amount}, ${availableAfter}, ${referenceId})`
-
     const availableAfter = (rows: ReadonlyArray<unknown>) =>
       rows.length === 0 ? Option.none<number>() : Option.some(Schema.decodeUnknownSync(AvailableAfter)(rows[0]).available)
 
-    /** Credits a confirmed deposit: available and total_deposited grow. Returns available after. */
+    /**
+     * Credits a confirmed deposit: available and total_deposited grow, and the ledger row is
+     * written by the same statement. Returns available after.
+     */
     const creditDeposit = (merchantId: string, cents: number, depositId: string) =>
       Effect.gen(function*() {
         const rows = yield* sql`
-          UPDATE balances SET available_cents = available_cents + ${cents},
-                 total_deposited_cents = total_deposited_cents + ${cents}, updated_at = now()
-          WHERE merchant_id = ${merchantId} RETURNING available_cents AS available`
-        const after = yield* Effect.orDieWith(availableAfter(rows), () => new Error(`no balance row for ${merchantId}`))
-        yield* entry(merchantId, "deposit_credit", cents, after, depositId)
-        return after
+          WITH credit AS (
+            UPDATE balances SET available_cents = available_cents + ${cents},
+                   total_deposited_cents = total_deposited_cents + ${cents}, updated_at = now()
+            WHERE merchant_id = ${merchantId} RETURNING available_cents),
+          entry AS (
+            INSERT INTO ledger_entries (merchant_id, kind, amount_cents, available_after_cents, reference_id)
+            SELECT ${merchantId}, 'deposit_credit', ${cents}, available_cents, ${depositId} FROM credit)
+          SELECT available_cents AS available FROM credit`
+        return yield* Effect.orDieWith(availableAfter(rows), () => new Error(`no balance row for ${merchantId}`))
       })
 
     /**
      * Debits a purchase's actual price if the balance covers it: available shrinks, on_hold and
-     * total_spent grow. None when available is below the price (nothing is changed).
+     * total_spent grow, and the ledger row is written by the same statement (one round trip while
+     * the balance row is locked). None when available is below the price (nothing is changed).
      */
     const debitPurchase = (merchantId: string, cents: number, purchaseId: string) =>
-      Effect.gen(function*() {
-        const rows = yield* sql`
+      sql`
+        WITH debit AS (
           UPDATE balances SET available_cents = available_cents - ${cents}, on_hold_cents = on_hold_cents + ${cents},
                  total_spent_cents = total_spent_cents + ${cents}, updated_at = now()
-          WHERE merchant_id = ${merchantId} AND available_cents >= ${cents} RETURNING available_cents AS available`
-        const after = availableAfter(rows)
-        if (Option.isSome(after)) yield* entry(merchantId, "purchase_debit", -cents, after.value, purchaseId)
-        return after
-      })
+          WHERE merchant_id = ${merchantId} AND available_cents >= ${cents} RETURNING available_cents),
+        entry AS (
+          INSERT INTO ledger_entries (merchant_id, kind, amount_cents, available_after_cents, reference_id)
+          SELECT ${merchantId}, 'purchase_debit', ${-cents}, available_cents, ${purchaseId} FROM debit)
+        SELECT available_cents AS available FROM debit`.pipe(Effect.map(availableAfter))
 
     /** Delivery: the purchase leaves on_hold without crediting available. */
     const settlePurchase = (merchantId: string, cents: number) =>

@@ -130,27 +130,29 @@ export class Purchases extends Effect.Service<Purchases>()("Purchases", {
           return yield* new PriceChanged({ message: `The live price ${(row.priceCents / 100).toFixed(2)} is above max_price.` })
         }
         const purchaseId = randomUUID()
-        const after = yield* ledger.debitPurchase(input.merchantId, row.priceCents, purchaseId)
-        if (Option.isNone(after)) {
-          return yield* new InsufficientBalance({ message: `Available balance is below the live price ${(row.priceCents / 100).toFixed(2)}.` })
-        }
         const item = JSON.parse(row.item) as CatalogItem
-        yield* sql`
+        const purchase = (yield* sql`
           INSERT INTO purchases (id, merchant_id, custom_id, attempt, item_id, market_hash_name, image_url, exterior, float,
             delivery_type, estimated_delivery_minutes, price_cents, provider_price_cents, sim, target_trade_url, target_steam_id)
           VALUES (${purchaseId}, ${input.merchantId}, ${input.customId}, ${input.attempt}, ${input.itemId}, ${item.market_hash_name},
             ${item.image_url}, ${item.exterior}, ${item.float}, ${item.delivery_type}, ${item.estimated_delivery_minutes},
-            ${row.priceCents}, ${row.providerPriceCents}, ${row.sim}, ${input.recipient.tradeUrl}, ${input.recipient.steamId})`
-        const purchase = (yield* sql`SELECT ${purchaseColumns(sql)} FROM purchases WHERE id = ${purchaseId}`.pipe(Effect.flatMap(decodeRows)))[0]!
+            ${row.priceCents}, ${row.providerPriceCents}, ${row.sim}, ${input.recipient.tradeUrl}, ${input.recipient.steamId})
+          RETURNING ${purchaseColumns(sql)}`.pipe(Effect.flatMap(decodeRows)))[0]!
+        yield* notifications.notify(purchaseId)
+        // From here on the merchant's balance row and then the change log's head row are locked
+        // until commit: the statements that hold them are as few as possible (one round trip each).
+        const after = yield* ledger.debitPurchase(input.merchantId, row.priceCents, purchaseId)
+        if (Option.isNone(after)) {
+          return yield* new InsufficientBalance({ message: `Available balance is below the live price ${(row.priceCents / 100).toFixed(2)}.` })
+        }
         yield* outbox.enqueue({
           merchantId: input.merchantId,
           type: "purchase.created",
           orderId: purchaseId,
           data: purchaseEventData(purchase, { balanceAfterCents: after.value })
         })
-        yield* notifications.notify(purchaseId)
-        // Last: the change log's head row is one lock for every writer, held until commit, so it is
-        // taken as late as possible (the item row, locked above, already keeps others off the item).
+        // Last: the change log's head row is one lock for every writer (the item row, locked above,
+        // already keeps others off the item).
         yield* changeLog.reserve(input.itemId)
         return { purchase, balanceCents: after.value }
       })

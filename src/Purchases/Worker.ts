@@ -5,7 +5,7 @@
  * recorded before the provider is called, so a resumed purchase asks for the same order, never a
  * second one. Every state change, its money movement and its events are one transaction.
  */
-import { SqlClient } from "@effect/sql"
+import { SqlClient, type Statement } from "@effect/sql"
 import { Effect, FiberSet, Layer, Option, Schema } from "effect"
 import { randomUUID } from "node:crypto"
 import { hostname } from "node:os"
@@ -57,8 +57,12 @@ export const PurchaseWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
             : Option.none<PurchaseRow>()))
     )
 
-  const reread = (id: string) =>
-    sql`SELECT ${purchaseColumns(sql)} FROM purchases WHERE id = ${id}`.pipe(Effect.flatMap(decodeRows), Effect.map((rows) => rows[0]!))
+  /** Sets columns of a purchase and reads it back in the same statement. */
+  const updateReturning = (id: string, set: Statement.Fragment) =>
+    sql`UPDATE purchases SET ${set} WHERE id = ${id} RETURNING ${purchaseColumns(sql)}`.pipe(
+      Effect.flatMap(decodeRows),
+      Effect.map((rows) => rows[0]!)
+    )
 
   const emit = (row: PurchaseRow, type: EventType, extra?: { readonly balanceAfterCents?: number; readonly refundedCents?: number }) =>
     outbox.enqueue({ merchantId: row.merchantId, type, orderId: row.id, data: purchaseEventData(row, extra) })
@@ -70,9 +74,8 @@ export const PurchaseWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
       if (Option.isNone(owned)) return Option.none<PurchaseRow>()
       const row = owned.value
       if (row.status !== "created") return Option.some(row)
-      yield* sql`UPDATE purchases SET status = 'processing', provider_request_id = coalesce(provider_request_id, ${randomUUID()}),
-                 updated_at = now() WHERE id = ${id}`
-      const updated = yield* reread(id)
+      const updated = yield* updateReturning(id, sql`status = 'processing',
+        provider_request_id = coalesce(provider_request_id, ${randomUUID()}), updated_at = now()`)
       yield* emit(updated, "purchase.processing")
       yield* notifications.notify(id)
       return Option.some(updated)
@@ -84,36 +87,31 @@ export const PurchaseWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
       const owned = yield* lockOwned(id)
       if (Option.isNone(owned)) return
       let row = owned.value
-      const update = (change: Effect.Effect<unknown, unknown>) =>
-        Effect.gen(function*() {
-          yield* change
-          row = yield* reread(id)
-        })
+      const update = (set: Statement.Fragment) => Effect.map(updateReturning(id, set), (updated) => { row = updated })
 
       if (status.waitingTopUp && !row.topupWaiting && !row.acknowledged) {
-        yield* update(sql`UPDATE purchases SET topup_waiting = true WHERE id = ${id}`)
+        yield* update(sql`topup_waiting = true`)
       }
       if (status.acknowledged && !row.acknowledged) {
-        yield* update(sql`UPDATE purchases SET acknowledged_at = now(), topup_waiting = false WHERE id = ${id}`)
+        yield* update(sql`acknowledged_at = now(), topup_waiting = false`)
       }
       if (status.tradeOffer !== undefined && row.tradeOfferId === null) {
         const nextStatus = row.status === "processing" ? "sent_to_steam" : row.status
-        yield* update(sql`UPDATE purchases SET trade_offer_id = ${status.tradeOffer.id}, trade_offer_url = ${status.tradeOffer.url},
-                          status = ${nextStatus} WHERE id = ${id}`)
+        yield* update(sql`trade_offer_id = ${status.tradeOffer.id}, trade_offer_url = ${status.tradeOffer.url},
+                          status = ${nextStatus}`)
         if (nextStatus === "sent_to_steam") yield* emit(row, "purchase.sent_to_steam")
       }
       const inFlight = row.status === "processing" || row.status === "sent_to_steam"
       if (inFlight && status.outcome._tag === "completed") {
-        yield* update(sql`UPDATE purchases SET status = 'completed', completed_at = now() WHERE id = ${id}`)
+        yield* update(sql`status = 'completed', completed_at = now()`)
         yield* ledger.settlePurchase(row.merchantId, row.priceCents)
         yield* emit(row, "purchase.completed")
       } else if (inFlight && status.outcome._tag === "failed") {
         const failure = status.outcome
-        yield* update(sql`UPDATE purchases SET status = 'failed', failure_code = ${failure.code}, failure_message = ${failure.message}
-                          WHERE id = ${id}`)
+        yield* update(sql`status = 'failed', failure_code = ${failure.code}, failure_message = ${failure.message}`)
         if (failure.refundable) {
           const after = yield* ledger.refundPurchase(row.merchantId, row.priceCents, row.id, true)
-          yield* update(sql`UPDATE purchases SET refunded_cents = ${row.priceCents} WHERE id = ${id}`)
+          yield* update(sql`refunded_cents = ${row.priceCents}`)
           yield* emit(row, "purchase.failed")
           if (Option.isSome(after)) yield* emit(row, "purchase.refunded", { refundedCents: row.priceCents, balanceAfterCents: after.value })
         } else {
@@ -128,12 +126,12 @@ export const PurchaseWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
         const message = reversal === "REVERTED_BY_SELLER" ? "The seller reversed the accepted trade; refunded in full."
           : reversal === "REVERTED_BY_BUYER" ? "The buyer reversed the accepted trade; no refund."
           : "The trade was reversed and needs manual review; no automatic refund."
-        yield* update(sql`UPDATE purchases SET status = 'failed', failure_code = ${reversal}, failure_message = ${message},
-                          refunded_cents = ${reversal === "REVERTED_BY_BUYER" ? 0 : null}, watch_until = NULL WHERE id = ${id}`)
+        yield* update(sql`status = 'failed', failure_code = ${reversal}, failure_message = ${message},
+                          refunded_cents = ${reversal === "REVERTED_BY_BUYER" ? 0 : null}, watch_until = NULL`)
         yield* emit(row, "purchase.reverted")
         if (reversal === "REVERTED_BY_SELLER") {
           const after = yield* ledger.refundPurchase(row.merchantId, row.priceCents, row.id, false)
-          yield* update(sql`UPDATE purchases SET refunded_cents = ${row.priceCents} WHERE id = ${id}`)
+          yield* update(sql`refunded_cents = ${row.priceCents}`)
           if (Option.isSome(after)) yield* emit(row, "purchase.refunded", { refundedCents: row.priceCents, balanceAfterCents: after.value })
         }
       }
