@@ -64,7 +64,7 @@ const buy = async (pool, { merchantId, itemId, customId, tradeUrl, steamId, maxP
           RETURNING ${PURCHASE_COLUMNS}`,
       [purchaseId, merchantId, customId, 1, itemId, item.market_hash_name, item.image_url, item.exterior, item.float,
         item.delivery_type, item.estimated_delivery_minutes, row.priceCents, row.providerPriceCents, row.sim, tradeUrl, steamId])).rows[0]
-    await client.query(`SELECT pg_notify($1, $2)`, ["purchase_changed", purchaseId])
+    await client.query(`SELECT pg_notify($1, $2)`, ["purchase_changed", `+${purchaseId}`])
     const debited = await client.query(
       `WITH debit AS (
           UPDATE balances SET available_cents = available_cents - $1, on_hold_cents = on_hold_cents + $2,

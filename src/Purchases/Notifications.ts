@@ -1,7 +1,8 @@
 /**
  * Purchase change notifications: every transaction that changes a purchase sends
  * pg_notify('purchase_changed', id), delivered at commit to every process; here they fan out to
- * in-process waiters (buy-sync, buy-by-name) and wake the purchase worker for new work.
+ * in-process waiters (buy-sync, buy-by-name) and wake the purchase worker when there may be work
+ * for it (a payload starting with `+`: a new purchase, a changed schedule).
  */
 import { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
@@ -19,12 +20,18 @@ export class PurchaseNotifications extends Effect.Service<PurchaseNotifications>
     const work = yield* Queue.sliding<void>(1)
 
     yield* fibers.supervise("purchase-notifications", (beat) =>
-      pg.listen(PURCHASE_CHANGED).pipe(Stream.runForEach((id) =>
-        Effect.all([PubSub.publish(changes, id), Queue.offer(work, undefined), beat], { discard: true })
+      pg.listen(PURCHASE_CHANGED).pipe(Stream.runForEach((payload) =>
+        payload.startsWith("+")
+          ? Effect.all([PubSub.publish(changes, payload.slice(1)), Queue.offer(work, undefined), beat], { discard: true })
+          : Effect.all([PubSub.publish(changes, payload), beat], { discard: true })
       )))
 
-    /** Sends the notification; call inside the transaction that changes the purchase. */
-    const notify = (purchaseId: string) => sql`SELECT pg_notify(${PURCHASE_CHANGED}, ${purchaseId})`
+    /**
+     * Sends the notification; call inside the transaction that changes the purchase. `wakesWorker`:
+     * the change may give the worker something to claim (false when the purchase stays leased).
+     */
+    const notify = (purchaseId: string, wakesWorker: boolean) =>
+      sql`SELECT pg_notify(${PURCHASE_CHANGED}, ${wakesWorker ? `+${purchaseId}` : purchaseId})`
 
     /** A subscription to changed purchase ids (scoped). */
     const subscribe = PubSub.subscribe(changes)

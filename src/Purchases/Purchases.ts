@@ -138,7 +138,7 @@ export class Purchases extends Effect.Service<Purchases>()("Purchases", {
             ${item.image_url}, ${item.exterior}, ${item.float}, ${item.delivery_type}, ${item.estimated_delivery_minutes},
             ${row.priceCents}, ${row.providerPriceCents}, ${row.sim}, ${input.recipient.tradeUrl}, ${input.recipient.steamId})
           RETURNING ${purchaseColumns(sql)}`.pipe(Effect.flatMap(decodeRows)))[0]!
-        yield* notifications.notify(purchaseId)
+        yield* notifications.notify(purchaseId, true)
         // From here on the merchant's balance row and then the change log's head row are locked
         // until commit: the statements that hold them are as few as possible (one round trip each).
         const after = yield* ledger.debitPurchase(input.merchantId, row.priceCents, purchaseId)

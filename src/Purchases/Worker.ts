@@ -37,15 +37,30 @@ export const PurchaseWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
   const metrics = yield* Metrics
   const owner = `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`
 
-  const claim = sql<{ id: string }>`
-    UPDATE purchases SET lease_owner = ${owner}, lease_until = now() + make_interval(secs => ${LEASE_SECONDS})
-    WHERE id IN (
-      SELECT id FROM purchases
-      WHERE (status IN ('created', 'processing', 'sent_to_steam') OR watch_until IS NOT NULL)
-        AND next_step_at <= now() AND (lease_until IS NULL OR lease_until < now())
-      ORDER BY next_step_at LIMIT ${CLAIM_BATCH}
-      FOR UPDATE SKIP LOCKED)
-    RETURNING id`
+  /**
+   * Leases up to CLAIM_BATCH due purchases. When there are none, the same round trip says when the
+   * next purchase nobody holds falls due (a held one wakes the claimer when its step ends).
+   */
+  const claim = sql<{ id: string | null; due: Date | string | null }>`
+    WITH claimed AS (
+      UPDATE purchases SET lease_owner = ${owner}, lease_until = now() + make_interval(secs => ${LEASE_SECONDS})
+      WHERE id IN (
+        SELECT id FROM purchases
+        WHERE (status IN ('created', 'processing', 'sent_to_steam') OR watch_until IS NOT NULL)
+          AND next_step_at <= now() AND (lease_until IS NULL OR lease_until < now())
+        ORDER BY next_step_at LIMIT ${CLAIM_BATCH}
+        FOR UPDATE SKIP LOCKED)
+      RETURNING id)
+    SELECT id, NULL::timestamptz AS due FROM claimed
+    UNION ALL
+    SELECT NULL, min(next_step_at) FROM purchases
+    WHERE (status IN ('created', 'processing', 'sent_to_steam') OR watch_until IS NOT NULL)
+      AND (lease_until IS NULL OR lease_until < now()) AND NOT EXISTS (SELECT 1 FROM claimed)`.pipe(
+    Effect.map((rows) => ({
+      ids: rows.flatMap((row) => row.id === null ? [] : [row.id]),
+      due: rows.find((row) => row.id === null)?.due ?? null
+    }))
+  )
 
   /** The purchase, locked, if this worker still holds its lease. */
   const lockOwned = (id: string) =>
@@ -77,7 +92,7 @@ export const PurchaseWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
       const updated = yield* updateReturning(id, sql`status = 'processing',
         provider_request_id = coalesce(provider_request_id, ${randomUUID()}), updated_at = now()`)
       yield* emit(updated, "purchase.processing")
-      yield* notifications.notify(id)
+      yield* notifications.notify(id, false)
       return Option.some(updated)
     }))
 
@@ -142,8 +157,8 @@ export const PurchaseWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
       const nextStep = next ?? (stillInFlight ? new Date(Date.now() + 1_000) : null)
       yield* sql`UPDATE purchases SET lease_owner = NULL, lease_until = NULL, updated_at = now(),
                  next_step_at = coalesce(${nextStep}, next_step_at), watch_until = ${watchUntil} WHERE id = ${id}`
-      // also when only the schedule changed: the claimer recomputes when to wake
-      yield* notifications.notify(id)
+      // also when only the schedule changed: every claimer recomputes when to wake
+      yield* notifications.notify(id, true)
     }))
 
   const step = (id: string) =>
@@ -168,17 +183,10 @@ export const PurchaseWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
       Effect.withSpan("PurchaseWorker.step", { attributes: { purchase_id: id } })
     )
 
-  /** The next time a purchase nobody holds falls due (a held one wakes us when its step ends). */
-  const nextDue = sql<{ due: Date | null }>`
-    SELECT min(next_step_at) AS due FROM purchases
-    WHERE (status IN ('created', 'processing', 'sent_to_steam') OR watch_until IS NOT NULL)
-      AND (lease_until IS NULL OR lease_until < now())`
-
-  const idle = Effect.gen(function*() {
-    const due = (yield* nextDue)[0]?.due ?? null
+  const idle = (due: Date | string | null) => {
     const wait = due === null ? IDLE_WAIT_MS : Math.max(5, Math.min(IDLE_WAIT_MS, new Date(due).getTime() - Date.now()))
-    yield* Effect.raceFirst(notifications.awaitWork, Effect.sleep(wait))
-  })
+    return Effect.raceFirst(notifications.awaitWork, Effect.sleep(wait))
+  }
 
   // One claimer per process hands leased purchases to at most STEP_CONCURRENCY steps at once; a
   // notification wakes one query, not one per worker.
@@ -189,10 +197,10 @@ export const PurchaseWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
       yield* Effect.forever(Effect.gen(function*() {
         const claimed = yield* claim
         yield* beat
-        if (claimed.length === 0) return yield* idle
-        for (const row of claimed) {
+        if (claimed.ids.length === 0) return yield* idle(claimed.due)
+        for (const id of claimed.ids) {
           yield* steps.take(1)
-          yield* FiberSet.run(running, Effect.ensuring(step(row.id), steps.release(1)))
+          yield* FiberSet.run(running, Effect.ensuring(step(id), steps.release(1)))
         }
       }))
     })))
