@@ -27,6 +27,7 @@ import { type FastLane, makeFastLane, requestIdOf } from "./FastLane.js"
 import { AuthenticationLive } from "./Merchants/Authentication.js"
 import { BalanceFastRoutes, BalanceHttp } from "./Merchants/Http.js"
 import { Metrics } from "./Ops/Metrics.js"
+import { Readiness } from "./Ops/Readiness.js"
 import { PurchasesHttp } from "./Purchases/Http.js"
 import { WebhooksHttp } from "./Webhooks/Http.js"
 
@@ -193,6 +194,7 @@ const Docs = Layer.mergeAll(
 export const HttpLive = Layer.unwrapEffect(Effect.gen(function*() {
   const settings = yield* Settings
   const metrics = yield* Metrics
+  const readiness = yield* Readiness
   const fastLane = yield* makeFastLane([...yield* BalanceFastRoutes, ...yield* CatalogueFastRoutes])
   return HttpApiBuilder.serve(requestMiddleware("api", metrics)).pipe(
     Layer.provide([Docs, SpecErrors, StreamLive]),
@@ -200,6 +202,7 @@ export const HttpLive = Layer.unwrapEffect(Effect.gen(function*() {
     // Per-request spans cost about a quarter of a request's CPU; traces come from service spans.
     HttpMiddleware.withTracerDisabledWhen(() => true),
     HttpServer.withLogAddress,
-    Layer.provide(NodeHttpServer.layer(() => makeNodeServer(fastLane), { port: settings.port, host: settings.host }))
+    Layer.provide(NodeHttpServer.layer(() => makeNodeServer(fastLane), { port: settings.port, host: settings.host })),
+    Layer.tap(() => readiness.markServing)
   )
 }))

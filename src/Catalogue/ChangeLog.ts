@@ -6,6 +6,7 @@
  */
 import { SqlClient } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
+import { createHash } from "node:crypto"
 import { serialise } from "../Domain/CatalogItem.js"
 import { Int8 } from "../Domain/Db.js"
 import type { SupplierListing } from "../Providers/Supplier.js"
@@ -25,6 +26,8 @@ interface Effective {
   readonly id: string
   readonly item: string | null
 }
+
+const md5 = (text: string) => createHash("md5").update(text, "utf8").digest("hex")
 
 const HeadRow = Schema.Struct({ epoch: Schema.Number, head: Int8 })
 
@@ -144,11 +147,29 @@ export class ChangeLog extends Effect.Service<ChangeLog>()("ChangeLog", {
         Effect.map((rows) => Option.fromNullable(rows[0]))
       )
 
+    /**
+     * The listings that would change the catalogue: new, not active, or with another item JSON or
+     * sim hints than stored (compared by MD5, so a reconciliation of an unchanged catalogue sends
+     * ids and digests, not every item again). Reserved items are left to `apply`, which skips them.
+     */
+    const differing = (listings: ReadonlyArray<SupplierListing>) =>
+      Effect.gen(function*() {
+        if (listings.length === 0) return listings
+        const stored = yield* sql<{ id: string; digest: string }>`
+          SELECT id, md5(item) || md5(coalesce(sim, '')) || status AS digest
+          FROM catalogue_items WHERE id = ANY(${listings.map((l) => l.item.id.toLowerCase())}::uuid[])`
+        const digests = new Map(stored.map((row) => [row.id, row.digest]))
+        return listings.filter((l) =>
+          digests.get(l.item.id.toLowerCase()) !==
+            md5(serialise(l.item)) + md5(l.sim === undefined ? "" : JSON.stringify(l.sim)) + "active"
+        )
+      })
+
     /** Ids of the supplier's active items (reconciliation against a snapshot). */
     const activeSupplierIds = sql<{ id: string }>`SELECT id FROM catalogue_items WHERE status = 'active' AND source = 'supplier'`.pipe(
       Effect.map((rows) => rows.map((r) => r.id))
     )
 
-    return { apply, reserve, activeSupplierIds } as const
+    return { apply, reserve, differing, activeSupplierIds } as const
   })
 }) {}

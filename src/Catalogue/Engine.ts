@@ -5,7 +5,7 @@
  */
 import { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
-import { Effect, Option, Queue, Schedule, Schema, Stream } from "effect"
+import { Deferred, Effect, Option, Queue, Schedule, Schema, Stream } from "effect"
 import type { CatalogItem } from "../Domain/CatalogItem.js"
 import { Int8 } from "../Domain/Db.js"
 import { Fibers } from "../Ops/Fibers.js"
@@ -62,6 +62,7 @@ export class CatalogueEngine extends Effect.Service<CatalogueEngine>()("Catalogu
     let epoch = 0
     let cursor = 0
     let loaded = false
+    const firstLoad = yield* Deferred.make<void>()
     /** Whether the supplier sync has reconciled the catalogue at least once (readiness, first dump). */
     let synced = false
     const listeners = new Set<(event: EngineEvent) => void>()
@@ -104,6 +105,7 @@ export class CatalogueEngine extends Effect.Service<CatalogueEngine>()("Catalogu
       cursor = state.head
       ring.length = 0
       loaded = true
+      yield* Deferred.succeed(firstLoad, undefined)
       yield* Effect.logInfo("catalogue loaded").pipe(Effect.annotateLogs({ items: fresh.size, epoch, cursor }))
       if (changedEpoch) for (const listener of listeners) listener({ _tag: "reset", epoch })
     }).pipe(Effect.withSpan("CatalogueEngine.load"))
@@ -123,6 +125,7 @@ export class CatalogueEngine extends Effect.Service<CatalogueEngine>()("Catalogu
 
     /** Applies every logged change after the cursor; reloads on an epoch change or a pruned gap. */
     const catchUp = applying.withPermits(1)(Effect.gen(function*() {
+      if (!loaded) yield* load
       for (;;) {
         const rows = yield* sql`
           SELECT seq, epoch, op, item_id AS "itemId", item FROM catalogue_changes
@@ -160,15 +163,16 @@ export class CatalogueEngine extends Effect.Service<CatalogueEngine>()("Catalogu
       }
     }))
 
-    yield* load
+    // The index loads in the tail fiber, so the process listens (and answers /health) meanwhile;
+    // /ready stays 503 and readers wait for the first load (`awaitLoaded`).
     const wake = yield* Queue.sliding<void>(1)
     yield* fibers.supervise("catalogue-notifications", (beat) =>
       pg.listen(CHANGES_CHANNEL).pipe(Stream.runForEach(() => Effect.zipRight(beat, Queue.offer(wake, undefined)))))
     yield* fibers.supervise("catalogue-tail", (beat) =>
       Effect.forever(Effect.gen(function*() {
-        yield* Queue.take(wake).pipe(Effect.timeoutOption(POLL_INTERVAL))
         yield* catchUp
         yield* beat
+        yield* Queue.take(wake).pipe(Effect.timeoutOption(POLL_INTERVAL))
       })))
 
     yield* readiness.register("catalogue", Effect.sync(() => loaded && synced))
@@ -203,8 +207,11 @@ export class CatalogueEngine extends Effect.Service<CatalogueEngine>()("Catalogu
 
     return {
       epoch: () => epoch,
-      /** Waits until the catalogue reflects the supplier once. */
-      awaitSynced: Effect.repeat(Effect.sync(() => synced), { until: (done) => done, schedule: Schedule.spaced("100 millis") }),
+      /** Whether the index is loaded: before, it is empty and readers must wait (`awaitLoaded`). */
+      isLoaded: () => loaded,
+      awaitLoaded: Deferred.await(firstLoad),
+      /** Waits until the index is loaded and the catalogue reflects the supplier once. */
+      awaitSynced: Effect.repeat(Effect.sync(() => loaded && synced), { until: (done) => done, schedule: Schedule.spaced("100 millis") }),
       cursor: () => cursor,
       size: () => index.size,
       get: (id: string) => index.get(id),

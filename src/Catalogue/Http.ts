@@ -75,7 +75,7 @@ export const CatalogueFastRoutes = Effect.map(CatalogueEngine, (engine): Readonl
   {
     path: `${API_PREFIX}/items`,
     prepare: (query) =>
-      Either.match(Either.flatMap(decodeListParams(query), (q) => listRequest(engine, q)), {
+      !engine.isLoaded() ? undefined : Either.match(Either.flatMap(decodeListParams(query), (q) => listRequest(engine, q)), {
         onLeft: () => undefined,
         onRight: (body) => body
       })
@@ -83,7 +83,7 @@ export const CatalogueFastRoutes = Effect.map(CatalogueEngine, (engine): Readonl
   {
     path: `${API_PREFIX}/items/search`,
     prepare: (query) =>
-      Either.match(decodeSearchParams(query), {
+      !engine.isLoaded() ? undefined : Either.match(decodeSearchParams(query), {
         onLeft: () => undefined,
         onRight: (q) => () => searchBody(engine, q)
       })
@@ -103,8 +103,10 @@ export const CatalogueHttp = HttpApiBuilder.group(MerchantApi, "catalogue", (han
     const dump = yield* CatalogueDump
 
     return handlers
-      .handle("listItems", ({ urlParams }) => Effect.map(listRequest(engine, urlParams), (body) => json(body())))
-      .handle("searchItems", ({ urlParams }) => Effect.sync(() => json(searchBody(engine, urlParams))))
+      .handle("listItems", ({ urlParams }) =>
+        Effect.zipRight(engine.awaitLoaded, Effect.map(listRequest(engine, urlParams), (body) => json(body()))))
+      .handle("searchItems", ({ urlParams }) =>
+        Effect.zipRight(engine.awaitLoaded, Effect.sync(() => json(searchBody(engine, urlParams)))))
       .handle("fullDump", ({ headers }) =>
         Effect.gen(function*() {
           const built = dump.current()

@@ -174,6 +174,7 @@ export const StreamLive = Layer.unwrapScoped(Effect.gen(function*() {
   const session = (client: Client, write: (chunk: Socket.CloseEvent) => Effect.Effect<void, Socket.SocketError>, epoch: number) =>
     Effect.gen(function*() {
       const send = (text: string) => Effect.sync(() => sendFrame(client, textFrame(text)))
+      yield* engine.awaitLoaded
       const reset = yield* validate(epoch, client.position)
       if (Option.isSome(reset)) {
         yield* send(resetFrame(reset.value))

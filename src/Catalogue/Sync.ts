@@ -7,6 +7,7 @@ import { SqlClient } from "@effect/sql"
 import { Chunk, Effect, Layer, Option, Stream } from "effect"
 import { Settings } from "../Config.js"
 import { Fibers } from "../Ops/Fibers.js"
+import { Readiness } from "../Ops/Readiness.js"
 import { Supplier } from "../Providers/Supplier.js"
 import { ChangeLog } from "./ChangeLog.js"
 
@@ -23,6 +24,7 @@ export const SyncLive = Layer.scopedDiscard(Effect.gen(function*() {
   const fibers = yield* Fibers
   const supplier = yield* Supplier
   const changeLog = yield* ChangeLog
+  const readiness = yield* Readiness
 
   /** Makes the items table match the supplier's snapshot (only what differs is written). */
   const reconcile = Effect.gen(function*() {
@@ -31,7 +33,8 @@ export const SyncLive = Layer.scopedDiscard(Effect.gen(function*() {
     yield* supplier.snapshot.pipe(Stream.runForEach((page) =>
       Effect.gen(function*() {
         for (const listing of page) seen.add(listing.item.id)
-        logged += yield* changeLog.apply(page.map((listing) => ({ op: "upsert" as const, listing })))
+        const changed = yield* changeLog.differing(page)
+        logged += yield* changeLog.apply(changed.map((listing) => ({ op: "upsert" as const, listing })))
       })
     ))
     const gone = (yield* changeLog.activeSupplierIds).filter((id) => !seen.has(id))
@@ -51,6 +54,7 @@ export const SyncLive = Layer.scopedDiscard(Effect.gen(function*() {
 
   const lead = (beat: Effect.Effect<void>) =>
     Effect.gen(function*() {
+      yield* readiness.awaitServing
       yield* reconcile
       yield* beat
       const applyChanges = supplier.changes.pipe(

@@ -1,6 +1,6 @@
 /** Readiness checks: each feature registers what must hold before the process takes traffic. */
 import { SqlClient } from "@effect/sql"
-import { Effect } from "effect"
+import { Deferred, Effect } from "effect"
 
 export interface ReadinessReport {
   readonly ready: boolean
@@ -18,12 +18,18 @@ export class Readiness extends Effect.Service<Readiness>()("Readiness", {
 
     const register = (name: string, check: Effect.Effect<boolean>) => Effect.sync(() => { checks.set(name, check) })
 
+    // Background work that can wait (the supplier's reconciliation) starts once the API listens,
+    // so start-up is not spent on it: the index loaded from the database is served meanwhile.
+    const serving = yield* Deferred.make<void>()
+    const markServing = Deferred.succeed(serving, undefined)
+    const awaitServing = Deferred.await(serving)
+
     const report: Effect.Effect<ReadinessReport> = Effect.gen(function*() {
       const results = yield* Effect.forEach(Array.from(checks), ([name, check]) =>
         Effect.map(Effect.catchAllCause(check, () => Effect.succeed(false)), (ok) => [name, { ok }] as const), { concurrency: "unbounded" })
       return { ready: results.every(([, r]) => r.ok), checks: Object.fromEntries(results) }
     })
 
-    return { register, report } as const
+    return { register, report, markServing, awaitServing } as const
   })
 }) {}
