@@ -62,6 +62,11 @@ export const makeFastLane = (routes: ReadonlyArray<FastRoute>) =>
       labelNames: ["route"]
     })
 
+    const failures = metrics.counter({
+      name: "http_fast_lane_failures_total",
+      help: "Fast-lane answers that failed unexpectedly and were passed on to HttpApi"
+    })
+
     const send = (
       request: IncomingMessage,
       response: ServerResponse,
@@ -87,30 +92,42 @@ export const makeFastLane = (routes: ReadonlyArray<FastRoute>) =>
      * that turns out asynchronously not to be one (a failed query) is passed on with `fallback`.
      */
     const handle = (request: IncomingMessage, response: ServerResponse, fallback: Fallback): boolean => {
+      // Code here runs outside any fiber: a throw would reach node's parser and end the process,
+      // so an unexpected failure passes the request on to HttpApi, which answers and logs it.
+      try {
+        return answer(request, response, fallback)
+      } catch {
+        failures.inc()
+        return response.headersSent
+      }
+    }
+
+    const answer = (request: IncomingMessage, response: ServerResponse, fallback: Fallback): boolean => {
       if (request.method !== "GET" || request.url === undefined) return false
       const started = performance.now()
       const queryAt = request.url.indexOf("?")
       const path = queryAt < 0 ? request.url : request.url.slice(0, queryAt)
       const route = byPath.get(path)
       if (route === undefined) return false
-      const answer = route.prepare(queryAt < 0 ? {} : queryOf(request.url.slice(queryAt + 1)))
-      if (answer === undefined) return false
+      const respond = route.prepare(queryAt < 0 ? {} : queryOf(request.url.slice(queryAt + 1)))
+      if (respond === undefined) return false
       const authenticated = authenticator.authenticateCached(
         request.headers.authorization,
         request.socket.remoteAddress ?? "unknown",
         Date.now()
       )
       if (authenticated === undefined) return false
-      const body = answer(authenticated.merchant)
+      const body = respond(authenticated.merchant)
       if (typeof body === "string") {
         send(request, response, path, started, authenticated.headers, body)
         return true
       }
-      body.then(
-        (text) => text === undefined ? fallback() : send(request, response, path, started, authenticated.headers, text),
+      body.then((text) => text === undefined ? fallback() : send(request, response, path, started, authenticated.headers, text))
         // the HttpApi path runs the same read again and answers (and logs) whatever it meets
-        () => fallback()
-      )
+        .catch(() => {
+          failures.inc()
+          if (!response.headersSent) fallback()
+        })
       return true
     }
 

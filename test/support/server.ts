@@ -93,7 +93,12 @@ export const startServer = async (options: StartOptions = {}): Promise<RunningSe
   let output = ""
   child.stdout!.on("data", (chunk) => { output += chunk })
   child.stderr!.on("data", (chunk) => { output += chunk })
+  let stopping = false
   const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)))
+  // A server that dies on its own is a bug: show what it said (tests that kill it set `stopping`).
+  child.once("exit", (code, signal) => {
+    if (!stopping && signal !== "SIGKILL") process.stderr.write(`\nserver on port ${port} exited on its own (${code ?? signal}):\n${output.slice(-8_000)}\n`)
+  })
 
   const baseUrl = `http://127.0.0.1:${port}`
   const opsUrl = `http://127.0.0.1:${opsPort}`
@@ -131,6 +136,7 @@ export const startServer = async (options: StartOptions = {}): Promise<RunningSe
     admin("/admin/deposits", { method: "POST", body: { merchant_id: merchantId, network: "tron", amount, ...(txId ? { tx_id: txId } : {}) } })
 
   const stop = async (signal: NodeJS.Signals = "SIGTERM") => {
+    stopping = true
     if (child.exitCode === null) child.kill(signal)
     const timer = setTimeout(() => child.kill("SIGKILL"), 15_000)
     const code = await exited
