@@ -62,6 +62,8 @@ export const makeFastLane = (routes: ReadonlyArray<FastRoute>) =>
       labelNames: ["route"]
     })
 
+    const answeredByRoute = new Map(routes.map((route) => [route.path, answered.labels({ route: route.path })]))
+    const answeredOn = (path: string) => answeredByRoute.get(path)!
     const failures = metrics.counter({
       name: "http_fast_lane_failures_total",
       help: "Fast-lane answers that failed unexpectedly and were passed on to HttpApi"
@@ -76,14 +78,15 @@ export const makeFastLane = (routes: ReadonlyArray<FastRoute>) =>
       body: string
     ) => {
       const incomingId = request.headers["x-request-id"]
+      const bytes = Buffer.from(body)
       response.writeHead(200, {
         "content-type": "application/json",
-        "content-length": Buffer.byteLength(body),
+        "content-length": bytes.length,
         "x-request-id": requestIdOf(typeof incomingId === "string" ? incomingId : undefined),
         ...headers
       })
-      response.end(body)
-      answered.inc({ route: path })
+      response.end(bytes)
+      answeredOn(path).inc()
       metrics.recordRequest("api", "GET", path, 200, (performance.now() - started) / 1000)
     }
 

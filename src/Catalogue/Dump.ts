@@ -1,9 +1,10 @@
 /**
  * The full dump (spec 2.7, 4.2): rebuilt by a supervised fiber every DUMP_INTERVAL_SECONDS from the
- * engine's snapshot, whose epoch and cursor are taken with it. The JSON is assembled in pieces of
- * a few thousand items from each item's ready bytes; each piece is deflated on libuv's thread pool
- * and ends on a sync flush, so the pieces join into one valid gzip member (as pigz does) with a
- * running CRC-32. The event loop only joins strings and checksums a piece at a time.
+ * engine's snapshot, whose epoch and cursor are taken with it. The JSON is assembled in pieces
+ * (items grouped by id prefix) from each item's ready bytes; each piece is deflated on libuv's
+ * thread pool and ends on a sync flush, so the pieces join into one valid gzip member (as pigz
+ * does) with a CRC-32 combined from the pieces'. A piece whose items did not change since the last
+ * build is reused as it is. The event loop only groups entries and joins strings, a slice at a time.
  */
 import { Clock, Effect, Fiber, Option } from "effect"
 import { Readable } from "node:stream"
@@ -12,12 +13,17 @@ import { Settings } from "../Config.js"
 import { Fibers } from "../Ops/Fibers.js"
 import { Metrics } from "../Ops/Metrics.js"
 import { Readiness } from "../Ops/Readiness.js"
+import { crc32Combine } from "./Crc32.js"
 import { CatalogueEngine } from "./Engine.js"
+import type { Entry } from "./Index.js"
 
-const PIECE_ITEMS = 2_000
+/** Items per piece, about: pieces are sets of items by id prefix, as many as this makes. */
+const PIECE_ITEMS = 1_500
 /** Pieces deflated at once (thread pool threads on two cores). */
 const PIECE_CONCURRENCY = 2
 const GZIP_LEVEL = 1
+/** Entries walked between yields to the event loop. */
+const WALK_SLICE = 20_000
 
 export interface BuiltDump {
   readonly generatedAt: Date
@@ -49,6 +55,26 @@ const trailer = (crc: number, length: number) => {
   return buffer
 }
 
+/** Some JSON deflated on its own, ending on a sync flush, with its CRC-32 and length. */
+interface Piece {
+  readonly deflated: Buffer
+  readonly crc: number
+  readonly length: number
+}
+
+const pieceOf = (raw: Buffer) => Effect.map(deflatePiece(raw), (deflated): Piece => ({ deflated, crc: zlib.crc32(raw), length: raw.length }))
+
+/** A piece of the previous build: its items' count and sum of serials tell whether it is still valid. */
+interface CachedPiece extends Piece {
+  readonly count: number
+  readonly serials: number
+}
+
+/** Prefix bits of the id that choose an item's piece, for a catalogue of `size` items. */
+const prefixBits = (size: number) => Math.min(16, Math.max(0, Math.ceil(Math.log2(size / PIECE_ITEMS))))
+
+const pieceIndex = (id: string, bits: number) => bits === 0 ? 0 : parseInt(id.slice(0, 8), 16) >>> (32 - bits)
+
 export class CatalogueDump extends Effect.Service<CatalogueDump>()("CatalogueDump", {
   scoped: Effect.gen(function*() {
     const engine = yield* CatalogueEngine
@@ -59,36 +85,74 @@ export class CatalogueDump extends Effect.Service<CatalogueDump>()("CatalogueDum
     let current: BuiltDump | undefined
     let downloads = 0
 
+    /** The pieces of the last build, by index, and how many prefix bits chose them. */
+    let cache: { bits: number; pieces: Array<CachedPiece | undefined> } = { bits: -1, pieces: [] }
+    const comma = yield* pieceOf(Buffer.from(","))
+
+    /**
+     * Builds the dump. Items are grouped into pieces by id prefix, so a change touches one piece:
+     * a piece whose items are the same entries as in the last build is reused as it is, the others
+     * are assembled from the items' ready JSON here and deflated on the thread pool. The pieces
+     * join into one gzip member with commas between them and a CRC-32 combined from theirs.
+     */
     const build = Effect.gen(function*() {
       const started = yield* Clock.currentTimeMillis
       const snapshot = engine.snapshot()
       const generatedAt = new Date(started)
-      const head = Buffer.from(`{"generated_at":"${generatedAt.toISOString()}","items_count":${snapshot.entries.length},"items":[`)
-      const tail = Buffer.from("]}")
-      let crc = zlib.crc32(head)
-      let jsonLength = head.length
-      const pieceCount = Math.ceil(snapshot.entries.length / PIECE_ITEMS)
-      const deflated: Array<Buffer> = new Array(pieceCount)
-      // Pieces are made and checksummed in order on this thread, one slice of work at a time, and
-      // deflated on the thread pool, at most PIECE_CONCURRENCY at once: a piece's JSON is dropped as
-      // soon as it is deflated, so the dump never holds the whole JSON.
+      const bits = prefixBits(snapshot.entries.length)
+      const groups: Array<Array<Entry>> = Array.from({ length: 2 ** bits }, () => [])
+      for (let i = 0; i < snapshot.entries.length; i++) {
+        const entry = snapshot.entries[i]!
+        groups[pieceIndex(entry.id, bits)]!.push(entry)
+        if (i % WALK_SLICE === WALK_SLICE - 1) yield* Effect.yieldNow()
+      }
+      const previous = cache.bits === bits ? cache.pieces : []
+      const pieces: Array<CachedPiece | undefined> = new Array(groups.length)
       const inFlight: Array<Fiber.RuntimeFiber<void, Error>> = []
-      for (let i = 0; i < pieceCount; i++) {
-        const slice = snapshot.entries.slice(i * PIECE_ITEMS, (i + 1) * PIECE_ITEMS)
-        let text = i === 0 ? "" : ","
-        for (let j = 0; j < slice.length; j++) text += (j === 0 ? "" : ",") + slice[j]!.json
+      let reused = 0
+      for (let g = 0; g < groups.length; g++) {
+        const group = groups[g]!
+        if (group.length === 0) continue
+        let serials = 0
+        for (let j = 0; j < group.length; j++) serials += group[j]!.serial
+        const before = previous[g]
+        if (before !== undefined && before.count === group.length && before.serials === serials) {
+          pieces[g] = before
+          reused++
+          continue
+        }
+        let text = group[0]!.json
+        for (let j = 1; j < group.length; j++) text += "," + group[j]!.json
         const raw = Buffer.from(text)
-        crc = zlib.crc32(raw, crc)
-        jsonLength += raw.length
         if (inFlight.length >= PIECE_CONCURRENCY) yield* Fiber.join(inFlight.shift()!)
-        inFlight.push(yield* Effect.fork(Effect.map(deflatePiece(raw), (out) => { deflated[i] = out })))
+        inFlight.push(yield* Effect.fork(Effect.map(pieceOf(raw), (piece) => {
+          pieces[g] = { ...piece, count: group.length, serials }
+        })))
         yield* Effect.yieldNow()
       }
       yield* Fiber.joinAll(inFlight)
-      crc = zlib.crc32(tail, crc)
-      jsonLength += tail.length
-      const [headDeflated, tailDeflated] = yield* Effect.all([deflatePiece(head), deflatePiece(tail)])
-      const gzip = [GZIP_HEADER, headDeflated, ...deflated, tailDeflated, DEFLATE_END, trailer(crc, jsonLength)]
+      cache = { bits, pieces }
+
+      const [head, tail] = yield* Effect.all([
+        pieceOf(Buffer.from(`{"generated_at":"${generatedAt.toISOString()}","items_count":${snapshot.entries.length},"items":[`)),
+        pieceOf(Buffer.from("]}"))
+      ])
+      const parts: Array<Piece> = [head]
+      let pieceCount = 0
+      for (const piece of pieces) {
+        if (piece === undefined) continue
+        if (pieceCount++ > 0) parts.push(comma)
+        parts.push(piece)
+      }
+      parts.push(tail)
+      let crc = 0
+      let jsonLength = 0
+      for (let i = 0; i < parts.length; i++) {
+        crc = crc32Combine(crc, parts[i]!.crc, parts[i]!.length)
+        jsonLength += parts[i]!.length
+        if (i % 256 === 255) yield* Effect.yieldNow()
+      }
+      const gzip = [GZIP_HEADER, ...parts.map((part) => part.deflated), DEFLATE_END, trailer(crc, jsonLength)]
       const sameEpoch = engine.epoch() === snapshot.epoch
       const built: BuiltDump = {
         generatedAt,
@@ -105,6 +169,8 @@ export class CatalogueDump extends Effect.Service<CatalogueDump>()("CatalogueDum
       current = built
       yield* Effect.logInfo("catalogue dump built").pipe(Effect.annotateLogs({
         items: built.itemsCount,
+        pieces: pieceCount,
+        pieces_reused: reused,
         gzip_bytes: built.gzipLength,
         json_bytes: built.jsonLength,
         millis: built.buildMillis

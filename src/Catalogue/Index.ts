@@ -7,6 +7,12 @@ import { type CatalogItem } from "../Domain/CatalogItem.js"
 import { compareKeys, type Keyed, SortedList } from "./SortedList.js"
 
 export interface Entry extends Keyed {
+  /**
+   * Unique per entry object and increasing: an item that changes gets a new entry with a higher
+   * serial, so the count and the sum of serials of a set of entries tell whether it changed (the
+   * dump reuses the compressed pieces of unchanged sets).
+   */
+  readonly serial: number
   /** cents */
   readonly price: number
   readonly id: string
@@ -56,9 +62,12 @@ export class Interner {
   }
 }
 
+let lastSerial = 0
+
 export const entryOf = (item: CatalogItem, priceCents: number, json: string, interner?: { intern: <S extends string | null>(s: S) => S }): Entry => {
   const i = interner ?? { intern: <S extends string | null>(s: S) => s }
   return {
+    serial: ++lastSerial,
     id: item.id,
     price: priceCents,
     json,

@@ -10,6 +10,7 @@ import { Fibers } from "../Ops/Fibers.js"
 import { Readiness } from "../Ops/Readiness.js"
 import { Supplier } from "../Providers/Supplier.js"
 import { ChangeLog } from "./ChangeLog.js"
+import { CatalogueEngine } from "./Engine.js"
 
 const LEADER_LOCK_KEY = 7_311_002
 const FOLLOWER_RETRY = "2 seconds"
@@ -25,6 +26,7 @@ export const SyncLive = Layer.scopedDiscard(Effect.gen(function*() {
   const supplier = yield* Supplier
   const changeLog = yield* ChangeLog
   const readiness = yield* Readiness
+  const engine = yield* CatalogueEngine
 
   /** Makes the items table match the supplier's snapshot (only what differs is written). */
   const reconcile = Effect.gen(function*() {
@@ -54,7 +56,9 @@ export const SyncLive = Layer.scopedDiscard(Effect.gen(function*() {
 
   const lead = (beat: Effect.Effect<void>) =>
     Effect.gen(function*() {
+      // after start-up's own work: the API listens and this process's index is loaded
       yield* readiness.awaitServing
+      yield* engine.awaitLoaded
       yield* reconcile
       yield* beat
       const applyChanges = supplier.changes.pipe(

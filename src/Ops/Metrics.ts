@@ -65,10 +65,18 @@ export class Metrics extends Effect.Service<Metrics>()("Metrics", {
       }
     })
 
+    // Bound children per label set: hashing the labels on every request costs more than the update.
+    const requestSeries = new Map<string, { readonly count: Counter.Internal; readonly latency: Histogram.Internal<string> }>()
     const recordRequest = (server: string, method: string, route: string, status: number, seconds: number) => {
-      const labels = { server, method, route, status: String(status) }
-      httpRequests.inc(labels)
-      httpDuration.observe(labels, seconds)
+      const key = `${server} ${method} ${status} ${route}`
+      let series = requestSeries.get(key)
+      if (series === undefined) {
+        const labels = { server, method, route, status: String(status) }
+        series = { count: httpRequests.labels(labels), latency: httpDuration.labels(labels) }
+        requestSeries.set(key, series)
+      }
+      series.count.inc()
+      series.latency.observe(seconds)
     }
 
     /** A gauge of this registry; `refresh` (if given) runs before every scrape. */

@@ -27,6 +27,8 @@ const floatArb = fc.oneof(
   fc.double({ min: 0, max: 1, noNaN: true }).map((x) => (x === 0 ? 0 : x))
 )
 
+let serial = 0
+
 /** An entry for a given id (prices in a small range so that many tie and ids break the ties). */
 const entryArb = (id: string): fc.Arbitrary<Entry> =>
   fc.record({
@@ -38,7 +40,7 @@ const entryArb = (id: string): fc.Arbitrary<Entry> =>
     float: floatArb,
     delivery: fc.constantFrom("instant" as const, "manual" as const),
     minutes: fc.option(fc.integer({ min: 0, max: 120 }), { nil: null })
-  }).map((fields) => ({ id, json: JSON.stringify({ id, ...fields }), ...fields }))
+  }).map((fields) => ({ serial: ++serial, id, json: JSON.stringify({ id, ...fields }), ...fields }))
 
 /** Each filter is present one time in seven (price bounds one in two), so that pages are usually not empty. */
 const sometimes = <A>(arb: fc.Arbitrary<A>) =>
@@ -219,7 +221,7 @@ describe("CatalogueIndex.page", () => {
       const index = new CatalogueIndex()
       const model = new Map<string, Entry>()
       for (const [id, price] of layout) {
-        const entry: Entry = { id, price, json: "{}", name: "n", category: null, exterior: null, rarity: null, float: null, delivery: "instant", minutes: null }
+        const entry: Entry = { serial: ++serial, id, price, json: "{}", name: "n", category: null, exterior: null, rarity: null, float: null, delivery: "instant", minutes: null }
         index.upsert(entry)
         model.set(id, entry)
       }
@@ -265,9 +267,11 @@ describe("CatalogueIndex.page", () => {
     const json = serialise(item)
     const e = entryOf(item, 1234, json)
     expect(e).toEqual({
-      id: item.id, price: 1234, json, name: item.market_hash_name, category: "rifle", exterior: "Field-Tested",
+      serial: e.serial, id: item.id, price: 1234, json, name: item.market_hash_name, category: "rifle", exterior: "Field-Tested",
       rarity: null, float: null, delivery: "manual", minutes: 30
     })
+    // every entry is a new serial, above all before it (the dump's change detection)
+    expect(entryOf(item, 1234, json).serial).toBeGreaterThan(e.serial)
     expect(JSON.parse(json)).toEqual(item)
   })
 
