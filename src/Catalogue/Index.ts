@@ -115,6 +115,11 @@ export class CatalogueIndex {
     return this.byId.get(id)
   }
 
+  /** Every entry, in price order, in chunks that later changes do not touch. */
+  snapshotChunks(): ReadonlyArray<ReadonlyArray<Entry>> {
+    return this.all.chunkCopies()
+  }
+
   values(): IterableIterator<Entry> {
     return this.byId.values()
   }
