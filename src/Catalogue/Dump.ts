@@ -7,13 +7,15 @@
  * build is reused as it is. The event loop only groups entries and joins strings, a slice at a time.
  */
 import { Clock, Effect, Fiber, Option } from "effect"
-import { Readable } from "node:stream"
+import { join } from "node:path"
+import type { Readable } from "node:stream"
 import * as zlib from "node:zlib"
 import { Settings } from "../Config.js"
 import { Fibers } from "../Ops/Fibers.js"
 import { Metrics } from "../Ops/Metrics.js"
 import { Readiness } from "../Ops/Readiness.js"
 import { crc32Combine } from "./Crc32.js"
+import { type DumpFile, dumpDirectory, type Source, writeDumpFile } from "./DumpFile.js"
 import { CatalogueEngine } from "./Engine.js"
 import type { Entry } from "./Index.js"
 
@@ -31,8 +33,8 @@ export interface BuiltDump {
   /** Present only when the engine stayed in one epoch during generation. */
   readonly checkpoint: Option.Option<{ readonly epoch: number; readonly cursor: number }>
   readonly etag: string
-  /** One gzip member, in order. */
-  readonly gzip: ReadonlyArray<Buffer>
+  /** One gzip member. */
+  readonly file: DumpFile
   readonly gzipLength: number
   readonly jsonLength: number
   readonly buildMillis: number
@@ -64,10 +66,19 @@ interface Piece {
 
 const pieceOf = (raw: Buffer) => Effect.map(deflatePiece(raw), (deflated): Piece => ({ deflated, crc: zlib.crc32(raw), length: raw.length }))
 
-/** A piece of the previous build: its items' count and sum of serials tell whether it is still valid. */
-interface CachedPiece extends Piece {
+/** Whose items a piece holds: their count and the sum of their serials tell whether it changed. */
+interface Items {
   readonly count: number
   readonly serials: number
+}
+
+/** A piece of the last build, in its dump file. */
+interface StoredPiece extends Items {
+  readonly file: DumpFile
+  readonly offset: number
+  readonly size: number
+  readonly crc: number
+  readonly length: number
 }
 
 /**
@@ -96,14 +107,17 @@ export class CatalogueDump extends Effect.Service<CatalogueDump>()("CatalogueDum
     let downloads = 0
 
     /** The pieces of the last build, by index, and how many prefix bits chose them. */
-    let cache: { bits: number; pieces: Array<CachedPiece | undefined> } = { bits: -1, pieces: [] }
+    let cache: { bits: number; pieces: ReadonlyArray<StoredPiece | undefined> } = { bits: -1, pieces: [] }
     const comma = yield* pieceOf(Buffer.from(","))
+    const directory = yield* dumpDirectory(settings.dataDir)
+    let builds = 0
 
     /**
      * Builds the dump. Items are grouped into pieces by id prefix, so a change touches one piece:
-     * a piece whose items are the same entries as in the last build is reused as it is, the others
-     * are assembled from the items' ready JSON here and deflated on the thread pool. The pieces
-     * join into one gzip member with commas between them and a CRC-32 combined from theirs.
+     * a piece whose items are the same entries as in the last build is copied from the last file,
+     * the others are assembled from the items' ready JSON here and deflated on the thread pool.
+     * The pieces join into one gzip member with commas between them and a CRC-32 combined from
+     * theirs, written to a new file.
      */
     const build = Effect.gen(function*() {
       const started = yield* Clock.currentTimeMillis
@@ -121,7 +135,7 @@ export class CatalogueDump extends Effect.Service<CatalogueDump>()("CatalogueDum
         }
       }
       const previous = cache.bits === bits ? cache.pieces : []
-      const pieces: Array<CachedPiece | undefined> = new Array(groups.length)
+      const pieces: Array<(Items & ({ readonly stored: StoredPiece } | { readonly fresh: Piece })) | undefined> = new Array(groups.length)
       const inFlight: Array<Fiber.RuntimeFiber<void, Error>> = []
       let reused = 0
       for (let g = 0; g < groups.length; g++) {
@@ -136,7 +150,7 @@ export class CatalogueDump extends Effect.Service<CatalogueDump>()("CatalogueDum
         }
         const before = previous[g]
         if (before !== undefined && before.count === group.length && before.serials === serials) {
-          pieces[g] = before
+          pieces[g] = { count: group.length, serials, stored: before }
           reused++
           continue
         }
@@ -144,34 +158,63 @@ export class CatalogueDump extends Effect.Service<CatalogueDump>()("CatalogueDum
         for (let j = 1; j < group.length; j++) text += "," + group[j]!.json
         const raw = Buffer.from(text)
         if (inFlight.length >= PIECE_CONCURRENCY) yield* Fiber.join(inFlight.shift()!)
-        inFlight.push(yield* Effect.fork(Effect.map(pieceOf(raw), (piece) => {
-          pieces[g] = { ...piece, count: group.length, serials }
+        inFlight.push(yield* Effect.fork(Effect.map(pieceOf(raw), (fresh) => {
+          pieces[g] = { count: group.length, serials, fresh }
         })))
         yield* yieldToEventLoop
       }
       yield* Fiber.joinAll(inFlight)
-      cache = { bits, pieces }
 
       const [head, tail] = yield* Effect.all([
         pieceOf(Buffer.from(`{"generated_at":"${generatedAt.toISOString()}","items_count":${snapshot.size},"items":[`)),
         pieceOf(Buffer.from("]}"))
       ])
-      const parts: Array<Piece> = [head]
-      let pieceCount = 0
-      for (const piece of pieces) {
+      // the file's bytes in order, and what each piece's CRC-32 and JSON length add
+      const sources: Array<Source> = [GZIP_HEADER, head.deflated]
+      const sums: Array<{ readonly crc: number; readonly length: number }> = [head]
+      const placed: Array<{ readonly group: number; readonly source: number }> = []
+      for (let g = 0; g < pieces.length; g++) {
+        const piece = pieces[g]
         if (piece === undefined) continue
-        if (pieceCount++ > 0) parts.push(comma)
-        parts.push(piece)
+        if (placed.length > 0) {
+          sources.push(comma.deflated)
+          sums.push(comma)
+        }
+        placed.push({ group: g, source: sources.length })
+        if ("stored" in piece) {
+          sources.push({ from: piece.stored.file, offset: piece.stored.offset, size: piece.stored.size })
+          sums.push(piece.stored)
+        } else {
+          sources.push(piece.fresh.deflated)
+          sums.push(piece.fresh)
+        }
       }
-      parts.push(tail)
+      sums.push(tail)
       let crc = 0
       let jsonLength = 0
-      for (let i = 0; i < parts.length; i++) {
-        crc = crc32Combine(crc, parts[i]!.crc, parts[i]!.length)
-        jsonLength += parts[i]!.length
+      for (let i = 0; i < sums.length; i++) {
+        crc = crc32Combine(crc, sums[i]!.crc, sums[i]!.length)
+        jsonLength += sums[i]!.length
         if (i % 256 === 255) yield* yieldToEventLoop
       }
-      const gzip = [GZIP_HEADER, ...parts.map((part) => part.deflated), DEFLATE_END, trailer(crc, jsonLength)]
+      sources.push(tail.deflated, DEFLATE_END, trailer(crc, jsonLength))
+      const { file, offsets } = yield* writeDumpFile(join(directory, `dump-${++builds}.gz`), sources)
+      const stored: Array<StoredPiece | undefined> = new Array(groups.length)
+      for (const { group, source } of placed) {
+        const piece = pieces[group]!
+        const sums = "stored" in piece ? piece.stored : piece.fresh
+        stored[group] = {
+          count: piece.count,
+          serials: piece.serials,
+          file,
+          offset: offsets[source]!,
+          size: "stored" in piece ? piece.stored.size : piece.fresh.deflated.length,
+          crc: sums.crc,
+          length: sums.length
+        }
+      }
+      cache = { bits, pieces: stored }
+      const pieceCount = placed.length
       const sameEpoch = engine.epoch() === snapshot.epoch
       const built: BuiltDump = {
         generatedAt,
@@ -180,11 +223,12 @@ export class CatalogueDump extends Effect.Service<CatalogueDump>()("CatalogueDum
         etag: sameEpoch
           ? `W/"${snapshot.epoch}-${snapshot.cursor}-${snapshot.size}"`
           : `W/"t${started}-${snapshot.size}"`,
-        gzip,
-        gzipLength: gzip.reduce((n, b) => n + b.length, 0),
+        file,
+        gzipLength: file.size,
         jsonLength,
         buildMillis: (yield* Clock.currentTimeMillis) - started
       }
+      current?.file.retire()
       current = built
       yield* Effect.logInfo("catalogue dump built").pipe(Effect.annotateLogs({
         items: built.itemsCount,
@@ -213,22 +257,33 @@ export class CatalogueDump extends Effect.Service<CatalogueDump>()("CatalogueDum
       downloadsGauge.set(downloads)
     }))
 
-    /** Takes a download slot; None when every slot is in use. Release with `release`. */
-    const acquireDownload = Effect.sync(() => {
+    /**
+     * Takes a download slot of `dump` (its file stays readable until `releaseDownload`); false when
+     * every slot is in use.
+     */
+    const acquireDownload = (dump: BuiltDump) => Effect.sync(() => {
       if (downloads >= settings.dumpMaxConcurrentDownloads) return false
       downloads++
+      dump.file.retain()
       return true
     })
-    const releaseDownload = Effect.sync(() => { downloads = Math.max(0, downloads - 1) })
+    const releaseDownload = (dump: BuiltDump) => Effect.sync(() => {
+      downloads = Math.max(0, downloads - 1)
+      dump.file.release()
+    })
+
+    /** The gzip bytes as built. */
+    const gzipStream = (dump: BuiltDump): Readable => dump.file.stream()
 
     /** The JSON bytes, decompressed on the fly for clients that do not accept gzip. */
-    const identityStream = (dump: BuiltDump): Readable => Readable.from(dump.gzip).pipe(zlib.createGunzip())
+    const identityStream = (dump: BuiltDump): Readable => dump.file.stream().pipe(zlib.createGunzip())
 
     return {
       current: () => Option.fromNullable(current),
       build,
       acquireDownload,
       releaseDownload,
+      gzipStream,
       identityStream
     } as const
   }),

@@ -119,7 +119,7 @@ export const CatalogueHttp = HttpApiBuilder.group(MerchantApi, "catalogue", (han
           if (headers["if-none-match"] !== undefined && headers["if-none-match"].split(",").map((t) => t.trim()).includes(d.etag)) {
             return HttpServerResponse.empty({ status: 304, headers: { etag: d.etag, ...checkpoint } })
           }
-          if (!(yield* dump.acquireDownload)) {
+          if (!(yield* dump.acquireDownload(d))) {
             return yield* new FeedNotReady({ message: "Too many dump downloads in progress; retry with backoff." })
           }
           const common = {
@@ -130,10 +130,8 @@ export const CatalogueHttp = HttpApiBuilder.group(MerchantApi, "catalogue", (han
             ...checkpoint
           }
           const gzip = acceptsGzip(headers["accept-encoding"])
-          const body = gzip
-            ? Stream.fromIterable(d.gzip)
-            : NodeStream.fromReadable(() => dump.identityStream(d), (e) => e)
-          return HttpServerResponse.stream(body.pipe(Stream.ensuring(dump.releaseDownload)), {
+          const body = NodeStream.fromReadable(() => gzip ? dump.gzipStream(d) : dump.identityStream(d), (e) => e)
+          return HttpServerResponse.stream(body.pipe(Stream.ensuring(dump.releaseDownload(d))), {
             contentType: "application/json",
             ...(gzip ? { contentLength: d.gzipLength } : { contentLength: d.jsonLength }),
             headers: gzip ? { ...common, "content-encoding": "gzip" } : common

@@ -113,7 +113,14 @@ const serialiseStickers = (stickers: ReadonlyArray<Sticker>): string =>
     `"image_url":${JSON.stringify(s.image_url ?? null)},"wear":${JSON.stringify(s.wear ?? null)}}`
   ).join(",") + "]"
 
-/** The item's JSON: every field present, nullable ones as null, nothing else (no economics, no sim). */
+const HAS_NON_ASCII = /[\u0080-\uffff]/
+const NON_ASCII = /[\u0080-\uffff]/g
+
+/**
+ * The item's JSON: every field present, nullable ones as null, nothing else (no economics, no sim).
+ * Characters beyond ASCII are written as \u escapes (the same JSON value): V8 keeps a string with
+ * a single ★ or ™ at two bytes a character, a pure ASCII one at one, and a million items are held.
+ */
 export const serialise = (item: CatalogItem): string => {
   let out = "{"
   for (let i = 0; i < FIELDS.length; i++) {
@@ -121,5 +128,8 @@ export const serialise = (item: CatalogItem): string => {
     if (i > 0) out += ","
     out += `"${key}":${key === "stickers" ? serialiseStickers(item.stickers) : JSON.stringify(item[key] ?? null)}`
   }
-  return out + "}"
+  out += "}"
+  return HAS_NON_ASCII.test(out)
+    ? out.replace(NON_ASCII, (c) => "\\u" + c.charCodeAt(0).toString(16).padStart(4, "0"))
+    : out
 }
