@@ -15,7 +15,7 @@ import { Fibers } from "../Ops/Fibers.js"
 import { Metrics } from "../Ops/Metrics.js"
 import { Readiness } from "../Ops/Readiness.js"
 import { crc32Combine } from "./Crc32.js"
-import { type DumpFile, dumpDirectory, type Source, writeDumpFile } from "./DumpFile.js"
+import { type DumpFile, dumpDirectory, openDumpFile, type Source } from "./DumpFile.js"
 import { CatalogueEngine } from "./Engine.js"
 import type { Entry } from "./Index.js"
 
@@ -111,6 +111,7 @@ export class CatalogueDump extends Effect.Service<CatalogueDump>()("CatalogueDum
     const comma = yield* pieceOf(Buffer.from(","))
     const directory = yield* dumpDirectory(settings.dataDir)
     let builds = 0
+    let unfinished: DumpFile | undefined
 
     /**
      * Builds the dump. Items are grouped into pieces by id prefix, so a change touches one piece:
@@ -135,9 +136,40 @@ export class CatalogueDump extends Effect.Service<CatalogueDump>()("CatalogueDum
         }
       }
       const previous = cache.bits === bits ? cache.pieces : []
-      const pieces: Array<(Items & ({ readonly stored: StoredPiece } | { readonly fresh: Piece })) | undefined> = new Array(groups.length)
-      const inFlight: Array<Fiber.RuntimeFiber<void, Error>> = []
+      const [head, tail] = yield* Effect.all([
+        pieceOf(Buffer.from(`{"generated_at":"${generatedAt.toISOString()}","items_count":${snapshot.size},"items":[`)),
+        pieceOf(Buffer.from("]}"))
+      ])
+      // Written in order as pieces are ready, at most PIECE_CONCURRENCY deflating meanwhile, so a
+      // build holds a few pieces in memory, not the whole dump.
+      const file = yield* openDumpFile(join(directory, `dump-${++builds}.gz`))
+      unfinished = file.file
+      const stored: Array<StoredPiece | undefined> = new Array(groups.length)
+      let crc = 0
+      let jsonLength = 0
+      let pieceCount = 0
       let reused = 0
+      const add = (part: { readonly crc: number; readonly length: number }) => {
+        crc = crc32Combine(crc, part.crc, part.length)
+        jsonLength += part.length
+      }
+      yield* file.append(GZIP_HEADER)
+      yield* file.append(head.deflated)
+      add(head)
+      /** Appends one piece (after a comma unless it is the first) and records where it went. */
+      const place = (g: number, items: Items, part: { readonly crc: number; readonly length: number }, bytes: Source) =>
+        Effect.gen(function*() {
+          if (pieceCount++ > 0) {
+            yield* file.append(comma.deflated)
+            add(comma)
+          }
+          const { offset, size } = yield* file.append(bytes)
+          add(part)
+          stored[g] = { ...items, file: file.file, offset, size, crc: part.crc, length: part.length }
+        })
+      const pending: Array<Effect.Effect<void, Error>> = []
+      let deflating = 0
+      const drainOne = Effect.suspend(() => pending.shift() ?? Effect.void)
       for (let g = 0; g < groups.length; g++) {
         const group = groups[g]!
         if (group.length === 0) continue
@@ -148,73 +180,31 @@ export class CatalogueDump extends Effect.Service<CatalogueDump>()("CatalogueDum
           walked = 0
           yield* yieldToEventLoop
         }
+        const items: Items = { count: group.length, serials }
         const before = previous[g]
         if (before !== undefined && before.count === group.length && before.serials === serials) {
-          pieces[g] = { count: group.length, serials, stored: before }
           reused++
+          pending.push(place(g, items, before, { from: before.file, offset: before.offset, size: before.size }))
           continue
         }
         let text = group[0]!.json
         for (let j = 1; j < group.length; j++) text += "," + group[j]!.json
-        const raw = Buffer.from(text)
-        if (inFlight.length >= PIECE_CONCURRENCY) yield* Fiber.join(inFlight.shift()!)
-        inFlight.push(yield* Effect.fork(Effect.map(pieceOf(raw), (fresh) => {
-          pieces[g] = { count: group.length, serials, fresh }
-        })))
+        const deflation = yield* Effect.fork(pieceOf(Buffer.from(text)))
+        deflating++
+        pending.push(Effect.flatMap(Fiber.join(deflation), (fresh) => {
+          deflating--
+          return place(g, items, fresh, fresh.deflated)
+        }))
+        // write out everything up to the oldest deflation once enough are running
+        while (deflating >= PIECE_CONCURRENCY) yield* drainOne
         yield* yieldToEventLoop
       }
-      yield* Fiber.joinAll(inFlight)
-
-      const [head, tail] = yield* Effect.all([
-        pieceOf(Buffer.from(`{"generated_at":"${generatedAt.toISOString()}","items_count":${snapshot.size},"items":[`)),
-        pieceOf(Buffer.from("]}"))
-      ])
-      // the file's bytes in order, and what each piece's CRC-32 and JSON length add
-      const sources: Array<Source> = [GZIP_HEADER, head.deflated]
-      const sums: Array<{ readonly crc: number; readonly length: number }> = [head]
-      const placed: Array<{ readonly group: number; readonly source: number }> = []
-      for (let g = 0; g < pieces.length; g++) {
-        const piece = pieces[g]
-        if (piece === undefined) continue
-        if (placed.length > 0) {
-          sources.push(comma.deflated)
-          sums.push(comma)
-        }
-        placed.push({ group: g, source: sources.length })
-        if ("stored" in piece) {
-          sources.push({ from: piece.stored.file, offset: piece.stored.offset, size: piece.stored.size })
-          sums.push(piece.stored)
-        } else {
-          sources.push(piece.fresh.deflated)
-          sums.push(piece.fresh)
-        }
-      }
-      sums.push(tail)
-      let crc = 0
-      let jsonLength = 0
-      for (let i = 0; i < sums.length; i++) {
-        crc = crc32Combine(crc, sums[i]!.crc, sums[i]!.length)
-        jsonLength += sums[i]!.length
-        if (i % 256 === 255) yield* yieldToEventLoop
-      }
-      sources.push(tail.deflated, DEFLATE_END, trailer(crc, jsonLength))
-      const { file, offsets } = yield* writeDumpFile(join(directory, `dump-${++builds}.gz`), sources)
-      const stored: Array<StoredPiece | undefined> = new Array(groups.length)
-      for (const { group, source } of placed) {
-        const piece = pieces[group]!
-        const sums = "stored" in piece ? piece.stored : piece.fresh
-        stored[group] = {
-          count: piece.count,
-          serials: piece.serials,
-          file,
-          offset: offsets[source]!,
-          size: "stored" in piece ? piece.stored.size : piece.fresh.deflated.length,
-          crc: sums.crc,
-          length: sums.length
-        }
-      }
+      while (pending.length > 0) yield* drainOne
+      add(tail)
+      yield* file.append(tail.deflated)
+      yield* file.append(DEFLATE_END)
+      yield* file.append(trailer(crc, jsonLength))
       cache = { bits, pieces: stored }
-      const pieceCount = placed.length
       const sameEpoch = engine.epoch() === snapshot.epoch
       const built: BuiltDump = {
         generatedAt,
@@ -223,13 +213,14 @@ export class CatalogueDump extends Effect.Service<CatalogueDump>()("CatalogueDum
         etag: sameEpoch
           ? `W/"${snapshot.epoch}-${snapshot.cursor}-${snapshot.size}"`
           : `W/"t${started}-${snapshot.size}"`,
-        file,
-        gzipLength: file.size,
+        file: file.file,
+        gzipLength: file.size(),
         jsonLength,
         buildMillis: (yield* Clock.currentTimeMillis) - started
       }
       current?.file.retire()
       current = built
+      unfinished = undefined
       yield* Effect.logInfo("catalogue dump built").pipe(Effect.annotateLogs({
         items: built.itemsCount,
         pieces: pieceCount,
@@ -239,7 +230,14 @@ export class CatalogueDump extends Effect.Service<CatalogueDump>()("CatalogueDum
         millis: built.buildMillis
       }))
       return built
-    }).pipe(Effect.withSpan("CatalogueDump.build"))
+    }).pipe(
+      // a build that failed half-way leaves no file behind
+      Effect.onError(() => Effect.sync(() => {
+        unfinished?.retire()
+        unfinished = undefined
+      })),
+      Effect.withSpan("CatalogueDump.build")
+    )
 
     yield* fibers.supervise("catalogue-dump", (beat) =>
       Effect.zipRight(engine.awaitSynced, Effect.forever(Effect.gen(function*() {

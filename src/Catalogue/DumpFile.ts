@@ -13,7 +13,6 @@ import type { Readable } from "node:stream"
 export type Source = Buffer | { readonly from: DumpFile; readonly offset: number; readonly size: number }
 
 export interface DumpFile {
-  readonly size: number
   /** A stream of the whole file (call between `retain` and `release`). */
   readonly stream: () => Readable
   /** Keeps the file while a download reads it. */
@@ -25,14 +24,13 @@ export interface DumpFile {
   readonly read: (offset: number, size: number) => Promise<Buffer>
 }
 
-const fileOf = (path: string, handle: FileHandle, size: number): DumpFile => {
+const fileOf = (path: string, handle: FileHandle): DumpFile => {
   let readers = 0
   let retired = false
   const deleteIfDone = () => {
     if (retired && readers === 0) unlink(path).catch(() => undefined)
   }
   return {
-    size,
     // each download reads through its own descriptor
     stream: () => createReadStream(path),
     retain: () => { readers++ },
@@ -54,29 +52,30 @@ const fileOf = (path: string, handle: FileHandle, size: number): DumpFile => {
   }
 }
 
-/** Writes `sources` in order into a new file; returns it with each source's offset in it. */
-export const writeDumpFile = (path: string, sources: ReadonlyArray<Source>) =>
-  Effect.tryPromise({
-    try: async () => {
-      const handle = await open(path, "w+")
-      try {
-        const offsets: Array<number> = []
-        let position = 0
-        for (const source of sources) {
-          const bytes = Buffer.isBuffer(source) ? source : await source.from.read(source.offset, source.size)
-          offsets.push(position)
-          await handle.write(bytes, 0, bytes.length, position)
-          position += bytes.length
-        }
-        return { file: fileOf(path, handle, position), offsets }
-      } catch (error) {
-        await handle.close().catch(() => undefined)
-        await unlink(path).catch(() => undefined)
-        throw error
-      }
-    },
-    catch: (error) => new Error(`writing the dump file ${path}: ${String(error)}`)
-  })
+/**
+ * A new dump file, written in order: `append` writes bytes (or copies a range of an earlier file)
+ * at the end and says where they went.
+ */
+export const openDumpFile = (path: string) =>
+  Effect.map(
+    Effect.tryPromise({ try: () => open(path, "w+"), catch: (error) => new Error(`opening the dump file ${path}: ${String(error)}`) }),
+    (handle) => {
+      const file = fileOf(path, handle)
+      let position = 0
+      const append = (source: Source) =>
+        Effect.tryPromise({
+          try: async () => {
+            const bytes = Buffer.isBuffer(source) ? source : await source.from.read(source.offset, source.size)
+            await handle.write(bytes, 0, bytes.length, position)
+            const placed = { offset: position, size: bytes.length }
+            position += bytes.length
+            return placed
+          },
+          catch: (error) => new Error(`writing the dump file ${path}: ${String(error)}`)
+        })
+      return { file, append, size: () => position }
+    }
+  )
 
 /**
  * This process's directory for dump files, emptied at start and removed at the end. Directories
