@@ -20,8 +20,8 @@ import { Metrics } from "./Ops/Metrics.js"
 /** Query parameters as HttpApi sees them: a repeated name is an array. */
 export type Query = Record<string, string | Array<string>>
 
-/** The 200 body of a request; a promised undefined leaves it to the HttpApi path after all. */
-export type FastBody = string | Promise<string | undefined>
+/** The 200 body of a request (JSON); a promised undefined leaves it to the HttpApi path after all. */
+export type FastBody = string | Buffer | Promise<string | undefined>
 
 export interface FastRoute {
   /** The request's whole path, e.g. `/api/v1/merchant/balance`. */
@@ -75,10 +75,10 @@ export const makeFastLane = (routes: ReadonlyArray<FastRoute>) =>
       path: string,
       started: number,
       headers: Record<string, string>,
-      body: string
+      body: string | Buffer
     ) => {
       const incomingId = request.headers["x-request-id"]
-      const bytes = Buffer.from(body)
+      const bytes = typeof body === "string" ? Buffer.from(body) : body
       response.writeHead(200, {
         "content-type": "application/json",
         "content-length": bytes.length,
@@ -121,7 +121,7 @@ export const makeFastLane = (routes: ReadonlyArray<FastRoute>) =>
       )
       if (authenticated === undefined) return false
       const body = respond(authenticated.merchant)
-      if (typeof body === "string") {
+      if (!(body instanceof Promise)) {
         send(request, response, path, started, authenticated.headers, body)
         return true
       }

@@ -16,20 +16,32 @@ const PagePosition = Schema.Tuple(Schema.Literal("a", "d"), Schema.Int, Schema.U
 const deliveryFilter = (value: string | undefined) =>
   value === "instant" || value === "manual" ? value : undefined
 
-/** Items' ready JSON bytes joined into the page body: nothing is encoded per request. */
-const jsonArray = (entries: ReadonlyArray<Entry>) => {
-  let out = "["
-  for (let i = 0; i < entries.length; i++) out += (i === 0 ? "" : ",") + entries[i]!.json
-  return out + "]"
+/**
+ * A page body: `prefix`, the items' ready JSON joined by commas in an array, `suffix`. Nothing is
+ * encoded per request: the item JSON is ASCII (see `asciiJson`), copied byte for byte.
+ */
+const pageBytes = (prefix: string, entries: ReadonlyArray<Entry>, suffix: string): Buffer => {
+  let length = prefix.length + 2 + suffix.length + Math.max(0, entries.length - 1)
+  for (let i = 0; i < entries.length; i++) length += entries[i]!.json.length
+  const bytes = Buffer.allocUnsafe(length)
+  let at = bytes.write(prefix, 0, "latin1")
+  bytes[at++] = 0x5b // [
+  for (let i = 0; i < entries.length; i++) {
+    if (i > 0) bytes[at++] = 0x2c // ,
+    at += bytes.write(entries[i]!.json, at, "latin1")
+  }
+  bytes[at++] = 0x5d // ]
+  bytes.write(suffix, at, "latin1")
+  return bytes
 }
 
-const json = (body: string) => HttpServerResponse.text(body, { contentType: "application/json" })
+const json = (body: Uint8Array) => HttpServerResponse.uint8Array(body, { contentType: "application/json" })
 
 /** A decoded `/items` query, ready to answer: its body is built from the index when asked. */
 const listRequest = (
   engine: CatalogueEngine,
   q: typeof ListParams.Type
-): Either.Either<() => string, InvalidQuery> => {
+): Either.Either<() => Buffer, InvalidQuery> => {
   const sort: SortOrder = q.sort ?? "price_asc"
   const position = q.cursor === undefined ? Either.right(undefined) : decodeCursor(PagePosition, q.cursor)
   return Either.flatMap(position, (position) => {
@@ -51,7 +63,7 @@ const listRequest = (
     return Either.right(() => {
       const page = engine.page(filters, sort, after, q.limit ?? 50)
       const next = page.next === undefined ? "null" : `"${encodeCursor([sort === "price_asc" ? "a" : "d", page.next.price, page.next.id])}"`
-      return `{"items":${jsonArray(page.entries)},"next_cursor":${next}}`
+      return pageBytes(`{"items":`, page.entries, `,"next_cursor":${next}}`)
     })
   })
 }
@@ -64,7 +76,7 @@ const searchBody = (engine: CatalogueEngine, q: typeof SearchParams.Type) => {
     maxFloat: q.max_float,
     delivery: deliveryFilter(q.delivery_type)
   }, "price_asc", undefined, q.limit ?? 10)
-  return `{"results":${jsonArray(page.entries)}}`
+  return pageBytes(`{"results":`, page.entries, "}")
 }
 
 const decodeListParams = Schema.decodeUnknownEither(ListParams)

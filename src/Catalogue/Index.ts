@@ -3,7 +3,7 @@
  * fields the filters need, sorted by price and by name, category, exterior and rarity, so that a
  * list or search page touches only about what it returns.
  */
-import { type CatalogItem } from "../Domain/CatalogItem.js"
+import { asciiJson, type CatalogItem } from "../Domain/CatalogItem.js"
 import { compareKeys, type Keyed, SortedList } from "./SortedList.js"
 
 export interface Entry extends Keyed {
@@ -70,7 +70,8 @@ export const entryOf = (item: CatalogItem, priceCents: number, json: string, int
     serial: ++lastSerial,
     id: item.id,
     price: priceCents,
-    json,
+    // rows written before items were stored as ASCII are made so here: one byte a character
+    json: asciiJson(json),
     name: i.intern(item.market_hash_name),
     category: i.intern(item.category),
     exterior: i.intern(item.exterior),

@@ -128,8 +128,9 @@ export const serialise = (item: CatalogItem): string => {
     if (i > 0) out += ","
     out += `"${key}":${key === "stickers" ? serialiseStickers(item.stickers) : JSON.stringify(item[key] ?? null)}`
   }
-  out += "}"
-  return HAS_NON_ASCII.test(out)
-    ? out.replace(NON_ASCII, (c) => "\\u" + c.charCodeAt(0).toString(16).padStart(4, "0"))
-    : out
+  return asciiJson(out + "}")
 }
+
+/** JSON text with every character beyond ASCII as a \u escape: the same value, one byte a character. */
+export const asciiJson = (json: string): string =>
+  HAS_NON_ASCII.test(json) ? json.replace(NON_ASCII, (c) => "\\u" + c.charCodeAt(0).toString(16).padStart(4, "0")) : json

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest"
-import { type CatalogItem, serialise } from "../../src/Domain/CatalogItem.js"
+import { asciiJson, type CatalogItem, serialise } from "../../src/Domain/CatalogItem.js"
 
 const item = (name: string, sticker: string): CatalogItem => ({
   id: "3f1c2b9a-8d7e-4c6b-9a5f-0e1d2c3b4a59",
@@ -47,5 +47,12 @@ describe("serialise", () => {
   it("leaves pure ASCII JSON as JSON.stringify writes it, in the canonical field order", () => {
     const value = item("AK-47 | Redline (Field-Tested)", "plain")
     expect(serialise(value)).toBe(JSON.stringify(value))
+  })
+
+  it("asciiJson escapes JSON written before items were stored as ASCII, and leaves ASCII as it is", () => {
+    expect(asciiJson('{"n":"★ Karambit","s":"名"}')).toBe(String.raw`{"n":"\u2605 Karambit","s":"\u540d"}`)
+    const ascii = '{"n":"AK-47 | Redline"}'
+    expect(asciiJson(ascii)).toBe(ascii)
+    expect(JSON.parse(asciiJson('{"e":"😀"}'))).toEqual({ e: "😀" })
   })
 })
