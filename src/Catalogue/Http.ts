@@ -18,21 +18,13 @@ const deliveryFilter = (value: string | undefined) =>
 
 /**
  * A page body: `prefix`, the items' ready JSON joined by commas in an array, `suffix`. Nothing is
- * encoded per request: the item JSON is ASCII (see `asciiJson`), copied byte for byte.
+ * encoded per request: the item JSON is ASCII (see `asciiJson`), so the joined text is copied into
+ * the Buffer as it is (one call; a call per item costs more than the copy).
  */
 const pageBytes = (prefix: string, entries: ReadonlyArray<Entry>, suffix: string): Buffer => {
-  let length = prefix.length + 2 + suffix.length + Math.max(0, entries.length - 1)
-  for (let i = 0; i < entries.length; i++) length += entries[i]!.json.length
-  const bytes = Buffer.allocUnsafe(length)
-  let at = bytes.write(prefix, 0, "latin1")
-  bytes[at++] = 0x5b // [
-  for (let i = 0; i < entries.length; i++) {
-    if (i > 0) bytes[at++] = 0x2c // ,
-    at += bytes.write(entries[i]!.json, at, "latin1")
-  }
-  bytes[at++] = 0x5d // ]
-  bytes.write(suffix, at, "latin1")
-  return bytes
+  let text = prefix + "["
+  for (let i = 0; i < entries.length; i++) text += (i === 0 ? "" : ",") + entries[i]!.json
+  return Buffer.from(text + "]" + suffix, "latin1")
 }
 
 const json = (body: Uint8Array) => HttpServerResponse.uint8Array(body, { contentType: "application/json" })
