@@ -399,15 +399,20 @@ describe("/buy-by-name (spec 4.3, 4.4 rule 3)", () => {
     // slowack0: the provider acknowledges only after 1.5 x BUY_SYNC_WAIT (3 s), within the 6 s budget
     const body = byNameBody({ name, maxPrice: 10, customId, token: TOKENS.slowack })
     const original = buyByName(server, m, body)
-    // repeats while the cycle runs: each answers the latest attempt of this cycle, until the second one shows
+    // repeats while the cycle runs: each answers the latest attempt of this cycle, until the second
+    // one shows (202 while unacknowledged; 200 if a loaded machine let the acknowledgement come first)
     const during: Array<{ status: number; id: string }> = []
     await pollUntil("a repeat that sees the second attempt", async () => {
       const r = await buyByName(server, m, body)
-      expect([202, 409], r.text).toContain(r.status)
+      expect([200, 202, 409], r.text).toContain(r.status)
       if (r.status === 409) expectPurchaseFailed(r, "MERCHANT_ITEM_UNAVAILABLE", "ITEM_UNAVAILABLE")
-      else expectPurchaseCreated(r, 202)
+      else expectPurchaseCreated(r, r.status)
       during.push({ status: r.status, id: r.json.purchase_id })
-      return r.status === 202 && (await getPurchase(server, m, r.json.purchase_id)).item.id === ids[1] ? true : undefined
+      if (r.status === 409) return undefined
+      const itemId = (await getPurchase(server, m, r.json.purchase_id)).item.id
+      // only the second attempt (the first item is unavailable) can be acknowledged
+      if (r.status === 200) expect(itemId).toBe(ids[1])
+      return itemId === ids[1] ? true : undefined
     })
     const answered = expectPurchaseCreated(await original, 200)
     expect((await getPurchase(server, m, answered.purchase_id)).item.id).toBe(ids[1])
