@@ -112,6 +112,7 @@ export class CatalogueDump extends Effect.Service<CatalogueDump>()("CatalogueDum
     const directory = yield* dumpDirectory(settings.dataDir)
     let builds = 0
     let unfinished: DumpFile | undefined
+    let replaced: DumpFile | undefined
 
     /**
      * Builds the dump. Items are grouped into pieces by id prefix, so a change touches one piece:
@@ -218,7 +219,10 @@ export class CatalogueDump extends Effect.Service<CatalogueDump>()("CatalogueDum
         jsonLength,
         buildMillis: (yield* Clock.currentTimeMillis) - started
       }
-      current?.file.retire()
+      // The file of two builds ago goes: a dump read from `current` just before this build stays
+      // whole for a download that takes its slot a moment later.
+      replaced?.retire()
+      replaced = current?.file
       current = built
       unfinished = undefined
       yield* Effect.logInfo("catalogue dump built").pipe(Effect.annotateLogs({

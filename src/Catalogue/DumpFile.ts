@@ -1,7 +1,7 @@
 /**
  * The bytes of a built dump in a file under DATA_DIR/dump, not in the heap (hundreds of MB at a
- * million items). A replaced file is deleted once its last download has ended; the next build
- * reads the pieces it reuses from it before that.
+ * million items). A retired file is deleted once its last download has ended; until it is
+ * retired, the next build reads the pieces it reuses from it.
  */
 import { Effect } from "effect"
 import { type FileHandle, mkdir, open, readdir, rm, unlink } from "node:fs/promises"

@@ -79,18 +79,12 @@ export const CatalogueFastRoutes = Effect.map(CatalogueEngine, (engine): Readonl
   {
     path: `${API_PREFIX}/items`,
     prepare: (query) =>
-      !engine.isLoaded() ? undefined : Either.match(Either.flatMap(decodeListParams(query), (q) => listRequest(engine, q)), {
-        onLeft: () => undefined,
-        onRight: (body) => body
-      })
+      engine.isLoaded() ? Either.getOrUndefined(Either.flatMap(decodeListParams(query), (q) => listRequest(engine, q))) : undefined
   },
   {
     path: `${API_PREFIX}/items/search`,
     prepare: (query) =>
-      !engine.isLoaded() ? undefined : Either.match(decodeSearchParams(query), {
-        onLeft: () => undefined,
-        onRight: (q) => () => searchBody(engine, q)
-      })
+      engine.isLoaded() ? Either.getOrUndefined(Either.map(decodeSearchParams(query), (q) => () => searchBody(engine, q))) : undefined
   }
 ])
 
