@@ -214,19 +214,22 @@ export class CatalogueIndex {
     if (list === undefined) return { entries: [], next: undefined }
     const out: Array<Entry> = []
     let more = false
-    const iterator = sort === "price_asc"
-      ? list.ascending(after ?? (f.minPrice !== undefined ? { price: f.minPrice, id: LOWEST_ID } : undefined), after === undefined)
-      : list.descending(after ?? (f.maxPrice !== undefined ? { price: f.maxPrice, id: HIGHEST_ID } : undefined), after === undefined)
-    for (const entry of iterator) {
-      // price bounds end the walk
-      if (sort === "price_asc" && f.maxPrice !== undefined && entry.price > f.maxPrice) break
-      if (sort === "price_desc" && f.minPrice !== undefined && entry.price < f.minPrice) break
-      if (!matches(entry, f)) continue
+    /** Takes a matching entry; false ends the walk (past a price bound, or one beyond the page). */
+    const visit = (entry: Entry): boolean => {
+      if (sort === "price_asc" && f.maxPrice !== undefined && entry.price > f.maxPrice) return false
+      if (sort === "price_desc" && f.minPrice !== undefined && entry.price < f.minPrice) return false
+      if (!matches(entry, f)) return true
       if (out.length === limit) {
         more = true
-        break
+        return false
       }
       out.push(entry)
+      return true
+    }
+    if (sort === "price_asc") {
+      list.visitAscending(after ?? (f.minPrice !== undefined ? { price: f.minPrice, id: LOWEST_ID } : undefined), after === undefined, visit)
+    } else {
+      list.visitDescending(after ?? (f.maxPrice !== undefined ? { price: f.maxPrice, id: HIGHEST_ID } : undefined), after === undefined, visit)
     }
     return { entries: out, next: more ? out[out.length - 1] : undefined }
   }

@@ -83,8 +83,11 @@ export class SortedList<E extends Keyed> {
     return true
   }
 
-  /** Entries in ascending order, starting at the first entry > `after` (or >= `from` if inclusive). */
-  *ascending(from?: Keyed, inclusive = false): Generator<E> {
+  /**
+   * Visits entries in ascending order, starting at the first entry > `from` (or >= `from` if
+   * inclusive), until `visit` returns false. A plain loop: a page walk is on every list request.
+   */
+  visitAscending(from: Keyed | undefined, inclusive: boolean, visit: (entry: E) => boolean): void {
     if (this.chunks.length === 0) return
     let c = from === undefined ? 0 : this.chunkFor(from)
     let i = from === undefined ? 0 : SortedList.lowerBound(this.chunks[c]!, from)
@@ -94,12 +97,12 @@ export class SortedList<E extends Keyed> {
     }
     for (; c < this.chunks.length; c++, i = 0) {
       const chunk = this.chunks[c]!
-      for (; i < chunk.length; i++) yield chunk[i]!
+      for (; i < chunk.length; i++) if (!visit(chunk[i]!)) return
     }
   }
 
-  /** Entries in descending order, starting at the last entry < `before` (or <= if inclusive). */
-  *descending(before?: Keyed, inclusive = false): Generator<E> {
+  /** Visits entries in descending order, from the last entry < `before` (or <= if inclusive), until `visit` returns false. */
+  visitDescending(before: Keyed | undefined, inclusive: boolean, visit: (entry: E) => boolean): void {
     if (this.chunks.length === 0) return
     let c: number
     let i: number
@@ -116,13 +119,27 @@ export class SortedList<E extends Keyed> {
     for (; c >= 0; c--) {
       const chunk = this.chunks[c]!
       if (i === Number.POSITIVE_INFINITY) i = chunk.length - 1
-      for (; i >= 0; i--) yield chunk[i]!
+      for (; i >= 0; i--) if (!visit(chunk[i]!)) return
       i = Number.POSITIVE_INFINITY
     }
   }
 
+  /** Entries in ascending order, starting at the first entry > `from` (or >= `from` if inclusive). */
+  ascending(from?: Keyed, inclusive = false): Array<E> {
+    const out: Array<E> = []
+    this.visitAscending(from, inclusive, (entry) => out.push(entry) > 0)
+    return out
+  }
+
+  /** Entries in descending order, starting at the last entry < `before` (or <= if inclusive). */
+  descending(before?: Keyed, inclusive = false): Array<E> {
+    const out: Array<E> = []
+    this.visitDescending(before, inclusive, (entry) => out.push(entry) > 0)
+    return out
+  }
+
   /** Every entry, ascending. */
-  *[Symbol.iterator](): Generator<E> {
-    yield* this.ascending()
+  [Symbol.iterator](): Iterator<E> {
+    return this.ascending()[Symbol.iterator]()
   }
 }
