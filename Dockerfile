@@ -39,8 +39,8 @@ COPY --from=build /app/dist ./dist
 # Plain SQL migrations, applied at start-up (found beside dist/).
 COPY migrations ./migrations
 
-# DATA_DIR: the generated admin token (when ADMIN_TOKEN is unset) and, without DATABASE_URL,
-# the embedded database.
+# DATA_DIR: the generated admin token (when ADMIN_TOKEN is unset), the full dump files and,
+# without DATABASE_URL, the embedded database.
 RUN mkdir -p /app/data && chown node:node /app/data
 VOLUME ["/app/data"]
 USER node
