@@ -3,49 +3,27 @@
  * output kept, free ports, machine load, /proc readings, the service's JSON log lines.
  */
 import { execSync, spawn } from "node:child_process"
-import { cpSync, createWriteStream, existsSync, readdirSync, readFileSync, statSync } from "node:fs"
-import { createServer } from "node:net"
+import { cpSync, createWriteStream, readFileSync } from "node:fs"
 import { cpus, freemem, totalmem } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import pg from "pg"
+import { buildIfNeeded, cpuMs, freePort, httpOk, log, machineBusyOver, machineTicks, mean, sleep } from "../lib/harness.mjs"
+
+// the helpers shared by every benchmark
+export { buildIfNeeded, cpuMs, freePort, httpOk, log, machineBusyOver, machineTicks, mean, sleep }
 
 export const ROOT = fileURLToPath(new URL("../../", import.meta.url))
 export const HERE = fileURLToPath(new URL("./", import.meta.url))
-export const MAIN = join(ROOT, "dist/src/main.js")
 export const CLK_TCK = 100
 
-export const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
-export const log = (...a) => console.log(...a)
 export const round = (x, d = 0) => (x === undefined || x === null || Number.isNaN(x) ? x : Math.round(x * 10 ** d) / 10 ** d)
-export const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length
 export const median = (xs) => {
   const s = [...xs].sort((a, b) => a - b)
   const m = s.length >> 1
   return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2
 }
 export const mib = (bytes) => round(bytes / 2 ** 20)
-
-export const freePort = () =>
-  new Promise((resolve, reject) => {
-    const server = createServer()
-    server.once("error", reject)
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address()
-      server.close(() => resolve(port))
-    })
-  })
-
-/** utime + stime of a process, in ms. */
-export const cpuMs = (pid) => {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLK_TCK
-  } catch {
-    return NaN
-  }
-}
 
 /** VmRSS and VmHWM (peak) of a process, in bytes. */
 export const memoryOf = (pid) => {
@@ -56,20 +34,6 @@ export const memoryOf = (pid) => {
   } catch {
     return { rss: NaN, hwm: NaN }
   }
-}
-
-/** Busy and total jiffies of the whole machine (/proc/stat). */
-export const machineTicks = () => {
-  const [, ...v] = readFileSync("/proc/stat", "utf8").split("\n")[0].trim().split(/\s+/).map(Number)
-  const [user, nice, system, idle, iowait, irq, softirq, steal] = v
-  return { busy: user + nice + system + irq + softirq + steal, total: user + nice + system + idle + iowait + irq + softirq + steal }
-}
-
-export const machineBusyOver = async (ms) => {
-  const a = machineTicks()
-  await sleep(ms)
-  const b = machineTicks()
-  return (b.busy - a.busy) / Math.max(1, b.total - a.total)
 }
 
 /**
@@ -210,30 +174,7 @@ export const startChild = (command, args, { env, cwd = ROOT, label, keepOutput =
   return { child, pid: child.pid, label, spawnedAt, spawnedHr, output: () => output, events, exited, stop, waitLog }
 }
 
-export const httpOk = (url, init) => fetch(url, init).then((r) => r.arrayBuffer().then(() => r.status === 200), () => false)
-
 // ---- build ---------------------------------------------------------------------------------------
-
-const newestMtime = (dir) => {
-  let newest = 0
-  for (const entry of readdirSync(dir, { withFileTypes: true })) {
-    const path = join(dir, entry.name)
-    newest = Math.max(newest, entry.isDirectory() ? newestMtime(path) : statSync(path).mtimeMs)
-  }
-  return newest
-}
-
-export const buildIfNeeded = () => {
-  const stale = !existsSync(MAIN) || newestMtime(join(ROOT, "src")) > newestMtime(join(ROOT, "dist/src"))
-  if (!stale) return log("build: dist/src/main.js is up to date")
-  log("build: npm run build")
-  try {
-    execSync("npm run build", { cwd: ROOT, stdio: "inherit" })
-  } catch (error) {
-    if (!existsSync(MAIN)) throw error
-    log("WARNING: the build failed; measuring the existing dist/src/main.js")
-  }
-}
 
 /**
  * A copy of the build (dist/src) and of migrations/ under `dir`, so that a rebuild of dist/ by

@@ -36,14 +36,28 @@
  * Results are also written as JSON to bench/http/out/results-<timestamp>.json.
  */
 import autocannon from "autocannon"
-import { execSync, spawn } from "node:child_process"
+import { execSync } from "node:child_process"
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
-import { createConnection, createServer } from "node:net"
+import { createConnection } from "node:net"
 import { cpus, freemem, tmpdir, totalmem } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import pg from "pg"
 import { printSummary, summarise } from "./cpuprofile-summary.mjs"
+import {
+  atInterrupt,
+  cpuMs,
+  freePort,
+  httpOk,
+  log,
+  machineBusyOver,
+  machineTicks,
+  mean,
+  round,
+  sleep,
+  startChild,
+  waitQuiet as waitQuietFor
+} from "../lib/harness.mjs"
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url))
 const HERE = fileURLToPath(new URL("./", import.meta.url))
@@ -94,26 +108,11 @@ const opts = {
 
 // ---- helpers -------------------------------------------------------------------------------------
 
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
-const log = (...a) => console.log(...a)
 const median = (xs) => {
   const s = [...xs].sort((a, b) => a - b)
   const m = s.length >> 1
   return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2
 }
-const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length
-const round = (x, d = 0) => Math.round(x * 10 ** d) / 10 ** d
-
-const freePort = () =>
-  new Promise((resolve, reject) => {
-    const server = createServer()
-    server.once("error", reject)
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address()
-      server.close(() => resolve(port))
-    })
-  })
-
 const portAccepts = (port) =>
   new Promise((resolve) => {
     const socket = createConnection({ port, host: "127.0.0.1" })
@@ -121,83 +120,11 @@ const portAccepts = (port) =>
     socket.once("error", () => { socket.destroy(); resolve(false) })
   })
 
-const httpOk = (url, init) => fetch(url, init).then((r) => r.arrayBuffer().then(() => r.status === 200), () => false)
-
-/** utime + stime of a process, in ms. */
-const cpuMs = (pid) => {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLK_TCK
-  } catch {
-    return NaN
-  }
-}
-
-/** Busy and total jiffies of the whole machine (/proc/stat). */
-const machineTicks = () => {
-  const [, ...v] = readFileSync("/proc/stat", "utf8").split("\n")[0].trim().split(/\s+/).map(Number)
-  const [user, nice, system, idle, iowait, irq, softirq, steal] = v
-  return { busy: user + nice + system + irq + softirq + steal, total: user + nice + system + idle + iowait + irq + softirq + steal }
-}
-
-const machineBusyOver = async (ms) => {
-  const a = machineTicks()
-  await sleep(ms)
-  const b = machineTicks()
-  return (b.busy - a.busy) / Math.max(1, b.total - a.total)
-}
-
 /**
  * Other work on the machine (test suites, builds) skews every figure: wait until the machine is
  * quiet, up to --wait-quiet seconds, and say so if it never was.
  */
-const waitQuiet = async (what) => {
-  const deadline = Date.now() + opts.waitQuiet * 1000
-  let busy = await machineBusyOver(1000)
-  let warned = false
-  while (busy * 100 >= opts.quietBusy && Date.now() < deadline) {
-    if (!warned) log(`  (machine ${round(busy * 100)} % busy before ${what}; waiting for it to be quiet)`)
-    warned = true
-    busy = await machineBusyOver(2000)
-  }
-  if (busy * 100 >= opts.quietBusy) log(`  WARNING: machine still ${round(busy * 100)} % busy; measuring ${what} anyway`)
-  return busy
-}
-
-const children = new Set()
-
-/** A child process with its output kept; `stop` ends it with SIGTERM (SIGKILL after 15 s). */
-const startChild = (args, env, label) => {
-  const child = spawn(process.execPath, args, { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"] })
-  children.add(child)
-  let output = ""
-  child.stdout.on("data", (c) => { output += c })
-  child.stderr.on("data", (c) => { output += c })
-  const exited = new Promise((resolve) => child.once("exit", (code, signal) => { children.delete(child); resolve(code ?? signal) }))
-  const stop = async () => {
-    if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM")
-    const timer = setTimeout(() => child.kill("SIGKILL"), 15_000)
-    const code = await exited
-    clearTimeout(timer)
-    return code
-  }
-  return { child, label, output: () => output, exited, stop }
-}
-
-/** Run on an interrupt: the database and temp dir go too. */
-const onInterrupt = []
-const cleanupChildren = () => {
-  for (const child of children) child.kill("SIGKILL")
-}
-process.on("exit", cleanupChildren)
-for (const signal of ["SIGINT", "SIGTERM"]) {
-  process.on(signal, async () => {
-    cleanupChildren()
-    for (const task of onInterrupt) await Promise.resolve().then(task).catch(() => undefined)
-    process.exit(130)
-  })
-}
+const waitQuiet = (what) => waitQuietFor(what, { maxSeconds: opts.waitQuiet, quietBusy: opts.quietBusy })
 
 // ---- build ---------------------------------------------------------------------------------------
 
@@ -453,7 +380,8 @@ const main = async () => {
   const db = await createDatabase()
   const tmp = mkdtempSync(join(tmpdir(), "mps-bench-"))
   mkdirSync(OUT, { recursive: true })
-  onInterrupt.push(() => rmSync(tmp, { recursive: true, force: true }), async () => {
+  atInterrupt(() => rmSync(tmp, { recursive: true, force: true }))
+  atInterrupt(async () => {
     await sleep(300) // killed children release their connections
     await db.drop()
   })

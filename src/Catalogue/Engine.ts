@@ -215,8 +215,6 @@ export class CatalogueEngine extends Effect.Service<CatalogueEngine>()("Catalogu
       /** Waits until the index is loaded and the catalogue reflects the supplier once. */
       awaitSynced: Effect.repeat(Effect.sync(() => loaded && synced), { until: (done) => done, schedule: Schedule.spaced("100 millis") }),
       cursor: () => cursor,
-      size: () => index.size,
-      get: (id: string) => index.get(id),
       page: (filters: ListFilters, sort: SortOrder, after: Keyed | undefined, limit: number): Page =>
         index.page(filters, sort, after, limit),
       /** The whole index at one cursor, taken synchronously (nothing can change it meanwhile). */

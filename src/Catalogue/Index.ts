@@ -121,10 +121,6 @@ export class CatalogueIndex {
     return this.all.chunkCopies()
   }
 
-  values(): IterableIterator<Entry> {
-    return this.byId.values()
-  }
-
   private static add(map: Map<string, SortedList<Entry>>, key: string | null, entry: Entry) {
     if (key === null) return
     let list = map.get(key)
