@@ -399,6 +399,9 @@ describe("/buy-by-name (spec 4.3, 4.4 rule 3)", () => {
     // slowack0: the provider acknowledges only after 1.5 x BUY_SYNC_WAIT (3 s), within the 6 s budget
     const body = byNameBody({ name, maxPrice: 10, customId, token: TOKENS.slowack })
     const original = buyByName(server, m, body)
+    // the original must reach the server first (a repeat sent at once can overtake it on another
+    // connection and start the cycle itself): wait for the cycle's first attempt
+    await pollUntil("the first attempt", async () => ((await byCustomId(m, customId)).length > 0 ? true : undefined))
     // repeats while the cycle runs: each answers the latest attempt of this cycle, until the second
     // one shows (202 while unacknowledged; 200 if a loaded machine let the acknowledgement come first)
     const during: Array<{ status: number; id: string }> = []
