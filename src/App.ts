@@ -1,4 +1,4 @@
-/** The whole service as one layer, given its Settings: what main.ts runs and e2e tests start. */
+/** The whole service as one layer, given its Settings and the database: what main.ts runs. */
 import { Layer } from "effect"
 import { ChangeLog } from "./Catalogue/ChangeLog.js"
 import { CatalogueDump } from "./Catalogue/Dump.js"
@@ -11,7 +11,6 @@ import { BuyByName } from "./Purchases/BuyByName.js"
 import { PurchaseNotifications } from "./Purchases/Notifications.js"
 import { Purchases } from "./Purchases/Purchases.js"
 import { PurchaseWorkerLive } from "./Purchases/Worker.js"
-import { DatabaseLive } from "./Db/Database.js"
 import { Deposits } from "./Deposits/Deposits.js"
 import { HttpLive } from "./Http.js"
 import { Ledger } from "./Ledger/Ledger.js"
@@ -56,7 +55,4 @@ export const AppLive = Layer.mergeAll(
   SyncLive,
   PurchaseWorkerLive,
   StartupBannerLive
-).pipe(
-  Layer.provide(Services),
-  Layer.provide(DatabaseLive)
-)
+).pipe(Layer.provide(Services))

@@ -1,8 +1,13 @@
 /** Entry point: settings, logging and the service's layers; nothing else. */
-import { NodeRuntime } from "@effect/platform-node"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Effect, Layer, Logger, LogLevel, RuntimeFlags } from "effect"
-import { AppLive } from "./App.js"
 import { Settings } from "./Config.js"
+import { DatabaseLive } from "./Db/Database.js"
+
+// The service's modules load while the database opens, not after: the import starts here, and the
+// embedded PGlite opens in its own thread meanwhile (most of a cold start, about 0.7 s).
+const app = import("./App.js")
+const AppLive = Layer.unwrapEffect(Effect.map(Effect.promise(() => app), (module) => module.AppLive))
 
 const levels: ReadonlyArray<LogLevel.LogLevel> = LogLevel.allLevels
 
@@ -16,7 +21,7 @@ const LoggingLive = Layer.unwrapEffect(Effect.map(Settings, (settings) =>
   )
 ))
 
-Layer.launch(AppLive).pipe(
+Layer.launch(Layer.provide(AppLive, DatabaseLive)).pipe(
   // No trace exporter is configured: spans would be built for nothing on every query and request.
   Effect.provide(Layer.setTracerEnabled(false)),
   Effect.provide(LoggingLive),

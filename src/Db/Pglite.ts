@@ -1,27 +1,111 @@
 /**
  * An embedded PostgreSQL (PGlite) behind the same SqlClient/PgClient interface as a real server.
+ * PGlite runs in a worker thread (PgliteWorker.ts) so its WebAssembly never holds up requests.
  * PGlite is one session, so every query, and every transaction as a whole, holds a single permit.
  * The pg compiler is reused, so SQL written for PostgreSQL runs unchanged.
  */
 import * as Reactivity from "@effect/experimental/Reactivity"
 import { SqlClient, SqlError, Statement, type SqlConnection } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
-import { PGlite, type Results } from "@electric-sql/pglite"
 import { Context, Effect, Layer, Scope, Stream } from "effect"
+import { createRequire } from "node:module"
+import { pathToFileURL } from "node:url"
+import { Worker } from "node:worker_threads"
+import type { PgliteError, PgliteMessage, PgliteReply, PgliteRequest, PgliteWorkerData } from "./PgliteWorker.js"
 
 const PgJson = Statement.custom<Statement.Custom<"PgJson", unknown>>("PgJson")
 const fail = (message: string) => (cause: unknown) => new SqlError.SqlError({ cause, message })
 
-type Row = Record<string, unknown>
+type Request = PgliteRequest extends infer R ? R extends { readonly id: number } ? Omit<R, "id"> : never : never
+
+/** An error with the PostgreSQL fields (code, constraint, detail...) back on it, as pg gives them. */
+const errorFrom = (error: PgliteError) => Object.assign(new Error(error.message), error.fields)
+
+/**
+ * Starts the thread. Its module sits beside this one with the same extension: .mjs in the bundle
+ * that `npm start` runs, .js in the tsc build, .ts when run from sources (tsx, vitest), where the
+ * thread registers tsx first (`--import tsx` in a worker's execArgv does not reach its entry
+ * module on Node 20).
+ */
+const startThread = (workerData: PgliteWorkerData) => {
+  const here = import.meta.url
+  const extension = here.slice(here.lastIndexOf("."))
+  const file = new URL(`./PgliteWorker${extension}`, here)
+  if (extension !== ".ts") return new Worker(file, { workerData })
+  const tsx = pathToFileURL(createRequire(here).resolve("tsx/esm/api")).href
+  const bootstrap = `import(${JSON.stringify(tsx)}).then((tsx) => { tsx.register(); return import(${JSON.stringify(file.href)}) })`
+  return new Worker(bootstrap, { eval: true, workerData })
+}
+
+/** The PGlite thread: requests by id, replies and notifications back. */
+const openThread = (dataDir: string) =>
+  new Promise<{
+    readonly request: (request: Request) => Promise<PgliteReply>
+    readonly listen: (channel: string, onPayload: (payload: string) => void) => Promise<number>
+    readonly close: () => Promise<void>
+  }>((resolve, reject) => {
+    const worker = startThread({ dataDir })
+    const pending = new Map<number, { resolve: (reply: PgliteReply) => void; reject: (cause: unknown) => void }>()
+    const listeners = new Map<number, (payload: string) => void>()
+    let nextId = 0
+    let broken: Error | undefined
+    const send = (message: Request) => {
+      const id = ++nextId
+      const reply = new Promise<PgliteReply>((resolve, reject) => {
+        if (broken !== undefined) return reject(broken)
+        pending.set(id, { resolve, reject })
+        const sent: PgliteRequest = { ...message, id }
+        worker.postMessage(sent)
+      })
+      return { id, reply }
+    }
+    const request = (message: Request) => send(message).reply
+    const breakWith = (error: Error) => {
+      broken = error
+      for (const waiter of pending.values()) waiter.reject(error)
+      pending.clear()
+      reject(error)
+    }
+    worker.on("error", breakWith)
+    worker.on("exit", (code) => breakWith(new Error(`PGlite thread exited (${code})`)))
+    worker.on("message", (message: PgliteMessage) => {
+      switch (message.type) {
+        case "ready":
+          return resolve({
+            request,
+            listen: (channel, onPayload) => {
+              const { id, reply } = send({ op: "listen", channel })
+              listeners.set(id, onPayload)
+              return reply.then(() => id, (cause: unknown) => {
+                listeners.delete(id)
+                throw cause
+              })
+            },
+            close: () => {
+              const closed = request({ op: "close" })
+              broken = new Error("PGlite: closed")
+              return closed.then(() => worker.terminate()).then(() => undefined, () => undefined)
+            }
+          })
+        case "failed":
+          return breakWith(errorFrom(message.error))
+        case "notification":
+          return listeners.get(message.listener)?.(message.payload)
+        case "reply":
+        case "error": {
+          const waiter = pending.get(message.id)
+          pending.delete(message.id)
+          if (message.type === "reply") waiter?.resolve(message)
+          else waiter?.reject(errorFrom(message.error))
+        }
+      }
+    })
+  })
 
 export const make = (dataDir: string) =>
   Effect.gen(function*() {
     const db = yield* Effect.acquireRelease(
-      Effect.tryPromise({
-        // int8 as string, like node-postgres, so both engines hand the same types to the decoders
-        try: () => PGlite.create(dataDir, { parsers: { 20: (x: string) => x, 1700: (x: string) => x } }),
-        catch: fail("PGlite: failed to open")
-      }),
+      Effect.tryPromise({ try: () => openThread(dataDir), catch: fail("PGlite: failed to open") }),
       (db) => Effect.promise(() => db.close())
     )
     const semaphore = yield* Effect.makeSemaphore(1)
@@ -33,26 +117,20 @@ export const make = (dataDir: string) =>
     )
 
     // Like node-postgres: no parameters means the simple protocol (multi-statement scripts work).
-    const query = (sql: string, params: ReadonlyArray<unknown>) =>
-      params.length === 0
-        ? Effect.tryPromise({ try: () => db.exec(sql), catch: fail("Failed to execute statement") }).pipe(
-          Effect.map((results): Results<Row> => results[results.length - 1] as Results<Row> ?? { rows: [], fields: [] })
-        )
-        : Effect.tryPromise({
-          try: () => db.query<Row>(sql, [...params]),
-          catch: fail("Failed to execute statement")
-        })
-    const queryValues = (sql: string, params: ReadonlyArray<unknown>) =>
+    const query = (sql: string, params: ReadonlyArray<unknown>, rowMode: "object" | "array") =>
       Effect.tryPromise({
-        try: () => db.query<Array<unknown>>(sql, [...params], { rowMode: "array" }),
+        try: () => params.length === 0 && rowMode === "object"
+          ? db.request({ op: "exec", sql })
+          : db.request({ op: "query", sql, params, rowMode }),
         catch: fail("Failed to execute statement")
       })
+    const rowsOf = (sql: string, params: ReadonlyArray<unknown>) =>
+      Effect.map(query(sql, params, "object"), (reply) => reply.rows)
 
     const connection: SqlConnection.Connection = {
-      execute: (sql, params, transformRows) =>
-        Effect.map(query(sql, params), (r) => (transformRows ? transformRows(r.rows) : r.rows)),
-      executeRaw: (sql, params) => query(sql, params),
-      executeValues: (sql, params) => Effect.map(queryValues(sql, params), (r) => r.rows),
+      execute: (sql, params, transformRows) => Effect.map(rowsOf(sql, params), (rows) => (transformRows ? transformRows(rows) : rows)),
+      executeRaw: (sql, params) => query(sql, params, "object"),
+      executeValues: (sql, params) => Effect.map(query(sql, params, "array"), (reply) => reply.values),
       executeUnprepared: (sql, params, transformRows) => connection.execute(sql, params, transformRows),
       executeStream: (sql, params, transformRows) => Stream.fromIterableEffect(connection.execute(sql, params, transformRows))
     }
@@ -70,7 +148,7 @@ export const make = (dataDir: string) =>
             lock,
             Effect.tryPromise({ try: () => db.listen(channel, (payload) => emit.single(payload)), catch: fail("Failed to listen") })
           )),
-          (unlisten) => Effect.promise(() => unlisten())
+          (listener) => Effect.promise(() => db.request({ op: "unlisten", listener }).catch(() => undefined))
         )
       )
     const pg: PgClient.PgClient = Object.assign(client, {
