@@ -4,6 +4,8 @@
  * the fast lane, and both must answer alike; whatever the fast lane does not take (errors, a
  * blocked merchant, a revoked key, an empty bucket) is answered by HttpApi as before.
  */
+import { once } from "node:events"
+import { connect } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { expectError } from "../support/expectations.js"
 import type { JsonResponse, RunningServer } from "../support/server.js"
@@ -116,6 +118,94 @@ describe("fast lane", () => {
     expect(next.status).toBe(201)
     for (const path of ["/balance", "/items?limit=1"]) expectError(await server.api(path, { key: rotated.apiKey }), 401, "MERCHANT_API_KEY_MISSING")
     expect((await server.api("/balance", { key: next.json.api_key })).status).toBe(200)
+  })
+
+  it("answers many concurrent list and search requests each with its own page, intact (page buffers are reused)", async () => {
+    const pages = ["/items?limit=100", "/items?limit=3&sort=price_desc", "/items/search?market_hash_name=AK-47%20%7C%20Redline%20(Field-Tested)&limit=50"]
+    const merchants = await Promise.all(Array.from({ length: 30 }, () => server.createMerchant()))
+    // each merchant's first request warms its key through HttpApi: those bodies are the expected ones
+    const expected = await Promise.all(merchants.map((m, i) => server.api(pages[i % pages.length]!, { key: m.apiKey })))
+    const before = await fastAnswers("/items")
+    const answers = await Promise.all(merchants.flatMap((m) =>
+      Array.from({ length: BURST - 1 }, (_, j) => {
+        const page = (j + merchants.indexOf(m)) % pages.length
+        return server.api(pages[page]!, { key: m.apiKey }).then((res) => ({ page, res }))
+      })))
+    for (const { page, res } of answers) {
+      expect(res.status).toBe(200)
+      expect(res.text).toBe(expected[page]!.text)
+      expect(res.headers.get("content-length")).toBe(String(Buffer.byteLength(expected[page]!.text)))
+    }
+    expect(await fastAnswers("/items")).toBeGreaterThan(before + answers.length / 2)
+  })
+
+  it("keeps a slow client's queued pages intact while other requests reuse page buffers", async () => {
+    // One connection sends many pipelined requests and reads nothing for a while: their pages
+    // (about 80 KB each) fill the socket's kernel buffers, and the rest wait in node holding the
+    // lent buffers. Meanwhile other clients' requests take buffers from the pool. A buffer given
+    // back before its bytes left would show here as another page's bytes.
+    const page = "/items?limit=100"
+    const other = "/items?limit=100&sort=price_desc"
+    const slow = await Promise.all(Array.from({ length: 100 }, () => server.createMerchant()))
+    const busy = await Promise.all(Array.from({ length: 10 }, () => server.createMerchant()))
+    const expected = (await server.api(page, { key: slow[0]!.apiKey })).text
+    for (const m of slow.slice(1)) await server.api(page, { key: m.apiKey })
+    const expectedOther = (await server.api(other, { key: busy[0]!.apiKey })).text
+    for (const m of busy.slice(1)) await server.api(other, { key: m.apiKey })
+
+    const socket = connect(Number(new URL(server.baseUrl).port), "127.0.0.1")
+    await once(socket, "connect")
+    socket.pause()
+    const pipelined = slow.flatMap((m) => Array.from({ length: BURST - 1 }, () => m.apiKey))
+    socket.write(pipelined.map((key) => `GET /api/v1/merchant${page} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\n\r\n`).join(""))
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    const others = await Promise.all(busy.flatMap((m) => Array.from({ length: BURST - 1 }, () => server.api(other, { key: m.apiKey }))))
+    for (const res of others) expect(res.text).toBe(expectedOther)
+
+    const chunks: Array<Buffer> = []
+    socket.on("data", (chunk: Buffer) => chunks.push(chunk))
+    socket.resume()
+    const bodies: Array<string> = []
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`only ${bodies.length} responses`)), 20_000)
+      socket.on("data", () => {
+        let data = Buffer.concat(chunks)
+        for (;;) {
+          const end = data.indexOf("\r\n\r\n")
+          if (end < 0) break
+          const length = Number(/content-length: (\d+)/i.exec(data.subarray(0, end).toString("latin1"))?.[1])
+          if (data.length < end + 4 + length) break
+          bodies.push(data.subarray(end + 4, end + 4 + length).toString("latin1"))
+          data = data.subarray(end + 4 + length)
+        }
+        chunks.length = 0
+        chunks.push(data)
+        if (bodies.length === pipelined.length) {
+          clearTimeout(timer)
+          resolve()
+        }
+      })
+    })
+    socket.destroy()
+    expect(expected.length).toBeGreaterThan(50_000)
+    for (const body of bodies) expect(body === expected).toBe(true)
+  })
+
+  it("answers a repeated URL from the live catalogue: an item deleted after the first request is gone from the next", async () => {
+    const m = await server.createMerchant()
+    const path = "/items?limit=20&sort=price_asc"
+    await server.api(path, { key: m.apiKey })
+    const first = await server.api(path, { key: m.apiKey })
+    const victim = first.json.items[0]
+    expect((await server.admin(`/admin/catalogue/items/${victim.id}`, { method: "DELETE" })).status).toBe(204)
+    let next = await server.api(path, { key: m.apiKey })
+    for (let tries = 0; tries < 2 && next.json.items[0].id === victim.id; tries++) {
+      await new Promise((resolve) => setTimeout(resolve, 200))
+      next = await server.api(path, { key: m.apiKey })
+    }
+    expect(next.status).toBe(200)
+    expect(next.json.items.map((item: { id: string }) => item.id)).not.toContain(victim.id)
+    expect(next.json.items[0].id).toBe(first.json.items[1].id)
   })
 
   it("shares the merchant's bucket with HttpApi: the burst, then 429 with Retry-After", async () => {
