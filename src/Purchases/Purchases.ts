@@ -1,8 +1,9 @@
 /**
  * Creating purchases (spec 4.3, 4.4): one short transaction takes the idempotency record, locks the
  * live item, checks it against max_price, debits the actual price, reserves the item (it leaves the
- * live catalogue through the change log), writes the purchase, its ledger row and the
- * `purchase.created` event. Any failure rolls all of it back: bad input changes nothing.
+ * live catalogue through the change log), writes the purchase (with the request id the worker will
+ * give the provider), its ledger row and the `purchase.created` event. Any failure rolls all of it
+ * back: bad input changes nothing.
  */
 import { SqlClient, SqlError } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
@@ -133,10 +134,12 @@ export class Purchases extends Effect.Service<Purchases>()("Purchases", {
         const item = JSON.parse(row.item) as CatalogItem
         const purchase = (yield* sql`
           INSERT INTO purchases (id, merchant_id, custom_id, attempt, item_id, market_hash_name, image_url, exterior, float,
-            delivery_type, estimated_delivery_minutes, price_cents, provider_price_cents, sim, target_trade_url, target_steam_id)
+            delivery_type, estimated_delivery_minutes, price_cents, provider_price_cents, sim, target_trade_url, target_steam_id,
+            provider_request_id)
           VALUES (${purchaseId}, ${input.merchantId}, ${input.customId}, ${input.attempt}, ${input.itemId}, ${item.market_hash_name},
             ${item.image_url}, ${item.exterior}, ${item.float}, ${item.delivery_type}, ${item.estimated_delivery_minutes},
-            ${row.priceCents}, ${row.providerPriceCents}, ${row.sim}, ${input.recipient.tradeUrl}, ${input.recipient.steamId})
+            ${row.priceCents}, ${row.providerPriceCents}, ${row.sim}, ${input.recipient.tradeUrl}, ${input.recipient.steamId},
+            ${randomUUID()})
           RETURNING ${purchaseColumns(sql)}`.pipe(Effect.flatMap(decodeRows)))[0]!
         yield* notifications.notify(purchaseId, true)
         // From here on the merchant's balance row and then the change log's head row are locked

@@ -82,19 +82,24 @@ export const PurchaseWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
   const emit = (row: PurchaseRow, type: EventType, extra?: { readonly balanceAfterCents?: number; readonly refundedCents?: number }) =>
     outbox.enqueue({ merchantId: row.merchantId, type, orderId: row.id, data: purchaseEventData(row, extra) })
 
-  /** created → processing, with the provider request id recorded before any call upstream. */
-  const pickUp = (id: string) =>
-    sql.withTransaction(Effect.gen(function*() {
-      const owned = yield* lockOwned(id)
-      if (Option.isNone(owned)) return Option.none<PurchaseRow>()
-      const row = owned.value
-      if (row.status !== "created") return Option.some(row)
-      const updated = yield* updateReturning(id, sql`status = 'processing',
-        provider_request_id = coalesce(provider_request_id, ${randomUUID()}), updated_at = now()`)
-      yield* emit(updated, "purchase.processing")
-      yield* notifications.notify(id, false)
-      return Option.some(updated)
-    }))
+  /**
+   * The purchase as this worker holds it, with the request id to give the provider. The id is
+   * written with the purchase; a purchase created before that gets one here, recorded before any
+   * call upstream, so a resumed step asks for the same order, never a second one.
+   */
+  const readOwned = (id: string) =>
+    Effect.gen(function*() {
+      const rows = yield* sql`SELECT ${purchaseColumns(sql)} FROM purchases WHERE id = ${id} AND lease_owner = ${owner}`.pipe(
+        Effect.flatMap(decodeRows)
+      )
+      const row = rows[0]
+      if (row === undefined) return Option.none<{ readonly row: PurchaseRow; readonly requestId: string }>()
+      if (row.providerRequestId !== null) return Option.some({ row, requestId: row.providerRequestId })
+      const [recorded] = yield* sql<{ requestId: string }>`
+        UPDATE purchases SET provider_request_id = coalesce(provider_request_id, ${randomUUID()})
+        WHERE id = ${id} RETURNING provider_request_id AS "requestId"`
+      return Option.some({ row, requestId: recorded!.requestId })
+    })
 
   /** Applies what the provider reports, in order, in one transaction; schedules the next look. */
   const apply = (id: string, status: OrderStatus) =>
@@ -103,6 +108,12 @@ export const PurchaseWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
       if (Option.isNone(owned)) return
       let row = owned.value
       const update = (set: Statement.Fragment) => Effect.map(updateReturning(id, set), (updated) => { row = updated })
+
+      // created → processing once the provider has the order (spec 3.1: acquiring the item upstream)
+      if (row.status === "created") {
+        yield* update(sql`status = 'processing'`)
+        yield* emit(row, "purchase.processing")
+      }
 
       if (status.waitingTopUp && !row.topupWaiting && !row.acknowledged) {
         yield* update(sql`topup_waiting = true`)
@@ -163,10 +174,9 @@ export const PurchaseWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
 
   const step = (id: string) =>
     Effect.gen(function*() {
-      const picked = yield* pickUp(id)
-      if (Option.isNone(picked)) return
-      const row = picked.value
-      const requestId = row.providerRequestId!
+      const owned = yield* readOwned(id)
+      if (Option.isNone(owned)) return
+      const { row, requestId } = owned.value
       yield* provider.placeOrder({
         requestId,
         purchaseId: row.id,
