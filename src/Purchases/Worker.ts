@@ -212,6 +212,10 @@ export const PurchaseWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
           yield* steps.take(1)
           yield* FiberSet.run(running, Effect.ensuring(step(id), steps.release(1)))
         }
+        // A full batch may have left more due work: claim again at once. A partial one took all
+        // that was due; what falls due next announces itself (a new purchase, a step's schedule),
+        // and a lease that runs out is seen within IDLE_WAIT_MS.
+        if (claimed.ids.length < CLAIM_BATCH) yield* idle(null)
       }))
     })))
 
