@@ -3,15 +3,16 @@
  * concurrent workers on a Pool of N, on its own copy of the data (a database cloned from the
  * service's, so the same merchant, balance and items). The statements are those of
  * src/Purchases/Purchases.ts createById + buyItem, Ledger.debitPurchase, ChangeLog.reserve (+ its
- * append), Outbox.enqueue and PurchaseNotifications.notify, in the same order, with the same
+ * append), Outbox.enqueue and PurchaseNotifications.notifying, in the same order, with the same
  * parameters, as unnamed parameterised queries like @effect/sql-pg sends them:
  *
  *   BEGIN; INSERT purchase_requests ON CONFLICT DO NOTHING RETURNING; SELECT catalogue_items FOR UPDATE;
- *   INSERT purchases RETURNING; SELECT pg_notify; WITH (UPDATE balances) INSERT ledger_entries;
+ *   WITH (INSERT purchases RETURNING) SELECT + pg_notify; WITH (UPDATE balances) INSERT ledger_entries;
  *   INSERT webhook_events; WITH (UPDATE catalogue_items, UPDATE catalogue_state) INSERT catalogue_changes
  *   + pg_notify; COMMIT
- * (9 statements: the debit and the reservation each fold their writes into one statement, so the
- * balance row is held for 4 round trips and the change log's head for 2; 15 statements before).
+ * (8 statements: the purchase row carries its notification, the debit and the reservation each
+ * fold their writes into one statement, so the balance row is held for 4 round trips and the
+ * change log's head for 2; 15 statements at first, 9 until the notification was folded in).
  *
  * Forked by run.mjs (DATABASE_URL in the environment), driven over IPC:
  *   init {merchantIds, tradeUrl, steamId, items: [id...]}   (worker i buys for merchantIds[i mod M])
@@ -58,13 +59,15 @@ const buy = async (pool, { merchantId, itemId, customId, tradeUrl, steamId, maxP
     const purchaseId = randomUUID()
     const item = JSON.parse(row.item)
     const purchase = (await client.query(
-      `INSERT INTO purchases (id, merchant_id, custom_id, attempt, item_id, market_hash_name, image_url, exterior, float,
-            delivery_type, estimated_delivery_minutes, price_cents, provider_price_cents, sim, target_trade_url, target_steam_id)
-          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
-          RETURNING ${PURCHASE_COLUMNS}`,
+      `WITH inserted AS (INSERT INTO purchases (id, merchant_id, custom_id, attempt, item_id, market_hash_name, image_url, exterior, float,
+            delivery_type, estimated_delivery_minutes, price_cents, provider_price_cents, sim, target_trade_url, target_steam_id,
+            provider_request_id)
+          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
+          RETURNING ${PURCHASE_COLUMNS})
+          SELECT *, pg_notify($18, $19) FROM inserted`,
       [purchaseId, merchantId, customId, 1, itemId, item.market_hash_name, item.image_url, item.exterior, item.float,
-        item.delivery_type, item.estimated_delivery_minutes, row.priceCents, row.providerPriceCents, row.sim, tradeUrl, steamId])).rows[0]
-    await client.query(`SELECT pg_notify($1, $2)`, ["purchase_changed", `+${purchaseId}`])
+        item.delivery_type, item.estimated_delivery_minutes, row.priceCents, row.providerPriceCents, row.sim, tradeUrl, steamId,
+        randomUUID(), "purchase_changed", `+${purchaseId}`])).rows[0]
     const debited = await client.query(
       `WITH debit AS (
           UPDATE balances SET available_cents = available_cents - $1, on_hold_cents = on_hold_cents + $2,

@@ -27,11 +27,12 @@ export class PurchaseNotifications extends Effect.Service<PurchaseNotifications>
       )))
 
     /**
-     * Sends the notification; call inside the transaction that changes the purchase. `wakesWorker`:
-     * the change may give the worker something to claim (false when the purchase stays leased).
+     * The notification as an SQL expression, to put in a statement of the transaction that changes
+     * the purchase (it is sent at commit; no round trip of its own). `wakesWorker`: the change may
+     * give the worker something to claim (false when the purchase stays leased).
      */
-    const notify = (purchaseId: string, wakesWorker: boolean) =>
-      sql`SELECT pg_notify(${PURCHASE_CHANGED}, ${wakesWorker ? `+${purchaseId}` : purchaseId})`
+    const notifying = (purchaseId: string, wakesWorker: boolean) =>
+      sql`pg_notify(${PURCHASE_CHANGED}, ${wakesWorker ? `+${purchaseId}` : purchaseId})`
 
     /** A subscription to changed purchase ids (scoped). */
     const subscribe = PubSub.subscribe(changes)
@@ -39,7 +40,7 @@ export class PurchaseNotifications extends Effect.Service<PurchaseNotifications>
     /** Completes when some purchase changed (the worker's wake-up). */
     const awaitWork = Queue.take(work)
 
-    return { notify, subscribe, awaitWork } as const
+    return { notifying, subscribe, awaitWork } as const
   }),
   dependencies: [Fibers.Default]
 }) {}

@@ -133,15 +133,15 @@ export class Purchases extends Effect.Service<Purchases>()("Purchases", {
         const purchaseId = randomUUID()
         const item = JSON.parse(row.item) as CatalogItem
         const purchase = (yield* sql`
-          INSERT INTO purchases (id, merchant_id, custom_id, attempt, item_id, market_hash_name, image_url, exterior, float,
+          WITH inserted AS (INSERT INTO purchases (id, merchant_id, custom_id, attempt, item_id, market_hash_name, image_url, exterior, float,
             delivery_type, estimated_delivery_minutes, price_cents, provider_price_cents, sim, target_trade_url, target_steam_id,
             provider_request_id)
           VALUES (${purchaseId}, ${input.merchantId}, ${input.customId}, ${input.attempt}, ${input.itemId}, ${item.market_hash_name},
             ${item.image_url}, ${item.exterior}, ${item.float}, ${item.delivery_type}, ${item.estimated_delivery_minutes},
             ${row.priceCents}, ${row.providerPriceCents}, ${row.sim}, ${input.recipient.tradeUrl}, ${input.recipient.steamId},
             ${randomUUID()})
-          RETURNING ${purchaseColumns(sql)}`.pipe(Effect.flatMap(decodeRows)))[0]!
-        yield* notifications.notify(purchaseId, true)
+          RETURNING ${purchaseColumns(sql)})
+          SELECT *, ${notifications.notifying(purchaseId, true)} FROM inserted`.pipe(Effect.flatMap(decodeRows)))[0]!
         // From here on the merchant's balance row and then the change log's head row are locked
         // until commit: the statements that hold them are as few as possible (one round trip each).
         const after = yield* ledger.debitPurchase(input.merchantId, row.priceCents, purchaseId)

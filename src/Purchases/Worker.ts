@@ -166,10 +166,10 @@ export const PurchaseWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
       const next = status.nextChangeAt
       const watchUntil = row.status === "completed" && next !== undefined ? new Date(next.getTime() + REVERSAL_WATCH_SLACK_MS) : null
       const nextStep = next ?? (stillInFlight ? new Date(Date.now() + 1_000) : null)
+      // notifying also when only the schedule changed: every claimer recomputes when to wake
       yield* sql`UPDATE purchases SET lease_owner = NULL, lease_until = NULL, updated_at = now(),
-                 next_step_at = coalesce(${nextStep}, next_step_at), watch_until = ${watchUntil} WHERE id = ${id}`
-      // also when only the schedule changed: every claimer recomputes when to wake
-      yield* notifications.notify(id, true)
+                 next_step_at = coalesce(${nextStep}, next_step_at), watch_until = ${watchUntil} WHERE id = ${id}
+                 RETURNING ${notifications.notifying(id, true)}`
     }))
 
   const step = (id: string) =>
