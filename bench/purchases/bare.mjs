@@ -67,7 +67,7 @@ const buy = async (pool, { merchantId, itemId, customId, tradeUrl, steamId, maxP
           SELECT *, pg_notify($18, $19) FROM inserted`,
       [purchaseId, merchantId, customId, 1, itemId, item.market_hash_name, item.image_url, item.exterior, item.float,
         item.delivery_type, item.estimated_delivery_minutes, row.priceCents, row.providerPriceCents, row.sim, tradeUrl, steamId,
-        randomUUID(), "purchase_changed", `+${purchaseId}`])).rows[0]
+        randomUUID(), "purchase_changed", purchaseId])).rows[0]
     const debited = await client.query(
       `WITH debit AS (
           UPDATE balances SET available_cents = available_cents - $1, on_hold_cents = on_hold_cents + $2,

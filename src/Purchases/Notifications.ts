@@ -1,8 +1,8 @@
 /**
  * Purchase change notifications: every transaction that changes a purchase sends
  * pg_notify('purchase_changed', id), delivered at commit to every process; here they fan out to
- * in-process waiters (buy-sync, buy-by-name) and wake the purchase worker when there may be work
- * for it (a payload starting with `+`: a new purchase, a changed schedule).
+ * in-process waiters (buy-sync, buy-by-name) and wake the purchase worker: each one is a new
+ * purchase or a step's end with its next schedule, which may give it work.
  */
 import { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
@@ -20,19 +20,15 @@ export class PurchaseNotifications extends Effect.Service<PurchaseNotifications>
     const work = yield* Queue.sliding<void>(1)
 
     yield* fibers.supervise("purchase-notifications", (beat) =>
-      pg.listen(PURCHASE_CHANGED).pipe(Stream.runForEach((payload) =>
-        payload.startsWith("+")
-          ? Effect.all([PubSub.publish(changes, payload.slice(1)), Queue.offer(work, undefined), beat], { discard: true })
-          : Effect.all([PubSub.publish(changes, payload), beat], { discard: true })
+      pg.listen(PURCHASE_CHANGED).pipe(Stream.runForEach((purchaseId) =>
+        Effect.all([PubSub.publish(changes, purchaseId), Queue.offer(work, undefined), beat], { discard: true })
       )))
 
     /**
      * The notification as an SQL expression, to put in a statement of the transaction that changes
-     * the purchase (it is sent at commit; no round trip of its own). `wakesWorker`: the change may
-     * give the worker something to claim (false when the purchase stays leased).
+     * the purchase (it is sent at commit; no round trip of its own).
      */
-    const notifying = (purchaseId: string, wakesWorker: boolean) =>
-      sql`pg_notify(${PURCHASE_CHANGED}, ${wakesWorker ? `+${purchaseId}` : purchaseId})`
+    const notifying = (purchaseId: string) => sql`pg_notify(${PURCHASE_CHANGED}, ${purchaseId})`
 
     /** A subscription to changed purchase ids (scoped). */
     const subscribe = PubSub.subscribe(changes)

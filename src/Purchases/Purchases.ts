@@ -141,7 +141,7 @@ export class Purchases extends Effect.Service<Purchases>()("Purchases", {
             ${row.priceCents}, ${row.providerPriceCents}, ${row.sim}, ${input.recipient.tradeUrl}, ${input.recipient.steamId},
             ${randomUUID()})
           RETURNING ${purchaseColumns(sql)})
-          SELECT *, ${notifications.notifying(purchaseId, true)} FROM inserted`.pipe(Effect.flatMap(decodeRows)))[0]!
+          SELECT *, ${notifications.notifying(purchaseId)} FROM inserted`.pipe(Effect.flatMap(decodeRows)))[0]!
         // From here on the merchant's balance row and then the change log's head row are locked
         // until commit: the statements that hold them are as few as possible (one round trip each).
         const after = yield* ledger.debitPurchase(input.merchantId, row.priceCents, purchaseId)

@@ -169,7 +169,7 @@ export const PurchaseWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
       // notifying also when only the schedule changed: every claimer recomputes when to wake
       yield* sql`UPDATE purchases SET lease_owner = NULL, lease_until = NULL, updated_at = now(),
                  next_step_at = coalesce(${nextStep}, next_step_at), watch_until = ${watchUntil} WHERE id = ${id}
-                 RETURNING ${notifications.notifying(id, true)}`
+                 RETURNING ${notifications.notifying(id)}`
     }))
 
   const step = (id: string) =>
