@@ -1,10 +1,11 @@
 /**
  * The full dump (spec 2.7, 4.2): rebuilt by a supervised fiber every DUMP_INTERVAL_SECONDS from the
- * engine's snapshot, whose epoch and cursor are taken with it. The JSON is assembled in pieces
- * (items grouped by id prefix) from each item's ready bytes; each piece is deflated on libuv's
- * thread pool and ends on a sync flush, so the pieces join into one valid gzip member (as pigz
- * does) with a CRC-32 combined from the pieces'. A piece whose items did not change since the last
- * build is reused as it is. The event loop only groups entries and joins strings, a slice at a time.
+ * engine's snapshot (the index's id-prefix buckets, copied by reference), whose epoch and cursor
+ * are taken with it. The JSON is assembled in pieces (runs of buckets) from each item's ready
+ * bytes, written into reused buffers; each piece is deflated on libuv's thread pool and ends on a
+ * sync flush, so the pieces join into one valid gzip member (as pigz does) with a CRC-32 combined
+ * from the pieces'. A piece whose buckets did not change since the last build is copied from the
+ * last file. The event loop only compares buckets and copies bytes, a piece at a time.
  */
 import { Clock, Effect, Fiber, Option } from "effect"
 import { join } from "node:path"
@@ -17,15 +18,15 @@ import { Readiness } from "../Ops/Readiness.js"
 import { crc32Combine } from "./Crc32.js"
 import { type DumpFile, dumpDirectory, openDumpFile, type Source } from "./DumpFile.js"
 import { CatalogueEngine } from "./Engine.js"
-import type { Entry } from "./Index.js"
+import { BUCKET_BITS, type Entry } from "./Index.js"
 
-/** Items per piece, about: pieces are sets of items by id prefix, as many as this makes. */
+/** Items per piece, about: a piece is a run of id-prefix buckets, as many pieces as this makes. */
 const PIECE_ITEMS = 1_500
 /** Pieces deflated at once (thread pool threads on two cores). */
 const PIECE_CONCURRENCY = 2
 const GZIP_LEVEL = 1
-/** Entries walked between yields to the event loop. */
-const WALK_SLICE = 20_000
+/** Smallest buffer a piece's JSON is written into (a piece is about 1.5 MB). */
+const PIECE_BUFFER_BYTES = 2 * 1024 * 1024
 
 export interface BuiltDump {
   readonly generatedAt: Date
@@ -66,14 +67,8 @@ interface Piece {
 
 const pieceOf = (raw: Buffer) => Effect.map(deflatePiece(raw), (deflated): Piece => ({ deflated, crc: zlib.crc32(raw), length: raw.length }))
 
-/** Whose items a piece holds: their count and the sum of their serials tell whether it changed. */
-interface Items {
-  readonly count: number
-  readonly serials: number
-}
-
 /** A piece of the last build, in its dump file. */
-interface StoredPiece extends Items {
+interface StoredPiece {
   readonly file: DumpFile
   readonly offset: number
   readonly size: number
@@ -92,9 +87,37 @@ const yieldToEventLoop = Effect.async<void>((resume) => {
 })
 
 /** Prefix bits of the id that choose an item's piece, for a catalogue of `size` items. */
-const prefixBits = (size: number) => Math.min(16, Math.max(0, Math.ceil(Math.log2(size / PIECE_ITEMS))))
+const prefixBits = (size: number) => Math.min(BUCKET_BITS, Math.max(0, Math.ceil(Math.log2(size / PIECE_ITEMS))))
 
-const pieceIndex = (id: string, bits: number) => bits === 0 ? 0 : parseInt(id.slice(0, 8), 16) >>> (32 - bits)
+/** Whether every bucket of a piece is the same array as in the last build: then so are its items. */
+const sameBuckets = (now: ReadonlyArray<ReadonlyArray<Entry>>, before: ReadonlyArray<ReadonlyArray<Entry>>, from: number, to: number) => {
+  for (let b = from; b < to; b++) if (now[b] !== before[b]) return false
+  return true
+}
+
+/** The JSON of a piece's items, comma-separated, written into `target` (items are ASCII); its length. */
+const writeItems = (target: Buffer, buckets: ReadonlyArray<ReadonlyArray<Entry>>, from: number, to: number) => {
+  let at = 0
+  for (let b = from; b < to; b++) {
+    const bucket = buckets[b]!
+    for (let i = 0; i < bucket.length; i++) {
+      if (at > 0) target[at++] = 0x2c
+      at += target.write(bucket[i]!.json, at, "latin1")
+    }
+  }
+  return at
+}
+
+const itemBytes = (buckets: ReadonlyArray<ReadonlyArray<Entry>>, from: number, to: number) => {
+  let bytes = 0
+  let count = 0
+  for (let b = from; b < to; b++) {
+    const bucket = buckets[b]!
+    count += bucket.length
+    for (let i = 0; i < bucket.length; i++) bytes += bucket[i]!.json.length
+  }
+  return { count, bytes: bytes + Math.max(0, count - 1) }
+}
 
 export class CatalogueDump extends Effect.Service<CatalogueDump>()("CatalogueDump", {
   scoped: Effect.gen(function*() {
@@ -106,37 +129,42 @@ export class CatalogueDump extends Effect.Service<CatalogueDump>()("CatalogueDum
     let current: BuiltDump | undefined
     let downloads = 0
 
-    /** The pieces of the last build, by index, and how many prefix bits chose them. */
-    let cache: { bits: number; pieces: ReadonlyArray<StoredPiece | undefined> } = { bits: -1, pieces: [] }
+    /** The last build's buckets and pieces (by index), and how many prefix bits chose them. */
+    let cache: {
+      bits: number
+      buckets: ReadonlyArray<ReadonlyArray<Entry>>
+      pieces: ReadonlyArray<StoredPiece | undefined>
+    } = { bits: -1, buckets: [], pieces: [] }
     const comma = yield* pieceOf(Buffer.from(","))
     const directory = yield* dumpDirectory(settings.dataDir)
     let builds = 0
     let unfinished: DumpFile | undefined
     let replaced: DumpFile | undefined
 
+    // Pieces are written into reused buffers, so a build leaves the GC no strings or buffers of
+    // item JSON (gigabytes at millions of items, which would trigger long full collections).
+    const freeBuffers: Array<Buffer> = []
+    const takeBuffer = (bytes: number) => {
+      const i = freeBuffers.findIndex((b) => b.length >= bytes)
+      return i >= 0 ? freeBuffers.splice(i, 1)[0]! : Buffer.allocUnsafeSlow(Math.max(bytes, PIECE_BUFFER_BYTES))
+    }
+    const giveBack = (buffer: Buffer) => {
+      if (freeBuffers.length <= PIECE_CONCURRENCY) freeBuffers.push(buffer)
+    }
+
     /**
-     * Builds the dump. Items are grouped into pieces by id prefix, so a change touches one piece:
-     * a piece whose items are the same entries as in the last build is copied from the last file,
-     * the others are assembled from the items' ready JSON here and deflated on the thread pool.
-     * The pieces join into one gzip member with commas between them and a CRC-32 combined from
-     * theirs, written to a new file.
+     * Builds the dump. A piece is the items of a run of id-prefix buckets; a piece whose buckets
+     * are the same arrays as in the last build is copied from the last file, the others are
+     * written from the items' ready JSON and deflated on the thread pool. The pieces join into one
+     * gzip member with commas between them and a CRC-32 combined from theirs, written to a new file.
      */
     const build = Effect.gen(function*() {
       const started = yield* Clock.currentTimeMillis
       const snapshot = engine.snapshot()
       const generatedAt = new Date(started)
       const bits = prefixBits(snapshot.size)
-      const groups: Array<Array<Entry>> = Array.from({ length: 2 ** bits }, () => [])
-      let walked = 0
-      for (const chunk of snapshot.chunks) {
-        for (const entry of chunk) groups[pieceIndex(entry.id, bits)]!.push(entry)
-        walked += chunk.length
-        if (walked >= WALK_SLICE) {
-          walked = 0
-          yield* yieldToEventLoop
-        }
-      }
-      const previous = cache.bits === bits ? cache.pieces : []
+      const bucketsPerPiece = 2 ** (BUCKET_BITS - bits)
+      const previous = cache.bits === bits ? cache : undefined
       const [head, tail] = yield* Effect.all([
         pieceOf(Buffer.from(`{"generated_at":"${generatedAt.toISOString()}","items_count":${snapshot.size},"items":[`)),
         pieceOf(Buffer.from("]}"))
@@ -145,7 +173,7 @@ export class CatalogueDump extends Effect.Service<CatalogueDump>()("CatalogueDum
       // build holds a few pieces in memory, not the whole dump.
       const file = yield* openDumpFile(join(directory, `dump-${++builds}.gz`))
       unfinished = file.file
-      const stored: Array<StoredPiece | undefined> = new Array(groups.length)
+      const stored: Array<StoredPiece | undefined> = new Array(2 ** bits)
       let crc = 0
       let jsonLength = 0
       let pieceCount = 0
@@ -158,7 +186,7 @@ export class CatalogueDump extends Effect.Service<CatalogueDump>()("CatalogueDum
       yield* file.append(head.deflated)
       add(head)
       /** Appends one piece (after a comma unless it is the first) and records where it went. */
-      const place = (g: number, items: Items, part: { readonly crc: number; readonly length: number }, bytes: Source) =>
+      const place = (g: number, part: { readonly crc: number; readonly length: number }, bytes: Source) =>
         Effect.gen(function*() {
           if (pieceCount++ > 0) {
             yield* file.append(comma.deflated)
@@ -166,35 +194,32 @@ export class CatalogueDump extends Effect.Service<CatalogueDump>()("CatalogueDum
           }
           const { offset, size } = yield* file.append(bytes)
           add(part)
-          stored[g] = { ...items, file: file.file, offset, size, crc: part.crc, length: part.length }
+          stored[g] = { file: file.file, offset, size, crc: part.crc, length: part.length }
         })
       const pending: Array<Effect.Effect<void, Error>> = []
       let deflating = 0
       const drainOne = Effect.suspend(() => pending.shift() ?? Effect.void)
-      for (let g = 0; g < groups.length; g++) {
-        const group = groups[g]!
-        if (group.length === 0) continue
-        let serials = 0
-        for (let j = 0; j < group.length; j++) serials += group[j]!.serial
-        walked += group.length
-        if (walked >= WALK_SLICE) {
-          walked = 0
-          yield* yieldToEventLoop
-        }
-        const items: Items = { count: group.length, serials }
-        const before = previous[g]
-        if (before !== undefined && before.count === group.length && before.serials === serials) {
+      for (let g = 0; g < stored.length; g++) {
+        const from = g * bucketsPerPiece
+        const to = from + bucketsPerPiece
+        const before = previous?.pieces[g]
+        if (before !== undefined && sameBuckets(snapshot.buckets, previous!.buckets, from, to)) {
           reused++
-          pending.push(place(g, items, before, { from: before.file, offset: before.offset, size: before.size }))
+          pending.push(place(g, before, { from: before.file, offset: before.offset, size: before.size }))
           continue
         }
-        let text = group[0]!.json
-        for (let j = 1; j < group.length; j++) text += "," + group[j]!.json
-        const deflation = yield* Effect.fork(pieceOf(Buffer.from(text)))
+        const { count, bytes } = itemBytes(snapshot.buckets, from, to)
+        if (count === 0) continue
+        const buffer = takeBuffer(bytes)
+        const raw = buffer.subarray(0, writeItems(buffer, snapshot.buckets, from, to))
+        const deflation = yield* Effect.fork(
+          // given back only once zlib is done with it (an interrupted deflation may still read it)
+          Effect.tap(pieceOf(raw), () => Effect.sync(() => giveBack(buffer)))
+        )
         deflating++
         pending.push(Effect.flatMap(Fiber.join(deflation), (fresh) => {
           deflating--
-          return place(g, items, fresh, fresh.deflated)
+          return place(g, fresh, fresh.deflated)
         }))
         // write out everything up to the oldest deflation once enough are running
         while (deflating >= PIECE_CONCURRENCY) yield* drainOne
@@ -205,7 +230,7 @@ export class CatalogueDump extends Effect.Service<CatalogueDump>()("CatalogueDum
       yield* file.append(tail.deflated)
       yield* file.append(DEFLATE_END)
       yield* file.append(trailer(crc, jsonLength))
-      cache = { bits, pieces: stored }
+      cache = { bits, buckets: snapshot.buckets, pieces: stored }
       const sameEpoch = engine.epoch() === snapshot.epoch
       const built: BuiltDump = {
         generatedAt,

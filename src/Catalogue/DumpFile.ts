@@ -20,8 +20,8 @@ export interface DumpFile {
   readonly release: () => void
   /** The file is replaced: deleted once no download reads it. */
   readonly retire: () => void
-  /** Bytes at an offset (a piece reused by the next build). */
-  readonly read: (offset: number, size: number) => Promise<Buffer>
+  /** Reads `size` bytes at `offset` into the start of `into` (a piece reused by the next build). */
+  readonly read: (into: Buffer, offset: number, size: number) => Promise<void>
 }
 
 const fileOf = (path: string, handle: FileHandle): DumpFile => {
@@ -43,18 +43,16 @@ const fileOf = (path: string, handle: FileHandle): DumpFile => {
       handle.close().catch(() => undefined)
       deleteIfDone()
     },
-    read: async (offset, length) => {
-      const buffer = Buffer.allocUnsafe(length)
-      const { bytesRead } = await handle.read(buffer, 0, length, offset)
+    read: async (into, offset, length) => {
+      const { bytesRead } = await handle.read(into, 0, length, offset)
       if (bytesRead !== length) throw new Error(`dump file ${path}: ${bytesRead} of ${length} bytes at ${offset}`)
-      return buffer
     }
   }
 }
 
 /**
  * A new dump file, written in order: `append` writes bytes (or copies a range of an earlier file)
- * at the end and says where they went.
+ * at the end and says where they went. One append at a time: the caller waits for each.
  */
 export const openDumpFile = (path: string) =>
   Effect.map(
@@ -62,10 +60,18 @@ export const openDumpFile = (path: string) =>
     (handle) => {
       const file = fileOf(path, handle)
       let position = 0
+      // ranges copied from an earlier file pass through one reused buffer (appends run one at a time)
+      let scratch = Buffer.alloc(0)
+      const bytesOf = async (source: Source) => {
+        if (Buffer.isBuffer(source)) return source
+        if (scratch.length < source.size) scratch = Buffer.allocUnsafeSlow(Math.max(source.size, 2 * scratch.length))
+        await source.from.read(scratch, source.offset, source.size)
+        return scratch.subarray(0, source.size)
+      }
       const append = (source: Source) =>
         Effect.tryPromise({
           try: async () => {
-            const bytes = Buffer.isBuffer(source) ? source : await source.from.read(source.offset, source.size)
+            const bytes = await bytesOf(source)
             await handle.write(bytes, 0, bytes.length, position)
             const placed = { offset: position, size: bytes.length }
             position += bytes.length

@@ -29,8 +29,8 @@ export interface Snapshot {
   readonly epoch: number
   readonly cursor: number
   readonly size: number
-  /** Every entry, in chunks. */
-  readonly chunks: ReadonlyArray<ReadonlyArray<Entry>>
+  /** Every entry, in buckets by id prefix (CatalogueIndex.snapshotBuckets). */
+  readonly buckets: ReadonlyArray<ReadonlyArray<Entry>>
 }
 
 const LOAD_PAGE = 20_000
@@ -218,7 +218,7 @@ export class CatalogueEngine extends Effect.Service<CatalogueEngine>()("Catalogu
       page: (filters: ListFilters, sort: SortOrder, after: Keyed | undefined, limit: number): Page =>
         index.page(filters, sort, after, limit),
       /** The whole index at one cursor, taken synchronously (nothing can change it meanwhile). */
-      snapshot: (): Snapshot => ({ epoch, cursor, size: index.size, chunks: index.snapshotChunks() }),
+      snapshot: (): Snapshot => ({ epoch, cursor, size: index.size, buckets: index.snapshotBuckets() }),
       subscribe: (listener: (event: EngineEvent) => void) =>
         Effect.acquireRelease(Effect.sync(() => { listeners.add(listener) }), () => Effect.sync(() => { listeners.delete(listener) })),
       changesAfter,

@@ -7,12 +7,6 @@ import { asciiJson, type CatalogItem } from "../Domain/CatalogItem.js"
 import { compareKeys, type Keyed, SortedList } from "./SortedList.js"
 
 export interface Entry extends Keyed {
-  /**
-   * Unique per entry object and increasing: an item that changes gets a new entry with a higher
-   * serial, so the count and the sum of serials of a set of entries tell whether it changed (the
-   * dump reuses the compressed pieces of unchanged sets).
-   */
-  readonly serial: number
   /** cents */
   readonly price: number
   readonly id: string
@@ -62,12 +56,22 @@ export class Interner {
   }
 }
 
-let lastSerial = 0
+/**
+ * Entries are also kept in buckets by the first 16 bits of their id, for the dump: its pieces are
+ * runs of buckets. A bucket is never changed in place (a change replaces it with a changed copy),
+ * so a copy of the bucket array is a snapshot at one cursor, and a bucket that is the same array
+ * in two snapshots holds the same entries.
+ */
+export const BUCKET_BITS = 16
+const BUCKETS = 1 << BUCKET_BITS
+const EMPTY_BUCKET: ReadonlyArray<Entry> = Object.freeze([])
+
+/** Ids are UUIDs (PostgreSQL's uuid type), so the first four characters are hex digits. */
+export const bucketOf = (id: string): number => parseInt(id.slice(0, 4), 16) & (BUCKETS - 1)
 
 export const entryOf = (item: CatalogItem, priceCents: number, json: string, interner?: { intern: <S extends string | null>(s: S) => S }): Entry => {
   const i = interner ?? { intern: <S extends string | null>(s: S) => s }
   return {
-    serial: ++lastSerial,
     id: item.id,
     price: priceCents,
     // rows written before items were stored as ASCII are made so here: one byte a character
@@ -101,6 +105,7 @@ export class CatalogueIndex {
   readonly interner: Interner
   private readonly byId = new Map<string, Entry>()
   private all = new SortedList<Entry>()
+  private readonly buckets: Array<ReadonlyArray<Entry>> = new Array<ReadonlyArray<Entry>>(BUCKETS).fill(EMPTY_BUCKET)
   private readonly secondary = {
     name: new Map<string, SortedList<Entry>>(),
     category: new Map<string, SortedList<Entry>>(),
@@ -116,9 +121,18 @@ export class CatalogueIndex {
     return this.byId.get(id)
   }
 
-  /** Every entry, in price order, in chunks that later changes do not touch. */
-  snapshotChunks(): ReadonlyArray<ReadonlyArray<Entry>> {
-    return this.all.chunkCopies()
+  /** Every entry, in buckets by id prefix that later changes do not touch (a copy of 65,536 references). */
+  snapshotBuckets(): ReadonlyArray<ReadonlyArray<Entry>> {
+    return this.buckets.slice()
+  }
+
+  /** Replaces `old` by `entry` in their bucket (the same one: the id decides), as a new array. */
+  private rebucket(id: string, old: Entry | undefined, entry: Entry | undefined) {
+    const b = bucketOf(id)
+    const bucket = this.buckets[b]!
+    const next = old === undefined ? bucket.slice() : bucket.filter((e) => e !== old)
+    if (entry !== undefined) next.push(entry)
+    this.buckets[b] = next.length === 0 ? EMPTY_BUCKET : next
   }
 
   private static add(map: Map<string, SortedList<Entry>>, key: string | null, entry: Entry) {
@@ -143,6 +157,9 @@ export class CatalogueIndex {
   static bulk(entries: ReadonlyArray<Entry>, interner?: Interner): CatalogueIndex {
     const index = new CatalogueIndex(interner)
     for (const entry of entries) index.byId.set(entry.id, entry)
+    const buckets: Array<Array<Entry> | undefined> = new Array(BUCKETS)
+    for (const entry of index.byId.values()) (buckets[bucketOf(entry.id)] ??= []).push(entry)
+    for (let b = 0; b < BUCKETS; b++) index.buckets[b] = buckets[b] ?? EMPTY_BUCKET
     const sorted = Array.from(index.byId.values()).sort(compareKeys)
     index.all = SortedList.fromSorted(sorted)
     const group = (key: (e: Entry) => string | null, map: Map<string, SortedList<Entry>>) => {
@@ -168,7 +185,9 @@ export class CatalogueIndex {
   }
 
   upsert(entry: Entry): void {
-    this.remove(entry.id)
+    const old = this.byId.get(entry.id)
+    if (old !== undefined) this.unindex(old)
+    this.rebucket(entry.id, old, entry)
     this.byId.set(entry.id, entry)
     this.all.insert(entry)
     CatalogueIndex.add(this.secondary.name, entry.name, entry)
@@ -180,13 +199,19 @@ export class CatalogueIndex {
   remove(id: string): boolean {
     const old = this.byId.get(id)
     if (old === undefined) return false
-    this.byId.delete(id)
+    this.unindex(old)
+    this.rebucket(id, old, undefined)
+    return true
+  }
+
+  /** Takes an entry out of every sorted list and the id map (not its bucket). */
+  private unindex(old: Entry): void {
+    this.byId.delete(old.id)
     this.all.remove(old)
     CatalogueIndex.drop(this.secondary.name, old.name, old)
     CatalogueIndex.drop(this.secondary.category, old.category, old)
     CatalogueIndex.drop(this.secondary.exterior, old.exterior, old)
     CatalogueIndex.drop(this.secondary.rarity, old.rarity, old)
-    return true
   }
 
   /** The smallest sorted list that holds every candidate for these filters. */

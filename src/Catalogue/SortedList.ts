@@ -28,11 +28,6 @@ export class SortedList<E extends Keyed> {
     return list
   }
 
-  /** Every entry in order, as copies of the chunks: a snapshot in a few milliseconds at millions of entries. */
-  chunkCopies(): Array<Array<E>> {
-    return this.chunks.map((chunk) => chunk.slice())
-  }
-
   /** Index of the first chunk whose last entry is >= key (or the last chunk). */
   private chunkFor(key: Keyed): number {
     let lo = 0

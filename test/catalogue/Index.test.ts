@@ -7,7 +7,7 @@
  */
 import * as fc from "fast-check"
 import { describe, expect, it } from "vitest"
-import { CatalogueIndex, type Entry, entryOf, type ListFilters, type SortOrder } from "../../src/Catalogue/Index.js"
+import { bucketOf, CatalogueIndex, type Entry, entryOf, type ListFilters, type SortOrder } from "../../src/Catalogue/Index.js"
 import { serialise } from "../../src/Domain/CatalogItem.js"
 import { compareKeys, type Keyed } from "../../src/Catalogue/SortedList.js"
 
@@ -27,8 +27,6 @@ const floatArb = fc.oneof(
   fc.double({ min: 0, max: 1, noNaN: true }).map((x) => (x === 0 ? 0 : x))
 )
 
-let serial = 0
-
 /** An entry for a given id (prices in a small range so that many tie and ids break the ties). */
 const entryArb = (id: string): fc.Arbitrary<Entry> =>
   fc.record({
@@ -40,7 +38,7 @@ const entryArb = (id: string): fc.Arbitrary<Entry> =>
     float: floatArb,
     delivery: fc.constantFrom("instant" as const, "manual" as const),
     minutes: fc.option(fc.integer({ min: 0, max: 120 }), { nil: null })
-  }).map((fields) => ({ serial: ++serial, id, json: JSON.stringify({ id, ...fields }), ...fields }))
+  }).map((fields) => ({ id, json: JSON.stringify({ id, ...fields }), ...fields }))
 
 /** Each filter is present one time in seven (price bounds one in two), so that pages are usually not empty. */
 const sometimes = <A>(arb: fc.Arbitrary<A>) =>
@@ -221,7 +219,7 @@ describe("CatalogueIndex.page", () => {
       const index = new CatalogueIndex()
       const model = new Map<string, Entry>()
       for (const [id, price] of layout) {
-        const entry: Entry = { serial: ++serial, id, price, json: "{}", name: "n", category: null, exterior: null, rarity: null, float: null, delivery: "instant", minutes: null }
+        const entry: Entry = { id, price, json: "{}", name: "n", category: null, exterior: null, rarity: null, float: null, delivery: "instant", minutes: null }
         index.upsert(entry)
         model.set(id, entry)
       }
@@ -267,11 +265,9 @@ describe("CatalogueIndex.page", () => {
     const json = serialise(item)
     const e = entryOf(item, 1234, json)
     expect(e).toEqual({
-      serial: e.serial, id: item.id, price: 1234, json, name: item.market_hash_name, category: "rifle", exterior: "Field-Tested",
+      id: item.id, price: 1234, json, name: item.market_hash_name, category: "rifle", exterior: "Field-Tested",
       rarity: null, float: null, delivery: "manual", minutes: 30
     })
-    // every entry is a new serial, above all before it (the dump's change detection)
-    expect(entryOf(item, 1234, json).serial).toBeGreaterThan(e.serial)
     expect(JSON.parse(json)).toEqual(item)
   })
 
@@ -303,5 +299,56 @@ describe("CatalogueIndex.page", () => {
       }
       expect(walk(bulk)).toEqual(walk(incremental))
     }), { numRuns: 200 })
+  })
+
+  it("snapshotBuckets: each live entry once, in the bucket of its id's first 16 bits; a snapshot stays as taken; a bucket no change touched is the same array", () => {
+    // few prefixes, so that buckets hold several entries
+    const prefixedId = fc.tuple(fc.constantFrom("0000", "0001", "8000", "ffff", "FFFF"), fc.uuid()).map(([p, id]) => p + id.slice(4))
+    const stepsArb = fc.uniqueArray(prefixedId, { minLength: 1, maxLength: 40 }).chain((ids) => {
+      const someId = fc.constantFrom(...ids)
+      const mutation = fc.oneof(
+        someId.chain(entryArb).map((entry): Mutation => ({ op: "upsert", entry })),
+        someId.map((id): Mutation => ({ op: "remove", id }))
+      )
+      return fc.record({ initial: fc.array(mutation, { maxLength: 60 }), later: fc.array(mutation, { maxLength: 10 }) })
+    })
+    // plain loops over the 65,536 buckets, one expect each: deep equality on them is slow
+    const live = (snapshot: ReadonlyArray<ReadonlyArray<Entry>>) => {
+      const found = new Map<string, Entry>()
+      let misplaced = 0
+      for (let b = 0; b < snapshot.length; b++) {
+        for (const entry of snapshot[b]!) {
+          if (bucketOf(entry.id) !== b || found.has(entry.id)) misplaced++
+          found.set(entry.id, entry)
+        }
+      }
+      expect(misplaced).toBe(0)
+      return found
+    }
+    fc.assert(fc.property(stepsArb, ({ initial, later }) => {
+      const { index, model } = setUp(initial)
+      const first = index.snapshotBuckets()
+      expect(first).toHaveLength(65_536)
+      expect(live(first)).toEqual(model)
+      const asTaken = first.map((bucket) => bucket.slice())
+      const touched = new Set<number>()
+      for (const m of later) {
+        touched.add(bucketOf(m.op === "upsert" ? m.entry.id : m.id))
+        applyTo(index, model, m)
+      }
+      const second = index.snapshotBuckets()
+      let changedSnapshot = 0
+      let untouchedCopied = 0
+      for (let b = 0; b < first.length; b++) {
+        const taken = asTaken[b]!
+        if (first[b]!.length !== taken.length || first[b]!.some((e, i) => e !== taken[i])) changedSnapshot++
+        if (!touched.has(b) && second[b] !== first[b]) untouchedCopied++
+      }
+      expect(changedSnapshot).toBe(0)
+      expect(untouchedCopied).toBe(0)
+      expect(live(second)).toEqual(model)
+      // a bulk-built index buckets alike
+      expect(live(CatalogueIndex.bulk([...model.values()]).snapshotBuckets())).toEqual(model)
+    }), { numRuns: 150 })
   })
 })
