@@ -269,7 +269,7 @@ const main = async () => {
   try {
     // 1. data
     const t0 = performance.now()
-    let service = await startService({ databaseUrl: db.url, dataDir, extra: serviceExtra, readyTimeoutMs: 600_000 })
+    let service = await startService({ databaseUrl: db.url, dataDir, extra: serviceExtra, readyTimeoutMs: 600_000, untilIdle: true })
     log(`service ready with ${opts.catalogue} items in ${round((performance.now() - t0) / 1000, 1)} s`)
     const dbc = await connectClient(db.url)
     const total = Number((await dbc.query("SELECT sum(price_cents) AS s FROM catalogue_items WHERE status = 'active'")).rows[0].s) / 100
@@ -304,7 +304,7 @@ const main = async () => {
     await withAdminClient((c) => c.query(`DROP DATABASE IF EXISTS ${bareDbName} WITH (FORCE)`).then(() => c.query(`CREATE DATABASE ${bareDbName} TEMPLATE ${db.name}`)))
     const bareUrl = new URL(db.url)
     bareUrl.pathname = `/${bareDbName}`
-    service = await startService({ databaseUrl: db.url, dataDir, extra: serviceExtra, readyTimeoutMs: 600_000 })
+    service = await startService({ databaseUrl: db.url, dataDir, extra: serviceExtra, readyTimeoutMs: 600_000, untilIdle: true })
     ctx.service = service
     ctx.merchants = merchants
     ctx.serviceItems = { ids, next: 0 }
@@ -362,7 +362,7 @@ const main = async () => {
       const dir = join(OUT, `profile-${stamp}`)
       mkdirSync(dir, { recursive: true })
       log(`\nprofile: the service at ${opts.profileAt} clients under node --cpu-prof`)
-      ctx.service = await startService({ databaseUrl: db.url, dataDir, extra: serviceExtra, nodeArgs: ["--cpu-prof", "--cpu-prof-dir", dir], readyTimeoutMs: 600_000 })
+      ctx.service = await startService({ databaseUrl: db.url, dataDir, extra: serviceExtra, nodeArgs: ["--cpu-prof", "--cpu-prof-dir", dir], readyTimeoutMs: 600_000, untilIdle: true })
       const r = await measure("service", ctx, opts.profileAt)
       await ctx.service.stop(120_000)
       ctx.service = undefined

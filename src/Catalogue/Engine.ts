@@ -48,6 +48,9 @@ const ChangeRow = Schema.Struct({
   item: Schema.NullOr(Schema.String)
 })
 type ChangeRow = typeof ChangeRow.Type
+// Decoders built once: a schema built per call is compiled again on every call.
+const decodeChangeRows = Schema.decodeUnknown(Schema.Array(ChangeRow))
+const decodeStateRow = Schema.decodeUnknown(StateRow)
 
 const changeJson = (row: ChangeRow) =>
   row.op === "upsert" ? `{"op":"upsert","item":${row.item}}` : `{"op":"remove","id":"${row.itemId}"}`
@@ -73,7 +76,7 @@ export class CatalogueEngine extends Effect.Service<CatalogueEngine>()("Catalogu
     const readState = sql`
       SELECT epoch, head_seq AS head, pruned_through AS "prunedThrough", reconciled_at IS NOT NULL AS reconciled
       FROM catalogue_state`.pipe(
-      Effect.flatMap((rows) => Schema.decodeUnknown(StateRow)(rows[0])),
+      Effect.flatMap((rows) => decodeStateRow(rows[0])),
       Effect.tap((state) => Effect.sync(() => { synced ||= state.reconciled }))
     )
 
@@ -132,7 +135,7 @@ export class CatalogueEngine extends Effect.Service<CatalogueEngine>()("Catalogu
         const rows = yield* sql`
           SELECT seq, epoch, op, item_id AS "itemId", item FROM catalogue_changes
           WHERE seq > ${cursor} ORDER BY seq LIMIT ${TAIL_BATCH}`.pipe(
-          Effect.flatMap(Schema.decodeUnknown(Schema.Array(ChangeRow)))
+          Effect.flatMap(decodeChangeRows)
         )
         if (rows.length === 0) {
           const state = yield* readState
@@ -201,7 +204,7 @@ export class CatalogueEngine extends Effect.Service<CatalogueEngine>()("Catalogu
         const rows = yield* sql`
           SELECT seq, epoch, op, item_id AS "itemId", item FROM catalogue_changes
           WHERE seq > ${after} ORDER BY seq LIMIT ${limit}`.pipe(
-          Effect.flatMap(Schema.decodeUnknown(Schema.Array(ChangeRow)))
+          Effect.flatMap(decodeChangeRows)
         )
         if (rows.length > 0 && (rows[0]!.seq !== after + 1 || rows.some((r) => r.epoch !== epoch))) return Option.none()
         return Option.some(rows.map((row) => ({ seq: row.seq, json: changeJson(row) })))

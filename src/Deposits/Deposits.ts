@@ -37,6 +37,7 @@ const DepositRow = Schema.Struct({
   createdAt: Timestamp,
   position: Schema.String
 })
+const decodeDepositRows = Schema.decodeUnknown(Schema.Array(DepositRow))
 type DepositRow = typeof DepositRow.Type
 
 /** DepositItem of spec 2.4. */
@@ -156,7 +157,7 @@ export class Deposits extends Effect.Service<Deposits>()("Deposits", {
           WHERE merchant_id = ${merchantId}
           ${after === undefined ? sql`` : sql`AND (created_at < ${after[0]}::timestamptz OR (created_at = ${after[0]}::timestamptz AND id > ${after[1]}))`}
           ORDER BY created_at DESC, id ASC
-          LIMIT ${options.limit + 1}`.pipe(Effect.flatMap(Schema.decodeUnknown(Schema.Array(DepositRow))), Effect.orDie)
+          LIMIT ${options.limit + 1}`.pipe(Effect.flatMap(decodeDepositRows), Effect.orDie)
         const page = rows.slice(0, options.limit)
         const last = page[page.length - 1]
         return {

@@ -56,6 +56,10 @@ const RequestRow = Schema.Struct({
 })
 export type RequestRow = typeof RequestRow.Type
 
+// Decoders built once: a schema built per call is compiled again on every call.
+const decodeLockedItems = Schema.decodeUnknown(Schema.Array(LockedItem))
+const decodeRequestRows = Schema.decodeUnknown(Schema.Array(RequestRow))
+
 /** Serialization failures and deadlocks are the real concurrent-update conflicts. */
 const isConflict = (error: SqlError.SqlError) => {
   const code = (error.cause as { code?: unknown } | undefined)?.code
@@ -100,7 +104,7 @@ export class Purchases extends Effect.Service<Purchases>()("Purchases", {
       sql`SELECT kind, item_id AS "itemId", target_trade_url AS "targetTradeUrl", target_steam_id AS "targetSteamId",
                  cycle_state AS "cycleState"
           FROM purchase_requests WHERE merchant_id = ${merchantId} AND custom_id = ${customId}`.pipe(
-        Effect.flatMap(Schema.decodeUnknown(Schema.Array(RequestRow))),
+        Effect.flatMap(decodeRequestRows),
         Effect.map((rows) => Option.fromNullable(rows[0])),
         Effect.orDie
       )
@@ -123,7 +127,7 @@ export class Purchases extends Effect.Service<Purchases>()("Purchases", {
       Effect.gen(function*() {
         const locked = yield* sql`
           SELECT status, price_cents AS "priceCents", provider_price_cents AS "providerPriceCents", item, sim
-          FROM catalogue_items WHERE id = ${input.itemId} FOR UPDATE`.pipe(Effect.flatMap(Schema.decodeUnknown(Schema.Array(LockedItem))))
+          FROM catalogue_items WHERE id = ${input.itemId} FOR UPDATE`.pipe(Effect.flatMap(decodeLockedItems))
         const row = locked[0]
         if (row === undefined) return yield* new ItemNotFound({ message: `No catalogue item ${input.itemId}.` })
         if (row.status !== "active") return yield* new ItemUnavailable({ message: "The item is no longer available (sold, reserved or removed)." })

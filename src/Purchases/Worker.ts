@@ -16,7 +16,7 @@ import { Ledger } from "../Ledger/Ledger.js"
 import { Fibers } from "../Ops/Fibers.js"
 import { Metrics } from "../Ops/Metrics.js"
 import { type OrderStatus, PurchaseProvider } from "../Providers/PurchaseProvider.js"
-import { type EventType, Outbox } from "../Webhooks/Outbox.js"
+import { type EventType, Outbox, prepare } from "../Webhooks/Outbox.js"
 import { PurchaseNotifications } from "./Notifications.js"
 import { decodeRows, purchaseColumns, purchaseEventData, type PurchaseRow } from "./Rows.js"
 
@@ -172,6 +172,37 @@ export const PurchaseWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
                  RETURNING ${notifications.notifying(id)}`
     }))
 
+  /** Whether the provider reports no more than that it has the order. */
+  const onlyTaken = (status: OrderStatus) =>
+    !status.waitingTopUp && !status.acknowledged && status.tradeOffer === undefined && status.outcome._tag === "pending" &&
+    status.reversal === undefined
+
+  /**
+   * The usual first step as one statement instead of a transaction of five: created → processing
+   * with its event, the lease released and the next look scheduled, as `apply` does when the
+   * provider reports nothing else yet. False if the purchase is not this worker's to move (then
+   * `apply` finds that out and leaves it).
+   */
+  const startProcessing = (row: PurchaseRow, status: OrderStatus) => {
+    const event = prepare({
+      merchantId: row.merchantId,
+      type: "purchase.processing",
+      orderId: row.id,
+      data: purchaseEventData({ ...row, status: "processing" })
+    })
+    const nextStep = status.nextChangeAt ?? new Date(Date.now() + 1_000)
+    return sql`
+      WITH moved AS (
+        UPDATE purchases SET status = 'processing', lease_owner = NULL, lease_until = NULL, updated_at = now(),
+               next_step_at = ${nextStep}, watch_until = NULL
+        WHERE id = ${row.id} AND lease_owner = ${owner} AND status = 'created'
+        RETURNING id, merchant_id),
+      event AS (
+        INSERT INTO webhook_events (id, merchant_id, event_type, order_id, body, created_at)
+        SELECT ${event.id}, merchant_id, 'purchase.processing', id, ${event.body}, ${event.createdAt} FROM moved)
+      SELECT ${notifications.notifying(row.id)} FROM moved`.pipe(Effect.map((rows) => rows.length > 0))
+  }
+
   const step = (id: string) =>
     Effect.gen(function*() {
       const owned = yield* readOwned(id)
@@ -185,7 +216,9 @@ export const PurchaseWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
         tradeToken: parseTradeUrl(row.targetTradeUrl)?.token ?? "",
         sim: row.sim === null ? undefined : JSON.parse(row.sim) as SimHints
       })
-      yield* apply(id, yield* provider.orderStatus(requestId))
+      const status = yield* provider.orderStatus(requestId)
+      if (row.status === "created" && onlyTaken(status) && (yield* startProcessing(row, status))) return
+      yield* apply(id, status)
     }).pipe(
       Effect.catchAllCause((cause) => Effect.logError("purchase step failed; the lease will expire and it is retried", cause).pipe(
         Effect.annotateLogs("purchase_id", id)

@@ -15,6 +15,7 @@ const EventRow = Schema.Struct({
   deliveredAt: Schema.NullOr(Schema.DateFromSelf),
   seq: Int8
 })
+const decodeEventRows = Schema.decodeUnknown(Schema.Array(EventRow))
 
 /** Newest first, in the order the events were written. */
 const Position = Schema.Tuple(Schema.Int)
@@ -55,7 +56,7 @@ export class WebhookEvents extends Effect.Service<WebhookEvents>()("WebhookEvent
           ${query.orderId === undefined ? sql`` : sql`AND order_id = ${query.orderId}`}
           ${after === undefined ? sql`` : sql`AND seq < ${after[0]}`}
           ORDER BY seq DESC
-          LIMIT ${query.limit + 1}`.pipe(Effect.flatMap(Schema.decodeUnknown(Schema.Array(EventRow))), Effect.orDie)
+          LIMIT ${query.limit + 1}`.pipe(Effect.flatMap(decodeEventRows), Effect.orDie)
         const page = rows.slice(0, query.limit)
         const last = page[page.length - 1]
         return {

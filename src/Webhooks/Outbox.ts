@@ -26,6 +26,25 @@ export interface NewEvent {
   readonly data: Record<string, unknown>
 }
 
+export interface PreparedEvent {
+  readonly id: string
+  readonly createdAt: Date
+  /** The exact bytes every delivery sends. */
+  readonly body: string
+}
+
+/**
+ * An event's id, time and body, for a statement that writes it together with its state change
+ * (`enqueue` writes it on its own).
+ */
+export const prepare = (event: NewEvent): PreparedEvent => {
+  const id = randomUUID()
+  const createdAt = new Date()
+  // Unknown values are omitted from the payload, never sent as null (CONTRACT 4).
+  const data = Object.fromEntries(Object.entries(event.data).filter(([, v]) => v !== undefined && v !== null))
+  return { id, createdAt, body: JSON.stringify({ event_id: id, event_type: event.type, created_at: createdAt.toISOString(), data }) }
+}
+
 export class Outbox extends Effect.Service<Outbox>()("Outbox", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
@@ -33,16 +52,12 @@ export class Outbox extends Effect.Service<Outbox>()("Outbox", {
     /** Writes one event; returns its event_id. Call inside the state change's transaction. */
     const enqueue = (event: NewEvent) =>
       Effect.gen(function*() {
-        const id = randomUUID()
-        const createdAt = new Date()
-        // Unknown values are omitted from the payload, never sent as null (CONTRACT 4).
-        const data = Object.fromEntries(Object.entries(event.data).filter(([, v]) => v !== undefined && v !== null))
-        const body = JSON.stringify({ event_id: id, event_type: event.type, created_at: createdAt.toISOString(), data })
+        const { id, createdAt, body } = prepare(event)
         yield* sql`INSERT INTO webhook_events (id, merchant_id, event_type, order_id, body, created_at)
                    VALUES (${id}, ${event.merchantId}, ${event.type}, ${event.orderId}, ${body}, ${createdAt})`
         return id
       })
 
-    return { enqueue } as const
+    return { enqueue, prepare } as const
   })
 }) {}

@@ -20,9 +20,11 @@ import {
   listPurchases,
   loadItems,
   type Merchant,
+  PARTNER,
   pollUntil,
   PURCHASE_ENV,
   sleep,
+  steamIdOf,
   TOKENS
 } from "../support/purchases.js"
 import { type RunningServer, startServer } from "../support/server.js"
@@ -134,6 +136,38 @@ describe("a SIGKILLed server and a new one on the same database", () => {
         expect(types).toEqual(declined(i)
           ? ["purchase.created", "purchase.failed", "purchase.processing", "purchase.refunded", "purchase.sent_to_steam"]
           : ["purchase.completed", "purchase.created", "purchase.processing", "purchase.sent_to_steam"])
+      }
+
+      // each event's body (CONTRACT 4): the purchase's state at that event, no nulls; the created
+      // event's balance_after is the available balance its debit left (the ledger row's)
+      const bodies = await query<{ id: string; order_id: string; event_type: string; body: string; after: string }>(
+        `SELECT e.id::text AS id, e.order_id::text AS order_id, e.event_type, e.body, l.available_after_cents::text AS after
+         FROM webhook_events e JOIN ledger_entries l ON l.reference_id = e.order_id AND l.kind = 'purchase_debit'
+         WHERE e.merchant_id = $1 AND e.order_id IS NOT NULL`,
+        [m.id]
+      )
+      expect(bodies).toHaveLength(events.length)
+      const statusAt: Record<string, string> = {
+        "purchase.created": "created",
+        "purchase.processing": "processing",
+        "purchase.sent_to_steam": "sent_to_steam",
+        "purchase.completed": "completed",
+        "purchase.failed": "failed",
+        "purchase.refunded": "failed"
+      }
+      for (const e of bodies) {
+        const i = ids.indexOf(e.order_id)
+        const parsed = JSON.parse(e.body) as { event_id: string; event_type: string; data: Record<string, unknown> }
+        expect(parsed).toMatchObject({ event_id: e.id, event_type: e.event_type })
+        expect(parsed.data).toMatchObject({
+          purchase_id: e.order_id,
+          custom_id: `crash-${i}`,
+          status: statusAt[e.event_type],
+          price: prices[i]! / 100,
+          target_steam_id: steamIdOf(PARTNER)
+        })
+        expect(Object.values(parsed.data).filter((v) => v === null), `${e.event_type} of ${e.order_id}`).toEqual([])
+        if (e.event_type === "purchase.created") expect(parsed.data["balance_after"]).toBe(Number(e.after) / 100)
       }
     })
   }, 300_000)

@@ -87,6 +87,7 @@ const OrderRow = Schema.Struct({
   reversalAt: Schema.NullOr(Schema.DateFromSelf),
   tradeOfferId: Schema.NullOr(Schema.String)
 })
+const decodeOrderRows = Schema.decodeUnknown(Schema.Array(OrderRow))
 
 export const ProviderSimLive = Layer.effect(PurchaseProvider, Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
@@ -117,7 +118,7 @@ export const ProviderSimLive = Layer.effect(PurchaseProvider, Effect.gen(functio
         SELECT request_id AS "requestId", outcome, failure_code AS "failureCode", acknowledged_at AS "acknowledgedAt",
                topup_until AS "topupUntil", offer_at AS "offerAt", decision_at AS "decisionAt",
                reversal_at AS "reversalAt", trade_offer_id AS "tradeOfferId"
-        FROM sim_provider_orders WHERE request_id = ${requestId}`.pipe(Effect.flatMap(Schema.decodeUnknown(Schema.Array(OrderRow))))
+        FROM sim_provider_orders WHERE request_id = ${requestId}`.pipe(Effect.flatMap(decodeOrderRows))
       const order = Option.getOrThrowWith(Option.fromNullable(rows[0]), () => new Error(`unknown provider order ${requestId}`))
       const now = yield* Clock.currentTimeMillis
       const reached = (d: Date | null) => d !== null && d.getTime() <= now
