@@ -7,12 +7,11 @@
  * parameters, as unnamed parameterised queries like @effect/sql-pg sends them:
  *
  *   BEGIN; INSERT purchase_requests ON CONFLICT DO NOTHING RETURNING; SELECT catalogue_items FOR UPDATE;
- *   WITH (INSERT purchases RETURNING) SELECT + pg_notify; WITH (UPDATE balances) INSERT ledger_entries;
- *   INSERT webhook_events; WITH (UPDATE catalogue_items, UPDATE catalogue_state) INSERT catalogue_changes
- *   + pg_notify; COMMIT
- * (8 statements: the purchase row carries its notification, the debit and the reservation each
- * fold their writes into one statement, so the balance row is held for 4 round trips and the
- * change log's head for 2; 15 statements at first, 9 until the notification was folded in).
+ *   WITH debit (UPDATE balances), its ledger row, INSERT purchases, INSERT webhook_events (balance_after
+ *   from the debit), UPDATE catalogue_items, UPDATE catalogue_state, INSERT catalogue_changes
+ *   SELECT + both pg_notify; COMMIT
+ * (5 statements: the balance row and the change log's head are held for 2 round trips; 15
+ * statements at first, 9, then 8 until the writes under those locks became one statement).
  *
  * Forked by run.mjs (DATABASE_URL in the environment), driven over IPC:
  *   init {merchantIds, tradeUrl, steamId, items: [id...]}   (worker i buys for merchantIds[i mod M])
@@ -58,60 +57,62 @@ const buy = async (pool, { merchantId, itemId, customId, tradeUrl, steamId, maxP
     if (priceCents > maxPriceCents) throw new Error("PRICE_CHANGED")
     const purchaseId = randomUUID()
     const item = JSON.parse(row.item)
-    const purchase = (await client.query(
-      `WITH inserted AS (INSERT INTO purchases (id, merchant_id, custom_id, attempt, item_id, market_hash_name, image_url, exterior, float,
-            delivery_type, estimated_delivery_minutes, price_cents, provider_price_cents, sim, target_trade_url, target_steam_id,
-            provider_request_id)
-          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
-          RETURNING ${PURCHASE_COLUMNS})
-          SELECT *, pg_notify($18, $19) FROM inserted`,
-      [purchaseId, merchantId, customId, 1, itemId, item.market_hash_name, item.image_url, item.exterior, item.float,
-        item.delivery_type, item.estimated_delivery_minutes, row.priceCents, row.providerPriceCents, row.sim, tradeUrl, steamId,
-        randomUUID(), "purchase_changed", purchaseId])).rows[0]
-    const debited = await client.query(
+    const eventId = randomUUID()
+    const createdAt = new Date()
+    const MARK = "\u0000balance_after\u0000"
+    const data = Object.fromEntries(Object.entries({
+      purchase_id: purchaseId,
+      custom_id: customId,
+      status: "created",
+      market_hash_name: item.market_hash_name,
+      price: usd(priceCents),
+      target_steam_id: steamId,
+      balance_after: MARK
+    }).filter(([, v]) => v !== undefined && v !== null))
+    const body = JSON.stringify({ event_id: eventId, event_type: "purchase.created", created_at: createdAt.toISOString(), data })
+    const mark = body.lastIndexOf(JSON.stringify(MARK))
+    const bought = await client.query(
       `WITH debit AS (
           UPDATE balances SET available_cents = available_cents - $1, on_hold_cents = on_hold_cents + $2,
                  total_spent_cents = total_spent_cents + $3, updated_at = now()
           WHERE merchant_id = $4 AND available_cents >= $5 RETURNING available_cents),
-        entry AS (
+        debit_entry AS (
           INSERT INTO ledger_entries (merchant_id, kind, amount_cents, available_after_cents, reference_id)
-          SELECT $6, 'purchase_debit', $7, available_cents, $8 FROM debit)
-        SELECT available_cents AS available FROM debit`,
-      [priceCents, priceCents, priceCents, merchantId, priceCents, merchantId, -priceCents, purchaseId])
-    if (debited.rows.length === 0) throw new Error("INSUFFICIENT_BALANCE")
-    const after = Number(debited.rows[0].available)
-    const eventId = randomUUID()
-    const createdAt = new Date()
-    const data = Object.fromEntries(Object.entries({
-      purchase_id: purchase.id,
-      custom_id: purchase.customId,
-      status: purchase.status,
-      market_hash_name: purchase.marketHashName,
-      price: usd(purchase.priceCents),
-      target_steam_id: purchase.targetSteamId,
-      trade_offer_id: purchase.tradeOfferId,
-      trade_offer_url: purchase.tradeOfferUrl,
-      failure_code: purchase.failureCode,
-      failure_message: purchase.failureMessage,
-      refunded_amount: purchase.refundedCents === null ? undefined : usd(purchase.refundedCents),
-      balance_after: usd(after)
-    }).filter(([, v]) => v !== undefined && v !== null))
-    const body = JSON.stringify({ event_id: eventId, event_type: "purchase.created", created_at: createdAt.toISOString(), data })
-    await client.query(
-      `INSERT INTO webhook_events (id, merchant_id, event_type, order_id, body, created_at)
-                   VALUES ($1, $2, $3, $4, $5, $6)`, [eventId, merchantId, "purchase.created", purchaseId, body, createdAt])
-    // last, as Purchases.buyItem does: the change log's head row is every writer's lock
-    await client.query(
-      `WITH reserved AS (
+          SELECT $6, 'purchase_debit', $7, available_cents, $8 FROM debit),
+        inserted AS (
+          INSERT INTO purchases (id, merchant_id, custom_id, attempt, item_id, market_hash_name, image_url, exterior, float,
+            delivery_type, estimated_delivery_minutes, price_cents, provider_price_cents, sim, target_trade_url, target_steam_id,
+            provider_request_id)
+          SELECT $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25
+          FROM debit
+          RETURNING ${PURCHASE_COLUMNS}),
+        event AS (
+          INSERT INTO webhook_events (id, merchant_id, event_type, order_id, body, created_at)
+          SELECT $26, $27, $28, $29, $30 || trim_scale(available_cents::numeric / 100)::text || $31, $32
+          FROM "debit"),
+        reserved AS (
           UPDATE catalogue_items SET status = 'reserved', updated_at = now()
-          WHERE id = $1 AND status = 'active' RETURNING id),
+          WHERE id = $33 AND status = 'active' AND EXISTS (SELECT 1 FROM debit) RETURNING id),
         head AS (
           UPDATE catalogue_state SET head_seq = head_seq + 1
           WHERE EXISTS (SELECT 1 FROM reserved) RETURNING epoch, head_seq),
         logged AS (
           INSERT INTO catalogue_changes (seq, epoch, op, item_id, item)
           SELECT head.head_seq, head.epoch, 'remove', reserved.id, NULL FROM head, reserved)
-        SELECT reserved.id, pg_notify($2, head.head_seq::text) FROM reserved, head`, [itemId, "catalogue_changes"])
+        SELECT inserted.*, debit.available_cents AS "balanceAfterCents", pg_notify($34, $35) AS notified,
+          (SELECT pg_notify($36, head_seq::text) FROM head) AS "logNotified"
+        FROM inserted, debit`,
+      [priceCents, priceCents, priceCents, merchantId, priceCents, merchantId, -priceCents, purchaseId,
+        purchaseId, merchantId, customId, 1, itemId, item.market_hash_name, item.image_url, item.exterior, item.float,
+        item.delivery_type, item.estimated_delivery_minutes, row.priceCents, row.providerPriceCents, row.sim, tradeUrl, steamId,
+        randomUUID(),
+        eventId, merchantId, "purchase.created", purchaseId, body.slice(0, mark), body.slice(mark + JSON.stringify(MARK).length),
+        createdAt,
+        itemId, "purchase_changed", purchaseId, "catalogue_changes"])
+    if (bought.rows.length === 0) throw new Error("INSUFFICIENT_BALANCE")
+    if (bought.rows[0].logNotified === null) throw new Error("ITEM_UNAVAILABLE")
+    const purchase = bought.rows[0]
+    const after = Number(purchase.balanceAfterCents)
     await client.query("COMMIT")
     return { purchase, after }
   } catch (e) {

@@ -4,7 +4,7 @@
  * lock on catalogue_state orders writers, so sequences commit in order; pg_notify wakes every
  * process's engine at commit.
  */
-import { SqlClient } from "@effect/sql"
+import { SqlClient, type Statement } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
 import { createHash } from "node:crypto"
 import { serialise } from "../Domain/CatalogItem.js"
@@ -128,24 +128,22 @@ export class ChangeLog extends Effect.Service<ChangeLog>()("ChangeLog", {
       })).pipe(Effect.withSpan("ChangeLog.apply"))
 
     /**
-     * Takes an active item out of the live catalogue for a purchase, in the caller's transaction,
-     * logging its removal: one statement, as it takes the change log's head row, the lock every
-     * catalogue writer waits on until commit. None if it is not active (sold, reserved or removed).
+     * Takes an active item out of the live catalogue for a purchase, logging its removal, as steps
+     * of the caller's statement (WITH ...), done only if `when` holds: the CTE `reserved` is the
+     * item if it was active, `head` the log's new head (the row every catalogue writer waits on
+     * until commit, so the statement should be the transaction's last). Select
+     * `pg_notify(CHANGES_CHANNEL, head_seq::text)` from `head` to wake the engines at commit.
      */
-    const reserve = (itemId: string) =>
-      sql<{ id: string }>`
-        WITH reserved AS (
-          UPDATE catalogue_items SET status = 'reserved', updated_at = now()
-          WHERE id = ${itemId} AND status = 'active' RETURNING id),
-        head AS (
-          UPDATE catalogue_state SET head_seq = head_seq + 1
-          WHERE EXISTS (SELECT 1 FROM reserved) RETURNING epoch, head_seq),
-        logged AS (
-          INSERT INTO catalogue_changes (seq, epoch, op, item_id, item)
-          SELECT head.head_seq, head.epoch, 'remove', reserved.id, NULL FROM head, reserved)
-        SELECT reserved.id, pg_notify(${CHANGES_CHANNEL}, head.head_seq::text) FROM reserved, head`.pipe(
-        Effect.map((rows) => Option.fromNullable(rows[0]))
-      )
+    const reservationSteps = (itemId: string, when: Statement.Fragment) => sql`
+      reserved AS (
+        UPDATE catalogue_items SET status = 'reserved', updated_at = now()
+        WHERE id = ${itemId} AND status = 'active' AND ${when} RETURNING id),
+      head AS (
+        UPDATE catalogue_state SET head_seq = head_seq + 1
+        WHERE EXISTS (SELECT 1 FROM reserved) RETURNING epoch, head_seq),
+      logged AS (
+        INSERT INTO catalogue_changes (seq, epoch, op, item_id, item)
+        SELECT head.head_seq, head.epoch, 'remove', reserved.id, NULL FROM head, reserved)`
 
     /**
      * The listings that would change the catalogue: new, not active, or with another item JSON or
@@ -170,6 +168,6 @@ export class ChangeLog extends Effect.Service<ChangeLog>()("ChangeLog", {
       Effect.map((rows) => rows.map((r) => r.id))
     )
 
-    return { apply, reserve, differing, activeSupplierIds } as const
+    return { apply, reservationSteps, differing, activeSupplierIds } as const
   })
 }) {}

@@ -62,20 +62,19 @@ export class Ledger extends Effect.Service<Ledger>()("Ledger", {
       })
 
     /**
-     * Debits a purchase's actual price if the balance covers it: available shrinks, on_hold and
-     * total_spent grow, and the ledger row is written by the same statement (one round trip while
-     * the balance row is locked). None when available is below the price (nothing is changed).
+     * The debit of a purchase's actual price, as steps of the caller's statement (WITH ...): the
+     * CTE `debit` updates the balance if available covers the price (available shrinks, on_hold
+     * and total_spent grow) and returns `available_cents` after it; the ledger row is written from
+     * it. `debit` is empty, and nothing changed, when available is below the price.
      */
-    const debitPurchase = (merchantId: string, cents: number, purchaseId: string) =>
-      sql`
-        WITH debit AS (
-          UPDATE balances SET available_cents = available_cents - ${cents}, on_hold_cents = on_hold_cents + ${cents},
-                 total_spent_cents = total_spent_cents + ${cents}, updated_at = now()
-          WHERE merchant_id = ${merchantId} AND available_cents >= ${cents} RETURNING available_cents),
-        entry AS (
-          INSERT INTO ledger_entries (merchant_id, kind, amount_cents, available_after_cents, reference_id)
-          SELECT ${merchantId}, 'purchase_debit', ${-cents}, available_cents, ${purchaseId} FROM debit)
-        SELECT available_cents AS available FROM debit`.pipe(Effect.map(availableAfter))
+    const purchaseDebitSteps = (merchantId: string, cents: number, purchaseId: string) => sql`
+      debit AS (
+        UPDATE balances SET available_cents = available_cents - ${cents}, on_hold_cents = on_hold_cents + ${cents},
+               total_spent_cents = total_spent_cents + ${cents}, updated_at = now()
+        WHERE merchant_id = ${merchantId} AND available_cents >= ${cents} RETURNING available_cents),
+      debit_entry AS (
+        INSERT INTO ledger_entries (merchant_id, kind, amount_cents, available_after_cents, reference_id)
+        SELECT ${merchantId}, 'purchase_debit', ${-cents}, available_cents, ${purchaseId} FROM debit)`
 
     /** Delivery: the purchase leaves on_hold without crediting available. */
     const settlePurchase = (merchantId: string, cents: number) =>
@@ -102,6 +101,6 @@ export class Ledger extends Effect.Service<Ledger>()("Ledger", {
         return Option.some(after)
       })
 
-    return { balance, creditDeposit, debitPurchase, settlePurchase, refundPurchase } as const
+    return { balance, creditDeposit, purchaseDebitSteps, settlePurchase, refundPurchase } as const
   })
 }) {}

@@ -8,7 +8,7 @@
 import { SqlClient, SqlError } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
 import { randomUUID } from "node:crypto"
-import { ChangeLog } from "../Catalogue/ChangeLog.js"
+import { ChangeLog, CHANGES_CHANNEL } from "../Catalogue/ChangeLog.js"
 import type { CatalogItem } from "../Domain/CatalogItem.js"
 import { CreatedAtIdPosition, decodeCursor, encodeCursor } from "../Domain/Cursor.js"
 import { Int8 } from "../Domain/Db.js"
@@ -56,7 +56,11 @@ const RequestRow = Schema.Struct({
 })
 export type RequestRow = typeof RequestRow.Type
 
+/** What the buy statement returns beside the purchase row. */
+const BuyResult = Schema.Struct({ balanceAfterCents: Int8, logNotified: Schema.NullOr(Schema.Unknown) })
+
 // Decoders built once: a schema built per call is compiled again on every call.
+const decodeBuyResult = Schema.decodeUnknown(BuyResult)
 const decodeLockedItems = Schema.decodeUnknown(Schema.Array(LockedItem))
 const decodeRequestRows = Schema.decodeUnknown(Schema.Array(RequestRow))
 
@@ -136,32 +140,52 @@ export class Purchases extends Effect.Service<Purchases>()("Purchases", {
         }
         const purchaseId = randomUUID()
         const item = JSON.parse(row.item) as CatalogItem
-        const purchase = (yield* sql`
-          WITH inserted AS (INSERT INTO purchases (id, merchant_id, custom_id, attempt, item_id, market_hash_name, image_url, exterior, float,
-            delivery_type, estimated_delivery_minutes, price_cents, provider_price_cents, sim, target_trade_url, target_steam_id,
-            provider_request_id)
-          VALUES (${purchaseId}, ${input.merchantId}, ${input.customId}, ${input.attempt}, ${input.itemId}, ${item.market_hash_name},
-            ${item.image_url}, ${item.exterior}, ${item.float}, ${item.delivery_type}, ${item.estimated_delivery_minutes},
-            ${row.priceCents}, ${row.providerPriceCents}, ${row.sim}, ${input.recipient.tradeUrl}, ${input.recipient.steamId},
-            ${randomUUID()})
-          RETURNING ${purchaseColumns(sql)})
-          SELECT *, ${notifications.notifying(purchaseId)} FROM inserted`.pipe(Effect.flatMap(decodeRows)))[0]!
-        // From here on the merchant's balance row and then the change log's head row are locked
-        // until commit: the statements that hold them are as few as possible (one round trip each).
-        const after = yield* ledger.debitPurchase(input.merchantId, row.priceCents, purchaseId)
-        if (Option.isNone(after)) {
+        const created = {
+          merchantId: input.merchantId,
+          type: "purchase.created" as const,
+          orderId: purchaseId,
+          data: purchaseEventData({
+            id: purchaseId,
+            customId: input.customId,
+            status: "created",
+            marketHashName: item.market_hash_name,
+            priceCents: row.priceCents,
+            targetSteamId: input.recipient.steamId,
+            tradeOfferId: null,
+            tradeOfferUrl: null,
+            failureCode: null,
+            failureMessage: null,
+            refundedCents: null
+          })
+        }
+        // The rest is one statement: the debit and its ledger row, the purchase, `purchase.created`
+        // and the reservation. So the merchant's balance row and the change log's head row (every
+        // catalogue writer's lock) are held for this round trip and the commit only.
+        const rows = yield* sql`
+          WITH ${ledger.purchaseDebitSteps(input.merchantId, row.priceCents, purchaseId)},
+          inserted AS (
+            INSERT INTO purchases (id, merchant_id, custom_id, attempt, item_id, market_hash_name, image_url, exterior, float,
+              delivery_type, estimated_delivery_minutes, price_cents, provider_price_cents, sim, target_trade_url, target_steam_id,
+              provider_request_id)
+            SELECT ${purchaseId}, ${input.merchantId}, ${input.customId}, ${input.attempt}, ${input.itemId}, ${item.market_hash_name},
+              ${item.image_url}, ${item.exterior}, ${item.float}, ${item.delivery_type}, ${item.estimated_delivery_minutes},
+              ${row.priceCents}, ${row.providerPriceCents}, ${row.sim}, ${input.recipient.tradeUrl}, ${input.recipient.steamId},
+              ${randomUUID()}
+            FROM debit
+            RETURNING ${purchaseColumns(sql)}),
+          ${outbox.stepWithBalanceAfter(created, "debit")},
+          ${changeLog.reservationSteps(input.itemId, sql`EXISTS (SELECT 1 FROM debit)`)}
+          SELECT inserted.*, debit.available_cents AS "balanceAfterCents", ${notifications.notifying(purchaseId)} AS notified,
+            (SELECT pg_notify(${CHANGES_CHANNEL}, head_seq::text) FROM head) AS "logNotified"
+          FROM inserted, debit`
+        if (rows.length === 0) {
           return yield* new InsufficientBalance({ message: `Available balance is below the live price ${(row.priceCents / 100).toFixed(2)}.` })
         }
-        yield* outbox.enqueue({
-          merchantId: input.merchantId,
-          type: "purchase.created",
-          orderId: purchaseId,
-          data: purchaseEventData(purchase, { balanceAfterCents: after.value })
-        })
-        // Last: the change log's head row is one lock for every writer (the item row, locked above,
-        // already keeps others off the item).
-        yield* changeLog.reserve(input.itemId)
-        return { purchase, balanceCents: after.value }
+        // the item row is locked and active, so it is reserved; anything else rolls all of it back
+        const result = yield* decodeBuyResult(rows[0])
+        if (result.logNotified === null) return yield* new ItemUnavailable({ message: "The item is no longer available (sold, reserved or removed)." })
+        const purchase = (yield* decodeRows(rows))[0]!
+        return { purchase, balanceCents: result.balanceAfterCents }
       })
 
     const mapSqlErrors = <A, E, R>(effect: Effect.Effect<A, E | SqlError.SqlError, R>) =>

@@ -101,7 +101,13 @@ export const purchaseFailedBody = (row: PurchaseRow, code: string, message: stri
 })
 
 /** The `data` of a purchase webhook event (CONTRACT 4); unknown values are omitted by the outbox. */
-export const purchaseEventData = (row: PurchaseRow, extra: { readonly balanceAfterCents?: number; readonly refundedCents?: number } = {}) => ({
+export const purchaseEventData = (
+  row: Pick<
+    PurchaseRow,
+    | "id" | "customId" | "status" | "marketHashName" | "priceCents" | "targetSteamId" | "tradeOfferId" | "tradeOfferUrl"
+    | "failureCode" | "failureMessage" | "refundedCents"
+  >,
+  extra: { readonly balanceAfterCents?: number; readonly refundedCents?: number } = {}) => ({
   purchase_id: row.id,
   custom_id: row.customId,
   status: row.status,

@@ -26,6 +26,9 @@ export interface NewEvent {
   readonly data: Record<string, unknown>
 }
 
+/** Stands for balance_after in a body until the statement that writes it knows the amount. */
+const BALANCE_MARK = "\u0000balance_after\u0000"
+
 export interface PreparedEvent {
   readonly id: string
   readonly createdAt: Date
@@ -58,6 +61,25 @@ export class Outbox extends Effect.Service<Outbox>()("Outbox", {
         return id
       })
 
-    return { enqueue, prepare } as const
+    /**
+     * Writes an event as a step of the caller's statement (WITH ...), for a state change whose
+     * resulting balance only that statement knows: written only if the statement's CTE `from`
+     * has a row, with its `available_cents` as the data's last field, balance_after.
+     */
+    const stepWithBalanceAfter = (event: NewEvent, from: string) => {
+      const prepared = prepare({ ...event, data: { ...event.data, balance_after: BALANCE_MARK } })
+      const mark = prepared.body.lastIndexOf(JSON.stringify(BALANCE_MARK))
+      const head = prepared.body.slice(0, mark)
+      const tail = prepared.body.slice(mark + JSON.stringify(BALANCE_MARK).length)
+      // the amount as JSON.stringify writes cents / 100: no trailing zeros, no exponent
+      return sql`
+        event AS (
+          INSERT INTO webhook_events (id, merchant_id, event_type, order_id, body, created_at)
+          SELECT ${prepared.id}, ${event.merchantId}, ${event.type}, ${event.orderId},
+                 ${head} || trim_scale(available_cents::numeric / 100)::text || ${tail}, ${prepared.createdAt}
+          FROM ${sql(from)})`
+    }
+
+    return { enqueue, prepare, stepWithBalanceAfter } as const
   })
 }) {}
