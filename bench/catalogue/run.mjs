@@ -101,6 +101,8 @@ const opts = {
   leaderMax: Number(option("leader-max", 100000)),
   dumpInterval: Number(option("dump-interval", 10)),
   dumpRegens: Number(option("dump-regens", 3)),
+  /** After the regenerations: this many price changes written to the change log, then one more build (0: none). */
+  dumpChanges: Number(option("dump-changes", 0)),
   probeMs: Number(option("probe-ms", 10)),
   settleSeconds: Number(option("settle", 5)),
   largeHeapFrom: Number(option("large-heap-from", 1500000)),
@@ -237,8 +239,36 @@ const startService = async ({ db, tmp, size, dumpInterval = 3600, nodeArgs = [],
   }
 }
 
+/**
+ * Price changes of one cent (`delta` +1 or -1) to `n` random active items, or to the given ids,
+ * written as ChangeLog.apply writes an upsert: the item row and its JSON (the price field
+ * replaced), the log rows at the head, the notification; one transaction. Returns the ids.
+ */
+const writePriceChanges = (url, { n, ids, delta }) => withClient(url, async (c) => {
+  const picked = ids === undefined
+    ? `SELECT id FROM catalogue_items WHERE status = 'active' ORDER BY random() LIMIT ${Number(n)}`
+    : `SELECT unnest($1::uuid[]) AS id`
+  const result = await c.query(`
+    WITH picked AS (${picked}),
+    changed AS (
+      UPDATE catalogue_items c SET price_cents = c.price_cents + (${Number(delta)}), updated_at = now(),
+        item = regexp_replace(c.item, '"price":[0-9.]+', '"price":' || trim_scale((c.price_cents + (${Number(delta)}))::numeric / 100)::text)
+      FROM picked WHERE c.id = picked.id RETURNING c.id, c.item),
+    numbered AS (SELECT id, item, row_number() OVER () AS k FROM changed),
+    head AS (UPDATE catalogue_state SET head_seq = head_seq + (SELECT count(*) FROM numbered) RETURNING epoch, head_seq),
+    logged AS (
+      INSERT INTO catalogue_changes (seq, epoch, op, item_id, item)
+      SELECT head.head_seq - (SELECT count(*) FROM numbered) + numbered.k, head.epoch, 'upsert', numbered.id, numbered.item
+      FROM numbered, head)
+    SELECT numbered.id::text AS id, pg_notify('catalogue_changes', head.head_seq::text) FROM numbered, head`,
+    ids === undefined ? [] : [ids])
+  return result.rows.map((r) => r.id)
+})
+
 const dumpOf = (e) => ({
   items: e.annotations.items,
+  pieces: Number(e.annotations.pieces),
+  piecesReused: Number(e.annotations.pieces_reused),
   millis: Number(e.annotations.millis),
   gzipBytes: Number(e.annotations.gzip_bytes),
   jsonBytes: Number(e.annotations.json_bytes),
@@ -605,6 +635,25 @@ const dumpBench = async (db, tmp, size) => {
       regens.push(dumpOf(event))
       await sleep(1500) // the scrape after the end
     }
+    if (opts.dumpChanges > 0) {
+      // as another node's sync leader would: each change in the items table and the log, one
+      // transaction; the service (a follower) tails them, and its next build finds most pieces changed
+      const t0 = performance.now()
+      const changedIds = await writePriceChanges(db.url, { n: opts.dumpChanges, delta: 1 })
+      log(`  ${opts.dumpChanges} price changes written to the change log in ${fmtS(performance.now() - t0)}`)
+      const { event, index } = await service.waitLog("catalogue dump built", { from, timeoutMs: (interval + 600) * 1000 })
+      from = index + 1
+      const changed = { ...dumpOf(event), afterChanges: opts.dumpChanges }
+      if (changed.piecesReused > changed.pieces / 10) {
+        // the build had started before the changes were applied: the one after it is the measure
+        const next = await service.waitLog("catalogue dump built", { from, timeoutMs: (interval + 600) * 1000 })
+        Object.assign(changed, dumpOf(next.event))
+      }
+      regens.push(changed)
+      await sleep(1500)
+      // back to the seeded prices (a later run with --db checks the rows against the seed)
+      await writePriceChanges(db.url, { ids: changedIds, delta: -1 })
+    }
     const idleStart = Math.max(first.endAt, probes.startedAt) + 2000
     const { worstTimerLateness } = await probes.stop()
     const memoryAfter = await memoryNow(service)
@@ -620,7 +669,7 @@ const dumpBench = async (db, tmp, size) => {
       idleFrom = r.endAt + 2000
     }
     regens.forEach((r, i) =>
-      log(`  regeneration ${i + 1}: ${fmtS(r.millis)}, gzip ${mib(r.gzipBytes)} MiB (JSON ${mib(r.jsonBytes)} MiB), ` +
+      log(`  regeneration ${i + 1}${r.afterChanges ? ` (after ${r.afterChanges} changes: ${r.pieces - r.piecesReused} of ${r.pieces} pieces rebuilt)` : ""}: ${fmtS(r.millis)}, gzip ${mib(r.gzipBytes)} MiB (JSON ${mib(r.jsonBytes)} MiB), ` +
         `/health worst ${round(r.worstProbeMs, 1)} ms (p99 ${round(r.p99ProbeMs, 1)} ms, ${r.probes} probes` +
         (r.worstProbe ? `; the worst at +${fmtS(r.worstProbe.atMs)}, main thread ${round(r.worstProbe.mainThreadCpuMs)} ms CPU + ${round(r.worstProbe.mainThreadWaitMs)} ms waiting for a CPU meanwhile` : "") +
         (r.busiestProbe ? `; longest main-thread CPU during one probe ${round(r.busiestProbe.mainThreadCpuMs)} ms (at +${fmtS(r.busiestProbe.atMs)}, probe ${round(r.busiestProbe.ms)} ms)` : "") + `), ` +

@@ -34,7 +34,11 @@ export interface Snapshot {
 }
 
 const LOAD_PAGE = 20_000
-const TAIL_BATCH = 2_000
+/**
+ * Changes applied at a time: a batch is applied without a break (its cursor must match the index),
+ * so it is kept to tens of milliseconds; a large transaction (a reconcile) is applied in several.
+ */
+const TAIL_BATCH = 500
 const POLL_INTERVAL = "1 second"
 /** Recent changes kept in memory for resuming clients; older ones are read from the log. */
 const RING_SIZE = 50_000
