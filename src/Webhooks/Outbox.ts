@@ -80,6 +80,6 @@ export class Outbox extends Effect.Service<Outbox>()("Outbox", {
           FROM ${sql(from)})`
     }
 
-    return { enqueue, prepare, stepWithBalanceAfter } as const
+    return { enqueue, stepWithBalanceAfter } as const
   })
 }) {}
