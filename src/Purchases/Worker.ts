@@ -27,6 +27,9 @@ const IDLE_WAIT_MS = 1_000
 /** A completed purchase is watched this long after the provider's last announced change. */
 const REVERSAL_WATCH_SLACK_MS = 60_000
 
+const NextDue = Schema.Struct({ nextDue: Schema.NullOr(Schema.Union(Schema.DateFromSelf, Schema.String)) })
+const decodeNextDue = Schema.decodeUnknownSync(NextDue)
+
 export const PurchaseWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   const provider = yield* PurchaseProvider
@@ -38,10 +41,11 @@ export const PurchaseWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
   const owner = `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`
 
   /**
-   * Leases up to CLAIM_BATCH due purchases. When there are none, the same round trip says when the
-   * next purchase nobody holds falls due (a held one wakes the claimer when its step ends).
+   * Leases up to CLAIM_BATCH due purchases and reads them in the same round trip. When there are
+   * none, the one row it returns says when the next purchase nobody holds falls due (a held one
+   * wakes the claimer when its step ends).
    */
-  const claim = sql<{ id: string | null; due: Date | string | null }>`
+  const claim = sql`
     WITH claimed AS (
       UPDATE purchases SET lease_owner = ${owner}, lease_until = now() + make_interval(secs => ${LEASE_SECONDS})
       WHERE id IN (
@@ -50,16 +54,17 @@ export const PurchaseWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
           AND next_step_at <= now() AND (lease_until IS NULL OR lease_until < now())
         ORDER BY next_step_at LIMIT ${CLAIM_BATCH}
         FOR UPDATE SKIP LOCKED)
-      RETURNING id)
-    SELECT id, NULL::timestamptz AS due FROM claimed
-    UNION ALL
-    SELECT NULL, min(next_step_at) FROM purchases
-    WHERE (status IN ('created', 'processing', 'sent_to_steam') OR watch_until IS NOT NULL)
-      AND (lease_until IS NULL OR lease_until < now()) AND NOT EXISTS (SELECT 1 FROM claimed)`.pipe(
-    Effect.map((rows) => ({
-      ids: rows.flatMap((row) => row.id === null ? [] : [row.id]),
-      due: rows.find((row) => row.id === null)?.due ?? null
-    }))
+      RETURNING ${purchaseColumns(sql)})
+    SELECT claimed.*, (
+      SELECT min(next_step_at) FROM purchases
+      WHERE (status IN ('created', 'processing', 'sent_to_steam') OR watch_until IS NOT NULL)
+        AND (lease_until IS NULL OR lease_until < now()) AND NOT EXISTS (SELECT 1 FROM claimed)) AS "nextDue"
+    FROM (SELECT 1) AS one LEFT JOIN claimed ON true`.pipe(
+    Effect.flatMap((rows) => {
+      const leased = rows.filter((row) => row["id"] !== null)
+      const due = leased.length === 0 ? decodeNextDue(rows[0]).nextDue : null
+      return Effect.map(decodeRows(leased), (purchases) => ({ purchases, due }))
+    })
   )
 
   /** The purchase, locked, if this worker still holds its lease. */
@@ -83,23 +88,16 @@ export const PurchaseWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
     outbox.enqueue({ merchantId: row.merchantId, type, orderId: row.id, data: purchaseEventData(row, extra) })
 
   /**
-   * The purchase as this worker holds it, with the request id to give the provider. The id is
-   * written with the purchase; a purchase created before that gets one here, recorded before any
-   * call upstream, so a resumed step asks for the same order, never a second one.
+   * The request id to give the provider. It is written with the purchase; a purchase created
+   * before that gets one here, recorded before any call upstream, so a resumed step asks for the
+   * same order, never a second one.
    */
-  const readOwned = (id: string) =>
-    Effect.gen(function*() {
-      const rows = yield* sql`SELECT ${purchaseColumns(sql)} FROM purchases WHERE id = ${id} AND lease_owner = ${owner}`.pipe(
-        Effect.flatMap(decodeRows)
-      )
-      const row = rows[0]
-      if (row === undefined) return Option.none<{ readonly row: PurchaseRow; readonly requestId: string }>()
-      if (row.providerRequestId !== null) return Option.some({ row, requestId: row.providerRequestId })
-      const [recorded] = yield* sql<{ requestId: string }>`
-        UPDATE purchases SET provider_request_id = coalesce(provider_request_id, ${randomUUID()})
-        WHERE id = ${id} RETURNING provider_request_id AS "requestId"`
-      return Option.some({ row, requestId: recorded!.requestId })
-    })
+  const requestIdOf = (row: PurchaseRow) =>
+    row.providerRequestId !== null
+      ? Effect.succeed(row.providerRequestId)
+      : sql<{ requestId: string }>`
+          UPDATE purchases SET provider_request_id = coalesce(provider_request_id, ${randomUUID()})
+          WHERE id = ${row.id} RETURNING provider_request_id AS "requestId"`.pipe(Effect.map((rows) => rows[0]!.requestId))
 
   /** Applies what the provider reports, in order, in one transaction; schedules the next look. */
   const apply = (id: string, status: OrderStatus) =>
@@ -203,27 +201,31 @@ export const PurchaseWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
       SELECT ${notifications.notifying(row.id)} FROM moved`.pipe(Effect.map((rows) => rows.length > 0))
   }
 
-  const step = (id: string) =>
+  /**
+   * One step of a purchase this worker leased (as read by the claim): the order is placed while
+   * the purchase is `created` (after that the provider has it), its status read and applied.
+   */
+  const step = (row: PurchaseRow) =>
     Effect.gen(function*() {
-      const owned = yield* readOwned(id)
-      if (Option.isNone(owned)) return
-      const { row, requestId } = owned.value
-      yield* provider.placeOrder({
-        requestId,
-        purchaseId: row.id,
-        itemId: row.itemId,
-        priceCents: row.priceCents,
-        tradeToken: parseTradeUrl(row.targetTradeUrl)?.token ?? "",
-        sim: row.sim === null ? undefined : JSON.parse(row.sim) as SimHints
-      })
+      const requestId = yield* requestIdOf(row)
+      if (row.status === "created") {
+        yield* provider.placeOrder({
+          requestId,
+          purchaseId: row.id,
+          itemId: row.itemId,
+          priceCents: row.priceCents,
+          tradeToken: parseTradeUrl(row.targetTradeUrl)?.token ?? "",
+          sim: row.sim === null ? undefined : JSON.parse(row.sim) as SimHints
+        })
+      }
       const status = yield* provider.orderStatus(requestId)
       if (row.status === "created" && onlyTaken(status) && (yield* startProcessing(row, status))) return
-      yield* apply(id, status)
+      yield* apply(row.id, status)
     }).pipe(
       Effect.catchAllCause((cause) => Effect.logError("purchase step failed; the lease will expire and it is retried", cause).pipe(
-        Effect.annotateLogs("purchase_id", id)
+        Effect.annotateLogs("purchase_id", row.id)
       )),
-      Effect.withSpan("PurchaseWorker.step", { attributes: { purchase_id: id } })
+      Effect.withSpan("PurchaseWorker.step", { attributes: { purchase_id: row.id } })
     )
 
   const idle = (due: Date | string | null) => {
@@ -240,15 +242,15 @@ export const PurchaseWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
       yield* Effect.forever(Effect.gen(function*() {
         const claimed = yield* claim
         yield* beat
-        if (claimed.ids.length === 0) return yield* idle(claimed.due)
-        for (const id of claimed.ids) {
+        if (claimed.purchases.length === 0) return yield* idle(claimed.due)
+        for (const row of claimed.purchases) {
           yield* steps.take(1)
-          yield* FiberSet.run(running, Effect.ensuring(step(id), steps.release(1)))
+          yield* FiberSet.run(running, Effect.ensuring(step(row), steps.release(1)))
         }
         // A full batch may have left more due work: claim again at once. A partial one took all
         // that was due; what falls due next announces itself (a new purchase, a step's schedule),
         // and a lease that runs out is seen within IDLE_WAIT_MS.
-        if (claimed.ids.length < CLAIM_BATCH) yield* idle(null)
+        if (claimed.purchases.length < CLAIM_BATCH) yield* idle(null)
       }))
     })))
 
