@@ -5,6 +5,7 @@
  * (one provider order, one debit, at most one refund, one event per transition) and the balance
  * is exact. A reversal that happened while no server ran is still applied.
  */
+import pg from "pg"
 import { afterEach, describe, expect, it } from "vitest"
 import { freshDatabase, type FreshDatabase } from "../support/database.js"
 import { withStoppedDatabase } from "../support/purchases-db.js"
@@ -198,4 +199,35 @@ describe("a SIGKILLed server and a new one on the same database", () => {
     }
     expect(await balanceOf(second, m)).toEqual({ available: 9_000, onHold: 0, totalDeposited: 10_000, totalSpent: 1_000 })
   }, 300_000)
+})
+
+describe.runIf(!!process.env["DATABASE_URL"])("a purchase without a provider request id (DATABASE_URL only)", () => {
+  it("gets one recorded before the provider is called, and is ordered exactly once under it", async () => {
+    const database = await ownDatabase()
+    const server = await serve(database)
+    const m = await fundedMerchant(server, 10_000)
+    const [itemId] = await loadItems(server, [itemOf(250)])
+    const client = new pg.Client({ connectionString: database.url })
+    await client.connect()
+    cleanup.push(() => client.end())
+    // purchases as written before the request id was stored with them, held back a day meanwhile
+    await client.query(`CREATE FUNCTION legacy_purchase() RETURNS trigger AS $$
+      BEGIN NEW.provider_request_id := NULL; NEW.next_step_at := now() + interval '1 day'; RETURN NEW; END $$ LANGUAGE plpgsql`)
+    await client.query("CREATE TRIGGER legacy_purchase BEFORE INSERT ON purchases FOR EACH ROW EXECUTE FUNCTION legacy_purchase()")
+    const created = expectPurchaseCreated(await buy(server, m, buyBody({ itemId: itemId!, maxPrice: 5 })), 201)
+    const stored = () =>
+      client.query<{ id: string | null }>("SELECT provider_request_id::text AS id FROM purchases WHERE id = $1", [created.purchase_id])
+    expect((await stored()).rows[0]!.id).toBeNull()
+
+    await client.query("UPDATE purchases SET next_step_at = now() WHERE id = $1", [created.purchase_id])
+    const [done] = await waitAll(server, m, 1, (d) => isTerminal(d.status))
+    expect(done).toMatchObject({ status: "completed", failure: null })
+    const orders = await client.query<{ request_id: string }>(
+      "SELECT request_id::text AS request_id FROM sim_provider_orders WHERE purchase_id = $1",
+      [created.purchase_id]
+    )
+    expect(orders.rows).toHaveLength(1)
+    expect((await stored()).rows[0]!.id).toBe(orders.rows[0]!.request_id)
+    expect(await balanceOf(server, m)).toEqual({ available: 10_000 - 250, onHold: 0, totalDeposited: 10_000, totalSpent: 250 })
+  }, 120_000)
 })
