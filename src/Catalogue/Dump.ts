@@ -18,7 +18,7 @@ import { Readiness } from "../Ops/Readiness.js"
 import { crc32Combine } from "./Crc32.js"
 import { type DumpFile, dumpDirectory, openDumpFile, type Source } from "./DumpFile.js"
 import { CatalogueEngine } from "./Engine.js"
-import { BUCKET_BITS, type Entry } from "./Index.js"
+import { BUCKET_BITS, type Entry, jsonListLength, writeJsonList } from "./Index.js"
 
 /** Items per piece, about: a piece is a run of id-prefix buckets, as many pieces as this makes. */
 const PIECE_ITEMS = 1_500
@@ -101,28 +101,24 @@ const sameBuckets = (now: ReadonlyArray<ReadonlyArray<Entry>>, before: ReadonlyA
   return true
 }
 
-/** The JSON of a piece's items, comma-separated, written into `target` (items are ASCII); its length. */
+/** The JSON of a piece's items, comma-separated, written into `target`; its length. */
 const writeItems = (target: Buffer, buckets: ReadonlyArray<ReadonlyArray<Entry>>, from: number, to: number) => {
   let at = 0
-  for (let b = from; b < to; b++) {
-    const bucket = buckets[b]!
-    for (let i = 0; i < bucket.length; i++) {
-      if (at > 0) target[at++] = 0x2c
-      at += target.write(bucket[i]!.json, at, "latin1")
-    }
-  }
+  for (let b = from; b < to; b++) at = writeJsonList(target, at, buckets[b]!, at > 0)
   return at
 }
 
+/** How many items a piece has and the bytes of their comma-separated JSON. */
 const itemBytes = (buckets: ReadonlyArray<ReadonlyArray<Entry>>, from: number, to: number) => {
   let bytes = 0
   let count = 0
   for (let b = from; b < to; b++) {
     const bucket = buckets[b]!
+    if (bucket.length === 0) continue
+    bytes += (count > 0 ? 1 : 0) + jsonListLength(bucket)
     count += bucket.length
-    for (let i = 0; i < bucket.length; i++) bytes += bucket[i]!.json.length
   }
-  return { count, bytes: bytes + Math.max(0, count - 1) }
+  return { count, bytes }
 }
 
 export class CatalogueDump extends Effect.Service<CatalogueDump>()("CatalogueDump", {

@@ -9,7 +9,7 @@ import { centsCeil, centsFloor } from "../Domain/Money.js"
 import { CatalogueDump } from "./Dump.js"
 import { ListParams, SearchParams } from "./Api.js"
 import { CatalogueEngine } from "./Engine.js"
-import type { Entry, ListFilters, SortOrder } from "./Index.js"
+import { type Entry, jsonListLength, type ListFilters, type SortOrder, writeJsonList } from "./Index.js"
 
 const PagePosition = Schema.Tuple(Schema.Literal("a", "d"), Schema.Int, Schema.UUID)
 
@@ -23,23 +23,13 @@ interface PageParts {
   readonly suffix: string
 }
 
-const pageLength = (page: PageParts) => {
-  let length = page.prefix.length + page.suffix.length + 2 + Math.max(0, page.entries.length - 1)
-  for (const entry of page.entries) length += entry.json.length
-  return length
-}
+const pageLength = (page: PageParts) => page.prefix.length + page.suffix.length + 2 + jsonListLength(page.entries)
 
-/**
- * Writes the page into `target` from the start; returns the length. Nothing is encoded per
- * request: the item JSON is ASCII (see `asciiJson`), so each string is copied byte for byte.
- */
+/** Writes the page into `target` from the start; returns the length. */
 const writePage = (page: PageParts, target: Buffer): number => {
   let at = target.write(page.prefix, 0, "latin1")
   target[at++] = 0x5b // [
-  for (let i = 0; i < page.entries.length; i++) {
-    if (i > 0) target[at++] = 0x2c // ,
-    at += target.write(page.entries[i]!.json, at, "latin1")
-  }
+  at = writeJsonList(target, at, page.entries, false)
   target[at++] = 0x5d // ]
   return at + target.write(page.suffix, at, "latin1")
 }

@@ -86,6 +86,26 @@ export const entryOf = (item: CatalogItem, priceCents: number, json: string, int
   }
 }
 
+/** Bytes of the entries' JSON joined by commas (item JSON is ASCII: a byte a character). */
+export const jsonListLength = (entries: ReadonlyArray<Entry>): number => {
+  let length = Math.max(0, entries.length - 1)
+  for (let i = 0; i < entries.length; i++) length += entries[i]!.json.length
+  return length
+}
+
+/**
+ * Writes the entries' JSON joined by commas into `target` at `at`, after a comma if `continued`
+ * (a list written in parts); returns where it ended. Nothing is encoded: each string is copied
+ * byte for byte.
+ */
+export const writeJsonList = (target: Buffer, at: number, entries: ReadonlyArray<Entry>, continued: boolean): number => {
+  for (let i = 0; i < entries.length; i++) {
+    if (i > 0 || continued) target[at++] = 0x2c // ,
+    at += target.write(entries[i]!.json, at, "latin1")
+  }
+  return at
+}
+
 const matches = (e: Entry, f: ListFilters): boolean =>
   (f.marketHashName === undefined || e.name === f.marketHashName) &&
   (f.minPrice === undefined || e.price >= f.minPrice) &&

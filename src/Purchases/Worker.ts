@@ -16,7 +16,7 @@ import { Ledger } from "../Ledger/Ledger.js"
 import { Fibers } from "../Ops/Fibers.js"
 import { Metrics } from "../Ops/Metrics.js"
 import { type OrderStatus, PurchaseProvider } from "../Providers/PurchaseProvider.js"
-import { type EventType, Outbox, prepare } from "../Webhooks/Outbox.js"
+import { type EventType, Outbox } from "../Webhooks/Outbox.js"
 import { PurchaseNotifications } from "./Notifications.js"
 import { decodeRows, purchaseColumns, purchaseEventData, type PurchaseRow } from "./Rows.js"
 
@@ -99,6 +99,15 @@ export const PurchaseWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
           UPDATE purchases SET provider_request_id = coalesce(provider_request_id, ${randomUUID()})
           WHERE id = ${row.id} RETURNING provider_request_id AS "requestId"`.pipe(Effect.map((rows) => rows[0]!.requestId))
 
+  /** When to look at an order again: when the provider says it changes, or in a second while in flight. */
+  const nextStepAfter = (status: OrderStatus, inFlight: boolean) =>
+    status.nextChangeAt ?? (inFlight ? new Date(Date.now() + 1_000) : null)
+
+  /** The SET of a step's end: the lease released and the next look scheduled. */
+  const released = (nextStep: Date | null, watchUntil: Date | null) =>
+    sql`lease_owner = NULL, lease_until = NULL, updated_at = now(),
+        next_step_at = coalesce(${nextStep}, next_step_at), watch_until = ${watchUntil}`
+
   /** Applies what the provider reports, in order, in one transaction; schedules the next look. */
   const apply = (id: string, status: OrderStatus) =>
     sql.withTransaction(Effect.gen(function*() {
@@ -163,10 +172,8 @@ export const PurchaseWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
       const stillInFlight = row.status === "created" || row.status === "processing" || row.status === "sent_to_steam"
       const next = status.nextChangeAt
       const watchUntil = row.status === "completed" && next !== undefined ? new Date(next.getTime() + REVERSAL_WATCH_SLACK_MS) : null
-      const nextStep = next ?? (stillInFlight ? new Date(Date.now() + 1_000) : null)
       // notifying also when only the schedule changed: every claimer recomputes when to wake
-      yield* sql`UPDATE purchases SET lease_owner = NULL, lease_until = NULL, updated_at = now(),
-                 next_step_at = coalesce(${nextStep}, next_step_at), watch_until = ${watchUntil} WHERE id = ${id}
+      yield* sql`UPDATE purchases SET ${released(nextStepAfter(status, stillInFlight), watchUntil)} WHERE id = ${id}
                  RETURNING ${notifications.notifying(id)}`
     }))
 
@@ -181,25 +188,14 @@ export const PurchaseWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
    * provider reports nothing else yet. False if the purchase is not this worker's to move (then
    * `apply` finds that out and leaves it).
    */
-  const startProcessing = (row: PurchaseRow, status: OrderStatus) => {
-    const event = prepare({
-      merchantId: row.merchantId,
-      type: "purchase.processing",
-      orderId: row.id,
-      data: purchaseEventData({ ...row, status: "processing" })
-    })
-    const nextStep = status.nextChangeAt ?? new Date(Date.now() + 1_000)
-    return sql`
+  const startProcessing = (row: PurchaseRow, status: OrderStatus) =>
+    sql`
       WITH moved AS (
-        UPDATE purchases SET status = 'processing', lease_owner = NULL, lease_until = NULL, updated_at = now(),
-               next_step_at = ${nextStep}, watch_until = NULL
+        UPDATE purchases SET status = 'processing', ${released(nextStepAfter(status, true), null)}
         WHERE id = ${row.id} AND lease_owner = ${owner} AND status = 'created'
-        RETURNING id, merchant_id),
-      event AS (
-        INSERT INTO webhook_events (id, merchant_id, event_type, order_id, body, created_at)
-        SELECT ${event.id}, merchant_id, 'purchase.processing', id, ${event.body}, ${event.createdAt} FROM moved)
+        RETURNING id),
+      ${outbox.step({ merchantId: row.merchantId, type: "purchase.processing", orderId: row.id, data: purchaseEventData({ ...row, status: "processing" }) }, "moved")}
       SELECT ${notifications.notifying(row.id)} FROM moved`.pipe(Effect.map((rows) => rows.length > 0))
-  }
 
   /**
    * One step of a purchase this worker leased (as read by the claim): the order is placed while
