@@ -1,18 +1,19 @@
 /**
- * The fast lane of the hottest read routes (GET /balance, /items, /items/search): their success
- * path answered straight on node's request event, without a fiber, a Context, middleware
+ * The fast lane of the hottest routes (GET /balance, /items, /items/search, POST /buy): their
+ * success path answered straight on node's request event, without a fiber, a Context, middleware
  * FiberRefs or schema encoding per request (the HttpApi path costs 5-7x the CPU of a bare
  * node:http server per request; bench/RESULTS.md has the ladder).
  *
- * It only takes what it can answer with a 200: a GET of a known route whose query decodes, with a
- * cached key of a merchant that is not blocked and a token left. Everything else, including every
- * error, goes to the HttpApi server untouched, which stays the one place that answers errors and
- * the contract that OpenAPI documents. The rate-limit headers, X-Request-Id and the request
- * metrics are the same on both paths.
+ * It only takes what it can answer with success: a GET of a known route whose query decodes, or a
+ * POST of a known route with a JSON body of known length, with a cached key of a merchant that is
+ * not blocked and a token left. Everything else, including every error, goes to the HttpApi
+ * server, which stays the one place that answers errors and the contract that OpenAPI documents;
+ * a POST whose body was read is passed on with the same bytes. The rate-limit headers,
+ * X-Request-Id and the request metrics are the same on both paths.
  */
 import { Effect } from "effect"
 import { randomUUID } from "node:crypto"
-import type { IncomingMessage, ServerResponse } from "node:http"
+import { IncomingMessage, type ServerResponse } from "node:http"
 import type { AuthenticatedMerchant } from "./Domain/Merchant.js"
 import { Authenticator } from "./Merchants/Authentication.js"
 import { Metrics } from "./Ops/Metrics.js"
@@ -32,6 +33,8 @@ export type FastBody = string | LentBytes | Promise<string | undefined>
 type Responder = (merchant: AuthenticatedMerchant) => FastBody
 
 const PREPARED_KEPT = 10_000
+/** Larger bodies (and bodies of unknown length) go to HttpApi unread. */
+const POST_BODY_MAX_BYTES = 16 * 1024
 
 export interface FastRoute {
   /** The request's whole path, e.g. `/api/v1/merchant/balance`. */
@@ -42,6 +45,24 @@ export interface FastRoute {
    * URL, so it must read live state when it is called, not when it is prepared.
    */
   readonly prepare: (query: Query) => Responder | undefined
+}
+
+/** A success of a POST route: its status and JSON body. */
+export interface FastAnswer {
+  readonly status: number
+  readonly body: string
+}
+
+export interface FastPostRoute {
+  /** The request's whole path, e.g. `/api/v1/merchant/buy`. */
+  readonly path: string
+  /** Whether the merchant may use the route at all; the body is not read otherwise. */
+  readonly admits: (merchant: AuthenticatedMerchant) => boolean
+  /**
+   * The answer to the parsed JSON body, or undefined (having changed nothing) to leave the request
+   * to HttpApi, which reads the same body and answers whatever it meets.
+   */
+  readonly answer: (body: unknown, merchant: AuthenticatedMerchant) => Promise<FastAnswer | undefined>
 }
 
 const INCOMING_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
@@ -59,21 +80,38 @@ const queryOf = (search: string): Query => {
   return query
 }
 
-/** Passes the request on to the HttpApi server. */
-export type Fallback = () => void
+/** Passes the request on to the HttpApi server: the original, or a replay of it whose body was read. */
+export type Fallback = (request?: IncomingMessage) => void
 
-export const makeFastLane = (routes: ReadonlyArray<FastRoute>) =>
+/** A copy of a request whose body was read, that gives the same bytes again. */
+const replayOf = (request: IncomingMessage, body: Buffer): IncomingMessage => {
+  const replay = new IncomingMessage(request.socket)
+  replay.method = request.method
+  replay.url = request.url
+  replay.headers = request.headers
+  replay.rawHeaders = request.rawHeaders
+  replay.httpVersion = request.httpVersion
+  replay.httpVersionMajor = request.httpVersionMajor
+  replay.httpVersionMinor = request.httpVersionMinor
+  replay.complete = true
+  replay.push(body)
+  replay.push(null)
+  return replay
+}
+
+export const makeFastLane = (routes: ReadonlyArray<FastRoute>, postRoutes: ReadonlyArray<FastPostRoute> = []) =>
   Effect.gen(function*() {
     const authenticator = yield* Authenticator
     const metrics = yield* Metrics
     const byPath = new Map(routes.map((route) => [route.path, route]))
+    const postByPath = new Map(postRoutes.map((route) => [route.path, route]))
     const answered = metrics.counter({
       name: "http_fast_lane_responses_total",
-      help: "Responses of the hot read routes answered by the fast lane (the rest of their requests go through HttpApi)",
+      help: "Responses of the hot routes answered by the fast lane (the rest of their requests go through HttpApi)",
       labelNames: ["route"]
     })
 
-    const answeredByRoute = new Map(routes.map((route) => [route.path, answered.labels({ route: route.path })]))
+    const answeredByRoute = new Map([...routes, ...postRoutes].map((route) => [route.path, answered.labels({ route: route.path })]))
     const answeredOn = (path: string) => answeredByRoute.get(path)!
     const failures = metrics.counter({
       name: "http_fast_lane_failures_total",
@@ -86,11 +124,12 @@ export const makeFastLane = (routes: ReadonlyArray<FastRoute>) =>
       path: string,
       started: number,
       headers: Record<string, string>,
-      body: string | LentBytes
+      body: string | LentBytes,
+      status = 200
     ) => {
       const incomingId = request.headers["x-request-id"]
       const bytes = typeof body === "string" ? Buffer.from(body) : body.bytes
-      response.writeHead(200, {
+      response.writeHead(status, {
         "content-type": "application/json",
         "content-length": bytes.length,
         "x-request-id": requestIdOf(typeof incomingId === "string" ? incomingId : undefined),
@@ -100,7 +139,7 @@ export const makeFastLane = (routes: ReadonlyArray<FastRoute>) =>
       if (typeof body === "string") response.end(bytes)
       else response.end(bytes, body.release)
       answeredOn(path).inc()
-      metrics.recordRequest("api", "GET", path, 200, (performance.now() - started) / 1000)
+      metrics.recordRequest("api", request.method ?? "GET", path, status, (performance.now() - started) / 1000)
     }
 
     /**
@@ -135,6 +174,7 @@ export const makeFastLane = (routes: ReadonlyArray<FastRoute>) =>
     }
 
     const answer = (request: IncomingMessage, response: ServerResponse, fallback: Fallback): boolean => {
+      if (request.method === "POST" && request.url !== undefined) return answerPost(request, response, fallback)
       if (request.method !== "GET" || request.url === undefined) return false
       const started = performance.now()
       const queryAt = request.url.indexOf("?")
@@ -154,12 +194,64 @@ export const makeFastLane = (routes: ReadonlyArray<FastRoute>) =>
         send(request, response, path, started, authenticated.headers, body)
         return true
       }
-      body.then((text) => text === undefined ? fallback() : send(request, response, path, started, authenticated.headers, text))
+      const passOn = () => {
+        authenticator.giveBackCached(authenticated.merchant.id)
+        fallback()
+      }
+      body.then((text) => text === undefined ? passOn() : send(request, response, path, started, authenticated.headers, text))
         // the HttpApi path runs the same read again and answers (and logs) whatever it meets
         .catch(() => {
           failures.inc()
-          if (!response.headersSent) fallback()
+          if (!response.headersSent) passOn()
         })
+      return true
+    }
+
+    const answerPost = (request: IncomingMessage, response: ServerResponse, fallback: Fallback): boolean => {
+      const route = postByPath.get(request.url!)
+      const length = Number(request.headers["content-length"])
+      if (
+        route === undefined || !(length > 0 && length <= POST_BODY_MAX_BYTES) ||
+        !request.headers["content-type"]?.startsWith("application/json")
+      ) return false
+      const started = performance.now()
+      const authenticated = authenticator.authenticateCached(
+        request.headers.authorization,
+        request.socket.remoteAddress ?? "unknown",
+        Date.now()
+      )
+      if (authenticated === undefined) return false
+      if (!route.admits(authenticated.merchant)) {
+        authenticator.giveBackCached(authenticated.merchant.id)
+        return false
+      }
+      const chunks: Array<Buffer> = []
+      request.on("data", (chunk: Buffer) => chunks.push(chunk))
+      // a request that breaks off while its body is read has nobody left to answer
+      request.on("error", () => undefined)
+      request.on("end", () => {
+        const bytes = Buffer.concat(chunks)
+        const passOn = () => {
+          authenticator.giveBackCached(authenticated.merchant.id)
+          fallback(replayOf(request, bytes))
+        }
+        let body: unknown
+        try {
+          body = JSON.parse(bytes.toString("utf8"))
+        } catch {
+          return passOn()
+        }
+        route.answer(body, authenticated.merchant)
+          .then((answered) =>
+            answered === undefined
+              ? passOn()
+              : send(request, response, request.url!, started, authenticated.headers, answered.body, answered.status)
+          )
+          .catch(() => {
+            failures.inc()
+            if (!response.headersSent) passOn()
+          })
+      })
       return true
     }
 

@@ -28,7 +28,7 @@ import { AuthenticationLive } from "./Merchants/Authentication.js"
 import { BalanceFastRoutes, BalanceHttp } from "./Merchants/Http.js"
 import { Metrics } from "./Ops/Metrics.js"
 import { Readiness } from "./Ops/Readiness.js"
-import { PurchasesHttp } from "./Purchases/Http.js"
+import { PurchasesFastRoutes, PurchasesHttp } from "./Purchases/Http.js"
 import { WebhooksHttp } from "./Webhooks/Http.js"
 
 // ---- decode failures to the spec's per-field codes (spec 4.3, 7.2; CONTRACT 6) ------------------
@@ -173,7 +173,7 @@ export const makeNodeServer = (fastLane?: FastLane) => {
     server.emit = (event: string, ...args: Array<unknown>): boolean => {
       const [request, response] = args
       if (event === "request" && request instanceof IncomingMessage && response instanceof ServerResponse) {
-        if (fastLane.handle(request, response, () => emit(event, request, response))) return true
+        if (fastLane.handle(request, response, (passed = request) => emit(event, passed, response))) return true
       }
       return emit(event, ...args)
     }
@@ -195,7 +195,7 @@ export const HttpLive = Layer.unwrapEffect(Effect.gen(function*() {
   const settings = yield* Settings
   const metrics = yield* Metrics
   const readiness = yield* Readiness
-  const fastLane = yield* makeFastLane([...yield* BalanceFastRoutes, ...yield* CatalogueFastRoutes])
+  const fastLane = yield* makeFastLane([...yield* BalanceFastRoutes, ...yield* CatalogueFastRoutes], yield* PurchasesFastRoutes)
   return HttpApiBuilder.serve(requestMiddleware("api", metrics)).pipe(
     Layer.provide([Docs, SpecErrors, StreamLive]),
     Layer.provide(ApiLive),

@@ -24,6 +24,57 @@ export type DirectRead = (text: string, values: ReadonlyArray<unknown>) => Promi
  */
 export class DirectReads extends Context.Tag("DirectReads")<DirectReads, Option.Option<DirectRead>>() {}
 
+/** One statement in a direct transaction: its rows. Several may be issued at once; pg sends them in order. */
+export type DirectQuery = (text: string, values: ReadonlyArray<unknown>) => Promise<ReadonlyArray<unknown>>
+
+export interface DirectSession {
+  readonly query: DirectQuery
+  /**
+   * The transaction's last statement, sent together with COMMIT: no round trip between them, so
+   * the locks it takes are held only inside PostgreSQL. The statement must raise an error when it
+   * did not do its work (`assert_true`): the transaction is then aborted and its COMMIT is a
+   * ROLLBACK. Its rows if it committed, undefined if it rolled back.
+   */
+  readonly queryAndCommit: (text: string, values: ReadonlyArray<unknown>) => Promise<ReadonlyArray<unknown> | undefined>
+}
+
+/**
+ * A transaction straight on one client of the pool, for the fast lane's buy: `work` runs after
+ * BEGIN (sent with its first statements, no round trip of its own) and ends it with
+ * `queryAndCommit`; when it returns undefined instead, the transaction is rolled back. When `work`
+ * throws, the client is rolled back and discarded, and the error is thrown on.
+ */
+export type DirectTransaction = <A>(work: (session: DirectSession) => Promise<A | undefined>) => Promise<A | undefined>
+
+/** Direct transactions on the PostgreSQL pool; none on PGlite, for the reason of DirectReads. */
+export class DirectTransactions
+  extends Context.Tag("DirectTransactions")<DirectTransactions, Option.Option<DirectTransaction>>()
+{}
+
+const directTransaction = (pool: pg.Pool): DirectTransaction => async (work) => {
+  const client = await pool.connect()
+  let ended = false
+  const query: DirectQuery = (text, values) => client.query(text, [...values]).then((result) => result.rows)
+  const queryAndCommit = async (text: string, values: ReadonlyArray<unknown>) => {
+    ended = true
+    const [statement, commit] = await Promise.allSettled([query(text, values), client.query("COMMIT")])
+    // no answer to the COMMIT: whether it committed is unknown, and the session is not reusable
+    if (commit.status === "rejected") throw commit.reason
+    return statement.status === "fulfilled" && commit.value.command === "COMMIT" ? statement.value : undefined
+  }
+  try {
+    const [, value] = await Promise.all([client.query("BEGIN"), work({ query, queryAndCommit })])
+    if (!ended) await client.query("ROLLBACK")
+    client.release()
+    return value
+  } catch (error) {
+    // the session may be mid-transaction or broken: never hand it back to the pool
+    if (!ended) await client.query("ROLLBACK").catch(() => undefined)
+    client.release(error instanceof Error ? error : new Error(String(error)))
+    throw error
+  }
+}
+
 const postgresql = (url: string) =>
   Layer.unwrapScoped(Effect.gen(function*() {
     const pool = yield* Effect.acquireRelease(
@@ -48,9 +99,10 @@ const postgresql = (url: string) =>
       onTimeout: () => new SqlError.SqlError({ cause: new Error("Connection timed out"), message: "PgClient: Connection timed out" })
     }))
     const read: DirectRead = (text, values) => pool.query(text, [...values]).then((result) => result.rows)
-    return Layer.merge(
+    return Layer.mergeAll(
       PgClient.layerFromPool({ acquire: Effect.succeed(pool), applicationName: "merchant-purchasing-service" }),
-      Layer.succeed(DirectReads, Option.some(read))
+      Layer.succeed(DirectReads, Option.some(read)),
+      Layer.succeed(DirectTransactions, Option.some(directTransaction(pool)))
     )
   }))
 
@@ -59,13 +111,17 @@ const client = Layer.unwrapEffect(Effect.gen(function*() {
   if (Option.isSome(settings.databaseUrl)) return postgresql(Redacted.value(settings.databaseUrl.value))
   const dir = join(settings.dataDir, "pg")
   mkdirSync(dir, { recursive: true })
-  return Layer.merge(Pglite.layer(dir), Layer.succeed(DirectReads, Option.none()))
+  return Layer.mergeAll(Pglite.layer(dir), Layer.succeed(DirectReads, Option.none()), Layer.succeed(DirectTransactions, Option.none()))
 }))
 
 const migrated = Layer.effectDiscard(migrate.pipe(
   Effect.tap((applied) => applied.length > 0 ? Effect.logInfo("migrations applied", applied.map(([id, name]) => `${id}_${name}`)) : Effect.void)
 ))
 
-/** SqlClient and PgClient, with every migration applied, and the pool's direct reads. */
-export const DatabaseLive: Layer.Layer<SqlClient.SqlClient | PgClient.PgClient | DirectReads, unknown, Settings> =
+/** SqlClient and PgClient, with every migration applied, and the pool's direct reads and transactions. */
+export const DatabaseLive: Layer.Layer<
+  SqlClient.SqlClient | PgClient.PgClient | DirectReads | DirectTransactions,
+  unknown,
+  Settings
+> =
   Layer.provideMerge(migrated, client)

@@ -105,7 +105,13 @@ export class Authenticator extends Effect.Service<Authenticator>()("Authenticato
       return { merchant, headers: rateLimitHeaders(decision.limit, decision.remaining) }
     }
 
-    return { authenticate, authenticateCached } as const
+    /**
+     * Undoes `authenticateCached`'s token for a request the fast lane passes on after all: the
+     * HttpApi path takes its own, and one request costs one token.
+     */
+    const giveBackCached = (merchantId: string) => perMerchant.giveBack(merchantId)
+
+    return { authenticate, authenticateCached, giveBackCached } as const
   }),
   dependencies: [Merchants.Default]
 }) {}

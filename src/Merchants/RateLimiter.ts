@@ -67,10 +67,16 @@ export const makeTokenBuckets = (ratePerSecond: number, capacity: number) => {
     return d.remaining >= 1 ? { ...d, allowed: true } : { ...d, allowed: false, retryAfterSeconds: retryAfter(d.remaining) }
   }
 
+  /** Puts back a token taken from `key`'s bucket for a request that is then answered elsewhere. */
+  const giveBack = (key: string) => {
+    const bucket = buckets.get(key)
+    if (bucket !== undefined) bucket.tokens = Math.min(capacity, bucket.tokens + 1)
+  }
+
   const take = (key: string) => Effect.map(Clock.currentTimeMillis, (now) => takeAt(key, now))
   const peek = (key: string) => Effect.map(Clock.currentTimeMillis, (now) => peekAt(key, now))
 
-  return { take, peek, takeAt, peekAt } as const
+  return { take, peek, takeAt, peekAt, giveBack } as const
 }
 
 export type TokenBuckets = ReturnType<typeof makeTokenBuckets>

@@ -1,21 +1,22 @@
 import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
-import { Effect, Option } from "effect"
-import { MerchantApi } from "../Api.js"
+import { Effect, Either, Option, Schema } from "effect"
+import { API_PREFIX, MerchantApi } from "../Api.js"
 import { Settings } from "../Config.js"
 import { PurchaseNotFound, SteamIdMismatch } from "../Domain/Errors.js"
 import { parseTradeUrl } from "../Domain/TradeUrl.js"
 import { CurrentMerchant } from "../Merchants/Authentication.js"
-import type { BuyRequest } from "./Api.js"
+import type { FastPostRoute } from "../FastLane.js"
+import { BuyRequest, PurchaseCreated } from "./Api.js"
 import { BuyByName } from "./BuyByName.js"
 import { Purchases, type Recipient } from "./Purchases.js"
 import { purchaseCreated, purchaseDetail, purchaseFailedBody, type PurchaseRow } from "./Rows.js"
 
 /** The recipient from a validated trade URL; a given SteamID64 must be the derived one. */
-const recipientOf = (tradeUrl: string, steamId: string | null | undefined) => {
+const recipientOf = (tradeUrl: string, steamId: string | null | undefined): Either.Either<Recipient, SteamIdMismatch> => {
   const parsed = parseTradeUrl(tradeUrl)!
   return steamId !== undefined && steamId !== null && steamId !== parsed.steamId
-    ? Effect.fail(new SteamIdMismatch({ message: "target_steam_id differs from the SteamID64 derived from the trade URL." }))
-    : Effect.succeed<Recipient>({ tradeUrl, steamId: parsed.steamId })
+    ? Either.left(new SteamIdMismatch({ message: "target_steam_id differs from the SteamID64 derived from the trade URL." }))
+    : Either.right({ tradeUrl, steamId: parsed.steamId })
 }
 
 const json = (body: unknown, status: number) => HttpServerResponse.unsafeJson(body, { status })
@@ -25,6 +26,39 @@ const failedAttemptCode = (row: PurchaseRow) =>
   row.failureCode === "ITEM_UNAVAILABLE" ? "MERCHANT_ITEM_UNAVAILABLE"
   : row.failureCode === "PRICE_CHANGED" ? "MERCHANT_PRICE_CHANGED"
   : "MERCHANT_PURCHASE_FAILED"
+
+const decodeBuyRequest = Schema.decodeUnknownEither(BuyRequest)
+const encodePurchaseCreated = Schema.encodeEither(PurchaseCreated)
+
+/**
+ * POST /buy in the fast lane, on PostgreSQL: a body that decodes as the endpoint's does, for an
+ * active merchant, bought by `Purchases.createByIdDirect`; the 201 is the handler's body. What it
+ * does not buy (every error, every repeat of a custom_id) goes to the handler, which answers it.
+ */
+export const PurchasesFastRoutes = Effect.map(Purchases, (purchases): ReadonlyArray<FastPostRoute> =>
+  Option.match(purchases.createByIdDirect, {
+    onNone: () => [],
+    onSome: (createByIdDirect) => [{
+      path: `${API_PREFIX}/buy`,
+      admits: (merchant) => merchant.status === "active",
+      answer: async (body, merchant) => {
+        const payload = Either.getOrUndefined(decodeBuyRequest(body))
+        if (payload === undefined) return undefined
+        const recipient = Either.getOrUndefined(recipientOf(payload.target_trade_url, payload.target_steam_id))
+        if (recipient === undefined) return undefined
+        const created = await createByIdDirect({
+          merchantId: merchant.id,
+          itemId: payload.item_id,
+          maxPrice: payload.max_price,
+          customId: payload.custom_id,
+          recipient
+        })
+        if (created === undefined) return undefined
+        const encoded = Either.getOrThrow(encodePurchaseCreated(purchaseCreated(created.purchase, created.balanceCents)))
+        return { status: 201, body: JSON.stringify(encoded) }
+      }
+    }]
+  }))
 
 const FAILED_MESSAGE = "The purchase was rejected; see failure. A refund is not implied: check refunded_amount."
 

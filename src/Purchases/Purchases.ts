@@ -6,10 +6,11 @@
  * back: bad input changes nothing.
  */
 import { SqlClient, SqlError } from "@effect/sql"
-import { Effect, Option, Schema } from "effect"
+import { Effect, Either, Option, type ParseResult, Schema } from "effect"
 import { randomUUID } from "node:crypto"
 import { ChangeLog, CHANGES_CHANNEL } from "../Catalogue/ChangeLog.js"
 import type { CatalogItem } from "../Domain/CatalogItem.js"
+import { DirectTransactions } from "../Db/Database.js"
 import { CreatedAtIdPosition, decodeCursor, encodeCursor } from "../Domain/Cursor.js"
 import { Int8 } from "../Domain/Db.js"
 import { Conflict, DuplicateCustomId, InsufficientBalance, ItemNotFound, ItemUnavailable, PriceChanged } from "../Domain/Errors.js"
@@ -18,7 +19,7 @@ import type { PurchaseStatus } from "../Domain/Purchase.js"
 import { Ledger } from "../Ledger/Ledger.js"
 import { Outbox } from "../Webhooks/Outbox.js"
 import { PurchaseNotifications } from "./Notifications.js"
-import { decodeRows, purchaseColumns, purchaseEventData, type PurchaseRow } from "./Rows.js"
+import { decodeRows, decodeRowsEither, purchaseColumns, purchaseEventData, type PurchaseRow } from "./Rows.js"
 
 export interface Recipient {
   readonly tradeUrl: string
@@ -39,6 +40,15 @@ export type CreateOutcome =
 
 export type CreateError = ItemNotFound | ItemUnavailable | PriceChanged | InsufficientBalance | DuplicateCustomId | Conflict
 
+interface BuyItemInput {
+  readonly merchantId: string
+  readonly itemId: string
+  readonly maxPrice: number
+  readonly customId: string
+  readonly attempt: number
+  readonly recipient: Recipient
+}
+
 const LockedItem = Schema.Struct({
   status: Schema.String,
   priceCents: Int8,
@@ -46,6 +56,8 @@ const LockedItem = Schema.Struct({
   item: Schema.String,
   sim: Schema.NullOr(Schema.String)
 })
+
+type LockedItem = typeof LockedItem.Type
 
 const RequestRow = Schema.Struct({
   kind: Schema.Literal("by_id", "by_name"),
@@ -60,9 +72,34 @@ export type RequestRow = typeof RequestRow.Type
 const BuyResult = Schema.Struct({ balanceAfterCents: Int8, logNotified: Schema.NullOr(Schema.Unknown) })
 
 // Decoders built once: a schema built per call is compiled again on every call.
-const decodeBuyResult = Schema.decodeUnknown(BuyResult)
 const decodeLockedItems = Schema.decodeUnknown(Schema.Array(LockedItem))
+const decodeLockedItemsEither = Schema.decodeUnknownEither(Schema.Array(LockedItem))
+const decodeBuyResultEither = Schema.decodeUnknownEither(BuyResult)
 const decodeRequestRows = Schema.decodeUnknown(Schema.Array(RequestRow))
+
+/** Why the locked item cannot be bought at max_price (spec 4.3), or undefined when it can. */
+const itemRefusal = (row: LockedItem | undefined, input: { readonly itemId: string; readonly maxPrice: number }) =>
+  row === undefined ? new ItemNotFound({ message: `No catalogue item ${input.itemId}.` })
+  : row.status !== "active" ? new ItemUnavailable({ message: "The item is no longer available (sold, reserved or removed)." })
+  : compareCents(row.priceCents, input.maxPrice) > 0
+  ? new PriceChanged({ message: `The live price ${(row.priceCents / 100).toFixed(2)} is above max_price.` })
+  : undefined
+
+/**
+ * What the buy statement's rows say: the purchase and the balance after, or why nothing was
+ * bought (its changes are then to be rolled back). The item row was locked and active, so it was
+ * reserved unless its reservation found otherwise.
+ */
+const boughtOf = (
+  rows: ReadonlyArray<unknown>,
+  item: LockedItem
+): Either.Either<{ readonly purchase: PurchaseRow; readonly balanceCents: number }, InsufficientBalance | ItemUnavailable | ParseResult.ParseError> =>
+  rows.length === 0
+    ? Either.left(new InsufficientBalance({ message: `Available balance is below the live price ${(item.priceCents / 100).toFixed(2)}.` }))
+    : Either.flatMap(decodeBuyResultEither(rows[0]), (result) =>
+      result.logNotified === null
+        ? Either.left<ItemUnavailable | ParseResult.ParseError>(new ItemUnavailable({ message: "The item is no longer available (sold, reserved or removed)." }))
+        : Either.map(decodeRowsEither(rows), (purchases) => ({ purchase: purchases[0]!, balanceCents: result.balanceAfterCents })))
 
 /** Serialization failures and deadlocks are the real concurrent-update conflicts. */
 const isConflict = (error: SqlError.SqlError) => {
@@ -87,6 +124,7 @@ export class Purchases extends Effect.Service<Purchases>()("Purchases", {
     const changeLog = yield* ChangeLog
     const outbox = yield* Outbox
     const notifications = yield* PurchaseNotifications
+    const directTransactions = yield* DirectTransactions
 
     const byId = (merchantId: string, purchaseId: string) =>
       sql`SELECT ${purchaseColumns(sql)} FROM purchases WHERE id = ${purchaseId} AND merchant_id = ${merchantId}`.pipe(
@@ -116,77 +154,99 @@ export class Purchases extends Effect.Service<Purchases>()("Purchases", {
     const availableCents = (merchantId: string) =>
       ledger.balance(merchantId).pipe(Effect.map(Option.match({ onNone: () => 0, onSome: (b) => b.available })), Effect.orDie)
 
+    /** The idempotency record of a buy-by-id; no row back when the custom_id is taken (spec 4.4). */
+    const insertRequest = (input: BuyByIdRequest) =>
+      sql`INSERT INTO purchase_requests (merchant_id, custom_id, kind, item_id, target_trade_url, target_steam_id)
+          VALUES (${input.merchantId}, ${input.customId}, 'by_id', ${input.itemId}, ${input.recipient.tradeUrl}, ${input.recipient.steamId})
+          ON CONFLICT (merchant_id, custom_id) DO NOTHING RETURNING custom_id`
+
+    const lockItem = (itemId: string) =>
+      sql`SELECT status, price_cents AS "priceCents", provider_price_cents AS "providerPriceCents", item, sim
+          FROM catalogue_items WHERE id = ${itemId} FOR UPDATE`
+
     /**
-     * Buys one live item in the current transaction: lock, checks, debit, reservation, purchase row,
-     * `purchase.created`. Shared by buy-by-id and each by-name attempt.
+     * The debit and its ledger row, the purchase, `purchase.created` and the reservation, as one
+     * statement. So the merchant's balance row and the change log's head row (every catalogue
+     * writer's lock) are held for this round trip and the commit only. When `failUnlessBought`,
+     * a statement that buys nothing raises an error instead of returning no row (to be sent with
+     * its COMMIT, which then rolls back).
      */
-    const buyItem = (input: {
-      readonly merchantId: string
-      readonly itemId: string
-      readonly maxPrice: number
-      readonly customId: string
-      readonly attempt: number
-      readonly recipient: Recipient
-    }) =>
-      Effect.gen(function*() {
-        const locked = yield* sql`
-          SELECT status, price_cents AS "priceCents", provider_price_cents AS "providerPriceCents", item, sim
-          FROM catalogue_items WHERE id = ${input.itemId} FOR UPDATE`.pipe(Effect.flatMap(decodeLockedItems))
-        const row = locked[0]
-        if (row === undefined) return yield* new ItemNotFound({ message: `No catalogue item ${input.itemId}.` })
-        if (row.status !== "active") return yield* new ItemUnavailable({ message: "The item is no longer available (sold, reserved or removed)." })
-        if (compareCents(row.priceCents, input.maxPrice) > 0) {
-          return yield* new PriceChanged({ message: `The live price ${(row.priceCents / 100).toFixed(2)} is above max_price.` })
-        }
-        const purchaseId = randomUUID()
-        const item = JSON.parse(row.item) as CatalogItem
-        const created = {
-          merchantId: input.merchantId,
-          type: "purchase.created" as const,
-          orderId: purchaseId,
-          data: purchaseEventData({
-            id: purchaseId,
-            customId: input.customId,
-            status: "created",
-            marketHashName: item.market_hash_name,
-            priceCents: row.priceCents,
-            targetSteamId: input.recipient.steamId,
-            tradeOfferId: null,
-            tradeOfferUrl: null,
-            failureCode: null,
-            failureMessage: null,
-            refundedCents: null
-          })
-        }
-        // The rest is one statement: the debit and its ledger row, the purchase, `purchase.created`
-        // and the reservation. So the merchant's balance row and the change log's head row (every
-        // catalogue writer's lock) are held for this round trip and the commit only.
-        const rows = yield* sql`
-          WITH ${ledger.purchaseDebitSteps(input.merchantId, row.priceCents, purchaseId)},
-          inserted AS (
-            INSERT INTO purchases (id, merchant_id, custom_id, attempt, item_id, market_hash_name, image_url, exterior, float,
-              delivery_type, estimated_delivery_minutes, price_cents, provider_price_cents, sim, target_trade_url, target_steam_id,
-              provider_request_id)
-            SELECT ${purchaseId}, ${input.merchantId}, ${input.customId}, ${input.attempt}, ${input.itemId}, ${item.market_hash_name},
-              ${item.image_url}, ${item.exterior}, ${item.float}, ${item.delivery_type}, ${item.estimated_delivery_minutes},
-              ${row.priceCents}, ${row.providerPriceCents}, ${row.sim}, ${input.recipient.tradeUrl}, ${input.recipient.steamId},
-              ${randomUUID()}
-            FROM debit
-            RETURNING ${purchaseColumns(sql)}),
-          ${outbox.stepWithBalanceAfter(created, "debit")},
-          ${changeLog.reservationSteps(input.itemId, sql`EXISTS (SELECT 1 FROM debit)`)}
+    const buyStatement = (input: BuyItemInput, row: LockedItem, failUnlessBought = false) => {
+      const purchaseId = randomUUID()
+      const item = JSON.parse(row.item) as CatalogItem
+      const created = {
+        merchantId: input.merchantId,
+        type: "purchase.created" as const,
+        orderId: purchaseId,
+        data: purchaseEventData({
+          id: purchaseId,
+          customId: input.customId,
+          status: "created",
+          marketHashName: item.market_hash_name,
+          priceCents: row.priceCents,
+          targetSteamId: input.recipient.steamId,
+          tradeOfferId: null,
+          tradeOfferUrl: null,
+          failureCode: null,
+          failureMessage: null,
+          refundedCents: null
+        })
+      }
+      return sql`
+        WITH ${ledger.purchaseDebitSteps(input.merchantId, row.priceCents, purchaseId)},
+        inserted AS (
+          INSERT INTO purchases (id, merchant_id, custom_id, attempt, item_id, market_hash_name, image_url, exterior, float,
+            delivery_type, estimated_delivery_minutes, price_cents, provider_price_cents, sim, target_trade_url, target_steam_id,
+            provider_request_id)
+          SELECT ${purchaseId}, ${input.merchantId}, ${input.customId}, ${input.attempt}, ${input.itemId}, ${item.market_hash_name},
+            ${item.image_url}, ${item.exterior}, ${item.float}, ${item.delivery_type}, ${item.estimated_delivery_minutes},
+            ${row.priceCents}, ${row.providerPriceCents}, ${row.sim}, ${input.recipient.tradeUrl}, ${input.recipient.steamId},
+            ${randomUUID()}
+          FROM debit
+          RETURNING ${purchaseColumns(sql)}),
+        ${outbox.stepWithBalanceAfter(created, "debit")},
+        ${changeLog.reservationSteps(input.itemId, sql`EXISTS (SELECT 1 FROM debit)`)},
+        bought AS (
           SELECT inserted.*, debit.available_cents AS "balanceAfterCents", ${notifications.notifying(purchaseId)} AS notified,
             (SELECT pg_notify(${CHANGES_CHANNEL}, head_seq::text) FROM head) AS "logNotified"
-          FROM inserted, debit`
-        if (rows.length === 0) {
-          return yield* new InsufficientBalance({ message: `Available balance is below the live price ${(row.priceCents / 100).toFixed(2)}.` })
-        }
-        // the item row is locked and active, so it is reserved; anything else rolls all of it back
-        const result = yield* decodeBuyResult(rows[0])
-        if (result.logNotified === null) return yield* new ItemUnavailable({ message: "The item is no longer available (sold, reserved or removed)." })
-        const purchase = (yield* decodeRows(rows))[0]!
-        return { purchase, balanceCents: result.balanceAfterCents }
+          FROM inserted, debit)
+        ${
+        failUnlessBought
+          ? sql`SELECT bought.* FROM (SELECT 1) AS one LEFT JOIN bought ON true
+                WHERE assert_true(bought."logNotified" IS NOT NULL, 'nothing bought')`
+          : sql`SELECT * FROM bought`
+      }`
+    }
+
+    /**
+     * Buys one live item in the current transaction: lock, checks, then the buy statement. Shared by
+     * buy-by-id and each by-name attempt.
+     */
+    const buyItem = (input: BuyItemInput) =>
+      Effect.gen(function*() {
+        const row = (yield* lockItem(input.itemId).pipe(Effect.flatMap(decodeLockedItems)))[0]
+        const refusal = itemRefusal(row, input)
+        if (refusal !== undefined) return yield* refusal
+        return yield* boughtOf(yield* buyStatement(input, row!), row!)
       })
+
+    /**
+     * /buy on the fast lane's direct transaction (PostgreSQL only): the same statements as
+     * `createById` and the same checks, in two round trips: BEGIN, the idempotency record and the
+     * item's lock sent at once, then the buy statement with its COMMIT (the balance row and the
+     * change log's head are not held across a round trip). It buys only when nothing stands in the
+     * way; anything else (a repeated custom_id, a refusal, a failed statement) is rolled back and
+     * undefined, and `createById` then answers it, having seen nothing change.
+     */
+    const createByIdDirect = Option.map(directTransactions, (transaction) => (input: BuyByIdRequest) =>
+      transaction(async ({ query, queryAndCommit }) => {
+        const [inserted, locked] = await Promise.all([query(...insertRequest(input).compile()), query(...lockItem(input.itemId).compile())])
+        const row = Either.getOrUndefined(decodeLockedItemsEither(locked))?.[0]
+        if (inserted.length === 0 || row === undefined || itemRefusal(row, input) !== undefined) return undefined
+        const rows = await queryAndCommit(...buyStatement({ ...input, attempt: 1 }, row, true).compile())
+        // committed, the rows are the purchase's (a decoding failure would be a defect of the statement)
+        return rows === undefined ? undefined : Either.getOrThrow(boughtOf(rows, row))
+      }))
 
     const mapSqlErrors = <A, E, R>(effect: Effect.Effect<A, E | SqlError.SqlError, R>) =>
       Effect.catchIf(effect, (e): e is SqlError.SqlError => e instanceof SqlError.SqlError, (e) =>
@@ -211,10 +271,7 @@ export class Purchases extends Effect.Service<Purchases>()("Purchases", {
      */
     const createById = (input: BuyByIdRequest): Effect.Effect<CreateOutcome, CreateError> =>
       sql.withTransaction(Effect.gen(function*() {
-        const inserted = yield* sql`
-          INSERT INTO purchase_requests (merchant_id, custom_id, kind, item_id, target_trade_url, target_steam_id)
-          VALUES (${input.merchantId}, ${input.customId}, 'by_id', ${input.itemId}, ${input.recipient.tradeUrl}, ${input.recipient.steamId})
-          ON CONFLICT (merchant_id, custom_id) DO NOTHING RETURNING custom_id`
+        const inserted = yield* insertRequest(input)
         if (inserted.length === 0) {
           const saved = yield* request(input.merchantId, input.customId)
           if (Option.isNone(saved)) return yield* new Conflict({ message: "A concurrent request with this custom_id is in progress; retry once." })
@@ -266,7 +323,7 @@ export class Purchases extends Effect.Service<Purchases>()("Purchases", {
         }
       }))
 
-    return { createById, buyItem, byId, latestByCustomId, request, availableCents, list, waitFor, mapSqlErrors } as const
+    return { createById, createByIdDirect, buyItem, byId, latestByCustomId, request, availableCents, list, waitFor, mapSqlErrors } as const
   }),
   dependencies: [Ledger.Default, Outbox.Default, ChangeLog.Default]
 }) {}

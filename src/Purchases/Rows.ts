@@ -38,6 +38,7 @@ export const PurchaseRow = Schema.Struct({
 export type PurchaseRow = typeof PurchaseRow.Type
 
 export const decodeRows = Schema.decodeUnknown(Schema.Array(PurchaseRow))
+export const decodeRowsEither = Schema.decodeUnknownEither(Schema.Array(PurchaseRow))
 
 export const purchaseColumns = (sql: SqlClient.SqlClient) => sql`
   id, merchant_id AS "merchantId", custom_id AS "customId", attempt, item_id AS "itemId",

@@ -9,7 +9,7 @@ import { connect } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { expectError } from "../support/expectations.js"
 import type { JsonResponse, RunningServer } from "../support/server.js"
-import { startServer } from "../support/server.js"
+import { fastLaneAnswers, startServer } from "../support/server.js"
 
 const BURST = 6
 let server: RunningServer
@@ -22,12 +22,7 @@ afterAll(async () => { await server?.stop() })
 
 const onPostgreSql = process.env["DATABASE_URL"] !== undefined && process.env["DATABASE_URL"] !== ""
 
-/** Fast-lane answers so far for a route (0 before the first). */
-const fastAnswers = async (route: string) => {
-  const text = await fetch(`${server.opsUrl}/metrics`).then((r) => r.text())
-  const line = text.split("\n").find((l) => l.startsWith(`http_fast_lane_responses_total{route="/api/v1/merchant${route}"}`))
-  return line === undefined ? 0 : Number(line.slice(line.lastIndexOf(" ") + 1))
-}
+const fastAnswers = (route: string) => fastLaneAnswers(server, route)
 
 const remaining = (res: JsonResponse) => Number(res.headers.get("x-ratelimit-remaining"))
 

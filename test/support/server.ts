@@ -147,3 +147,10 @@ export const startServer = async (options: StartOptions = {}): Promise<RunningSe
 
   return { baseUrl, opsUrl, adminToken: ADMIN_TOKEN, database, output: () => output, api, admin, createMerchant, deposit, stop, process: child }
 }
+
+/** Responses the fast lane answered so far for a merchant API route (e.g. `/buy`), from /metrics. */
+export const fastLaneAnswers = async (server: RunningServer, route: string) => {
+  const text = await fetch(`${server.opsUrl}/metrics`).then((r) => r.text())
+  const line = text.split("\n").find((l) => l.startsWith(`http_fast_lane_responses_total{route="/api/v1/merchant${route}"}`))
+  return line === undefined ? 0 : Number(line.slice(line.lastIndexOf(" ") + 1))
+}

@@ -1,0 +1,164 @@
+/**
+ * POST /buy in the fast lane (src/FastLane.ts, Purchases.createByIdDirect) over real sockets. On
+ * PostgreSQL a cached key's buy is answered there, and must answer exactly as HttpApi does; every
+ * other buy (an error, a repeated custom_id, an inactive merchant) is passed on to HttpApi with the
+ * same body, answered as always, changes nothing it should not, and costs one rate-limit token. On
+ * PGlite every buy goes through HttpApi, and the same answers are checked.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { expectError } from "../support/expectations.js"
+import type { JsonResponse, RunningServer } from "../support/server.js"
+import { fastLaneAnswers, startServer } from "../support/server.js"
+
+const TRADE_URL = "https://steamcommunity.com/tradeoffer/new/?partner=12345678&token=abcdEFGH"
+let server: RunningServer
+type Item = { id: string; price: number; market_hash_name: string; delivery_type: string; estimated_delivery_minutes: number | null }
+let items: Array<Item>
+let mostExpensive: Item
+
+beforeAll(async () => {
+  server = await startServer({
+    env: { SIM_CHURN_PER_SECOND: "0", SIM_CATALOGUE_SIZE: "300", RATE_LIMIT_RPS: "0.01", RATE_LIMIT_BURST: "40" }
+  })
+  const browser = await server.createMerchant()
+  items = (await server.api("/items?limit=100&sort=price_asc", { key: browser.apiKey })).json.items
+  mostExpensive = (await server.api("/items?limit=1&sort=price_desc", { key: browser.apiKey })).json.items[0]
+})
+afterAll(async () => { await server?.stop() })
+
+const onPostgreSql = process.env["DATABASE_URL"] !== undefined && process.env["DATABASE_URL"] !== ""
+
+const fastBuys = () => fastLaneAnswers(server, "/buy")
+
+const remaining = (res: JsonResponse) => Number(res.headers.get("x-ratelimit-remaining"))
+
+const buy = (key: string, fields: Record<string, unknown>) =>
+  server.api("/buy", {
+    method: "POST",
+    key,
+    body: { item_id: items[0]!.id, max_price: 1000, custom_id: `c-${Math.random()}`, target_trade_url: TRADE_URL, ...fields }
+  })
+
+/** A funded merchant whose key is cached (its first request went through HttpApi). */
+const warmMerchant = async () => {
+  const m = await server.createMerchant()
+  await server.deposit(m.id, 102.5)
+  expect((await server.api("/balance", { key: m.apiKey })).json.available).toBe(101.47)
+  return m
+}
+
+/** The body's keys, in order, at every level: what a client's parser could notice. */
+const shape = (value: unknown): unknown =>
+  value !== null && typeof value === "object" ? Object.entries(value).map(([k, v]) => [k, shape(v)]) : typeof value
+
+const cents = (usd: number) => Math.round(usd * 100)
+
+describe("POST /buy in the fast lane", () => {
+  it("buys as HttpApi does: same status, headers and body shape, exact balance_after, one token", async () => {
+    const [cold, hot] = [items[1]!, items[2]!]
+    // a merchant whose first request is the buy: its key is not cached, so HttpApi answers
+    const first = await server.createMerchant()
+    await server.deposit(first.id, 102.5)
+    const before = await fastBuys()
+    const viaHttpApi = await buy(first.apiKey, { item_id: cold.id, custom_id: "same" })
+    expect(await fastBuys()).toBe(before)
+
+    const m = await warmMerchant()
+    const balance = await server.api("/balance", { key: m.apiKey })
+    const viaFastLane = await buy(m.apiKey, { item_id: hot.id, custom_id: "same" })
+    expect(await fastBuys()).toBe(onPostgreSql ? before + 1 : before)
+
+    for (const [res, item] of [[viaHttpApi, cold], [viaFastLane, hot]] as const) {
+      expect(res.status).toBe(201)
+      expect(res.headers.get("content-type")).toBe("application/json")
+      expect(res.headers.get("content-length")).toBe(String(Buffer.byteLength(res.text)))
+      expect(res.json).toMatchObject({
+        custom_id: "same",
+        status: "created",
+        item: {
+          market_hash_name: item.market_hash_name,
+          price: item.price,
+          delivery_type: item.delivery_type,
+          estimated_delivery_minutes: item.estimated_delivery_minutes
+        }
+      })
+      expect(cents(res.json.balance_after)).toBe(cents(101.47) - cents(item.price))
+      expect(res.json.created_at).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/)
+    }
+    expect(shape(viaFastLane.json)).toEqual(shape(viaHttpApi.json))
+    expect(remaining(viaFastLane)).toBe(remaining(balance) - 1)
+    expect(viaFastLane.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/)
+
+    // the purchase is the one GET /purchases/{id} shows, and the ledger has its debit
+    const detail = await server.api(`/purchases/${viaFastLane.json.purchase_id}`, { key: m.apiKey })
+    expect(detail.json).toMatchObject({ purchase_id: viaFastLane.json.purchase_id, custom_id: "same", price: hot.price })
+    const after = await server.api("/balance", { key: m.apiKey })
+    expect(cents(after.json.available)).toBe(cents(viaFastLane.json.balance_after))
+    expect(cents(after.json.total_deposited) - cents(after.json.available)).toBe(cents(hot.price))
+  })
+
+  it("passes a repeat on to HttpApi, which answers the same purchase without a second debit", async () => {
+    const m = await warmMerchant()
+    const item = items[3]!
+    const bought = await buy(m.apiKey, { item_id: item.id, custom_id: "again" })
+    expect(bought.status).toBe(201)
+    const before = await fastBuys()
+    const repeat = await buy(m.apiKey, { item_id: item.id, custom_id: "again" })
+    expect(await fastBuys()).toBe(before)
+    expect(repeat.status).toBe(201)
+    // the status may have moved on since; everything else is the first answer, in the same order
+    expect(JSON.stringify({ ...repeat.json, status: null })).toBe(JSON.stringify({ ...bought.json, status: null }))
+    expect(remaining(repeat)).toBe(remaining(bought) - 1)
+    const balance = await server.api("/balance", { key: m.apiKey })
+    expect(cents(balance.json.available)).toBe(cents(101.47) - cents(item.price))
+  })
+
+  it("passes every refusal on to HttpApi with its body: the spec's error, nothing changed, one token each", async () => {
+    const m = await warmMerchant()
+    const owned = items[4]!
+    expect((await buy(m.apiKey, { item_id: owned.id, custom_id: "taken" })).status).toBe(201)
+    expect(mostExpensive.price).toBeGreaterThan(101.47)
+    const before = await fastBuys()
+    let last = await server.api("/balance", { key: m.apiKey })
+    const refusals: Array<[string, () => Promise<JsonResponse>, number, string]> = [
+      ["an unknown item", () => buy(m.apiKey, { item_id: "3f1c2b9a-8d7e-4c6b-9a5f-0e1d2c3b4a59" }), 404, "MERCHANT_ITEM_NOT_FOUND"],
+      ["an item already sold", () => buy(m.apiKey, { item_id: owned.id }), 409, "MERCHANT_ITEM_UNAVAILABLE"],
+      ["a price above max_price", () => buy(m.apiKey, { item_id: items[5]!.id, max_price: items[5]!.price - 0.01 }), 409, "MERCHANT_PRICE_CHANGED"],
+      ["a custom_id used for another item", () => buy(m.apiKey, { item_id: items[6]!.id, custom_id: "taken" }), 409, "MERCHANT_DUPLICATE_CUSTOM_ID"],
+      ["a bad trade URL", () => buy(m.apiKey, { target_trade_url: "https://example.com/" }), 400, "MERCHANT_INVALID_TRADE_URL"],
+      ["a SteamID64 that is not the trade URL's", () => buy(m.apiKey, { item_id: items[7]!.id, target_steam_id: "76561197960265729" }), 400, "MERCHANT_STEAM_ID_MISMATCH"],
+      ["a body that is not JSON", () => server.api("/buy", { method: "POST", key: m.apiKey, body: "{\"item_id\": " }), 400, "MERCHANT_MALFORMED_JSON"],
+      ["a balance below the live price", () => buy(m.apiKey, { item_id: mostExpensive.id, max_price: mostExpensive.price }), 402, "MERCHANT_INSUFFICIENT_BALANCE"]
+    ]
+    for (const [what, request, status, code] of refusals) {
+      const res = await request()
+      // a body that is not JSON gets problem details, with the spec's error object beside them
+      if (code === "MERCHANT_MALFORMED_JSON") expect([res.status, res.json.error.code]).toEqual([status, code])
+      else expectError(res, status, code)
+      expect(remaining(res), what).toBe(remaining(last) - 1)
+      last = res
+    }
+    expect(await fastBuys()).toBe(before)
+    const balance = await server.api("/balance", { key: m.apiKey })
+    expect(cents(balance.json.available)).toBe(cents(101.47) - cents(owned.price))
+    const purchases = await server.api("/purchases", { key: m.apiKey })
+    expect(purchases.json.purchases.map((p: { custom_id: string }) => p.custom_id)).toEqual(["taken"])
+    // the items it was refused are still live
+    const browse = await server.api(`/items?limit=100&sort=price_asc`, { key: (await warmMerchant()).apiKey })
+    const live = new Set(browse.json.items.map((i: { id: string }) => i.id))
+    for (const item of [items[5]!, items[6]!, items[7]!]) expect(live.has(item.id)).toBe(true)
+    const top = await server.api(`/items?limit=1&sort=price_desc`, { key: (await warmMerchant()).apiKey })
+    expect(top.json.items[0].id).toBe(mostExpensive.id)
+  })
+
+  it("leaves an inactive merchant's buy to HttpApi: 403, one token", async () => {
+    const m = await warmMerchant()
+    expect((await server.admin(`/admin/merchants/${m.id}`, { method: "PATCH", body: { status: "inactive" } })).status).toBe(200)
+    const balance = await server.api("/balance", { key: m.apiKey })
+    const before = await fastBuys()
+    const res = await buy(m.apiKey, { item_id: items[8]!.id })
+    expectError(res, 403, "MERCHANT_NOT_ACTIVE")
+    expect(remaining(res)).toBe(remaining(balance) - 1)
+    expect(await fastBuys()).toBe(before)
+  })
+})
