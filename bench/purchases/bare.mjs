@@ -9,9 +9,10 @@
  *   BEGIN; INSERT purchase_requests ON CONFLICT DO NOTHING RETURNING; SELECT catalogue_items FOR UPDATE;
  *   WITH debit (UPDATE balances), its ledger row, INSERT purchases, INSERT webhook_events (balance_after
  *   from the debit), UPDATE catalogue_items, UPDATE catalogue_state, INSERT catalogue_changes
- *   SELECT + both pg_notify; COMMIT
- * (5 statements: the balance row and the change log's head are held for 2 round trips; 15
- * statements at first, 9, then 8 until the writes under those locks became one statement).
+ *   SELECT + both pg_notify, assert_true that it bought; COMMIT
+ * sent as the service's fast lane sends them: the first three at once, then the last two at once
+ * (5 statements in 2 round trips; the balance row and the change log's head are not held across a
+ * round trip. Before: 5 statements in 5 round trips; 15 statements at first, 9, then 8).
  *
  * Forked by run.mjs (DATABASE_URL in the environment), driven over IPC:
  *   init {merchantIds, tradeUrl, steamId, items: [id...]}   (worker i buys for merchantIds[i mod M])
@@ -40,16 +41,18 @@ let state
 const buy = async (pool, { merchantId, itemId, customId, tradeUrl, steamId, maxPriceCents }) => {
   const client = await pool.connect()
   try {
-    await client.query("BEGIN")
-    const inserted = await client.query(
-      `INSERT INTO purchase_requests (merchant_id, custom_id, kind, item_id, target_trade_url, target_steam_id)
+    const [, inserted, locked] = await Promise.all([
+      client.query("BEGIN"),
+      client.query(
+        `INSERT INTO purchase_requests (merchant_id, custom_id, kind, item_id, target_trade_url, target_steam_id)
           VALUES ($1, $2, 'by_id', $3, $4, $5)
           ON CONFLICT (merchant_id, custom_id) DO NOTHING RETURNING custom_id`,
-      [merchantId, customId, itemId, tradeUrl, steamId])
-    if (inserted.rows.length === 0) throw new Error("duplicate custom_id")
-    const locked = await client.query(
-      `SELECT status, price_cents AS "priceCents", provider_price_cents AS "providerPriceCents", item, sim
+        [merchantId, customId, itemId, tradeUrl, steamId]),
+      client.query(
+        `SELECT status, price_cents AS "priceCents", provider_price_cents AS "providerPriceCents", item, sim
           FROM catalogue_items WHERE id = $1 FOR UPDATE`, [itemId])
+    ])
+    if (inserted.rows.length === 0) throw new Error("duplicate custom_id")
     const row = locked.rows[0]
     if (row === undefined) throw new Error("ITEM_NOT_FOUND")
     if (row.status !== "active") throw new Error("ITEM_UNAVAILABLE")
@@ -71,7 +74,7 @@ const buy = async (pool, { merchantId, itemId, customId, tradeUrl, steamId, maxP
     }).filter(([, v]) => v !== undefined && v !== null))
     const body = JSON.stringify({ event_id: eventId, event_type: "purchase.created", created_at: createdAt.toISOString(), data })
     const mark = body.lastIndexOf(JSON.stringify(MARK))
-    const bought = await client.query(
+    const [bought] = await Promise.all([client.query(
       `WITH debit AS (
           UPDATE balances SET available_cents = available_cents - $1, on_hold_cents = on_hold_cents + $2,
                  total_spent_cents = total_spent_cents + $3, updated_at = now()
@@ -98,22 +101,23 @@ const buy = async (pool, { merchantId, itemId, customId, tradeUrl, steamId, maxP
           WHERE EXISTS (SELECT 1 FROM reserved) RETURNING epoch, head_seq),
         logged AS (
           INSERT INTO catalogue_changes (seq, epoch, op, item_id, item)
-          SELECT head.head_seq, head.epoch, 'remove', reserved.id, NULL FROM head, reserved)
-        SELECT inserted.*, debit.available_cents AS "balanceAfterCents", pg_notify($34, $35) AS notified,
-          (SELECT pg_notify($36, head_seq::text) FROM head) AS "logNotified"
-        FROM inserted, debit`,
+          SELECT head.head_seq, head.epoch, 'remove', reserved.id, NULL FROM head, reserved),
+        bought AS (
+          SELECT inserted.*, debit.available_cents AS "balanceAfterCents", pg_notify($34, $35) AS notified,
+            (SELECT pg_notify($36, head_seq::text) FROM head) AS "logNotified"
+          FROM inserted, debit)
+        SELECT bought.* FROM (SELECT 1) AS one LEFT JOIN bought ON true
+        WHERE assert_true(bought."logNotified" IS NOT NULL, 'nothing bought')`,
       [priceCents, priceCents, priceCents, merchantId, priceCents, merchantId, -priceCents, purchaseId,
         purchaseId, merchantId, customId, 1, itemId, item.market_hash_name, item.image_url, item.exterior, item.float,
         item.delivery_type, item.estimated_delivery_minutes, row.priceCents, row.providerPriceCents, row.sim, tradeUrl, steamId,
         randomUUID(),
         eventId, merchantId, "purchase.created", purchaseId, body.slice(0, mark), body.slice(mark + JSON.stringify(MARK).length),
         createdAt,
-        itemId, "purchase_changed", purchaseId, "catalogue_changes"])
-    if (bought.rows.length === 0) throw new Error("INSUFFICIENT_BALANCE")
-    if (bought.rows[0].logNotified === null) throw new Error("ITEM_UNAVAILABLE")
+        itemId, "purchase_changed", purchaseId, "catalogue_changes"]), client.query("COMMIT")])
+    // assert_true raised (the COMMIT was a ROLLBACK) unless it bought
     const purchase = bought.rows[0]
     const after = Number(purchase.balanceAfterCents)
-    await client.query("COMMIT")
     return { purchase, after }
   } catch (e) {
     await client.query("ROLLBACK").catch(() => undefined)
