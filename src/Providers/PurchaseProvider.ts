@@ -35,7 +35,8 @@ export interface OrderStatus {
 }
 
 export interface PurchaseProviderService {
-  readonly placeOrder: (request: OrderRequest) => Effect.Effect<void>
+  /** Places the order (placing a request id again is the same order) and reports its status. */
+  readonly placeOrder: (request: OrderRequest) => Effect.Effect<OrderStatus>
   readonly orderStatus: (requestId: string) => Effect.Effect<OrderStatus>
 }
 

@@ -199,13 +199,13 @@ export const PurchaseWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
 
   /**
    * One step of a purchase this worker leased (as read by the claim): the order is placed while
-   * the purchase is `created` (after that the provider has it), its status read and applied.
+   * the purchase is `created` (after that the provider has it), and its status applied.
    */
   const step = (row: PurchaseRow) =>
     Effect.gen(function*() {
       const requestId = yield* requestIdOf(row)
-      if (row.status === "created") {
-        yield* provider.placeOrder({
+      const status = row.status === "created"
+        ? yield* provider.placeOrder({
           requestId,
           purchaseId: row.id,
           itemId: row.itemId,
@@ -213,8 +213,7 @@ export const PurchaseWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
           tradeToken: parseTradeUrl(row.targetTradeUrl)?.token ?? "",
           sim: row.sim === null ? undefined : JSON.parse(row.sim) as SimHints
         })
-      }
-      const status = yield* provider.orderStatus(requestId)
+        : yield* provider.orderStatus(requestId)
       if (row.status === "created" && onlyTaken(status) && (yield* startProcessing(row, status))) return
       yield* apply(row.id, status)
     }).pipe(

@@ -89,11 +89,54 @@ const OrderRow = Schema.Struct({
 })
 const decodeOrderRows = Schema.decodeUnknown(Schema.Array(OrderRow))
 
+const ORDER_COLUMNS = `request_id AS "requestId", outcome, failure_code AS "failureCode", acknowledged_at AS "acknowledgedAt",
+  topup_until AS "topupUntil", offer_at AS "offerAt", decision_at AS "decisionAt", reversal_at AS "reversalAt",
+  trade_offer_id AS "tradeOfferId"`
+
+/** What an order reports at `now`. */
+const statusAt = (order: typeof OrderRow.Type, now: number): OrderStatus => {
+  const reached = (d: Date | null) => d !== null && d.getTime() <= now
+  const decided = reached(order.decisionAt)
+  const reversed = order.reversalAt !== null && reached(order.reversalAt)
+  const future = [order.topupUntil, order.acknowledgedAt, order.offerAt, order.decisionAt, order.reversalAt]
+    .filter((d): d is Date => d !== null && d.getTime() > now)
+    .sort((a, b) => a.getTime() - b.getTime())
+  const failure = order.failureCode ?? "UNKNOWN"
+  return {
+    waitingTopUp: order.topupUntil !== null && !reached(order.topupUntil),
+    acknowledged: reached(order.acknowledgedAt),
+    tradeOffer: order.tradeOfferId !== null && reached(order.offerAt)
+      ? { id: order.tradeOfferId, url: `https://steamcommunity.com/tradeoffer/${order.tradeOfferId}/` }
+      : undefined,
+    outcome: !decided
+      ? { _tag: "pending" }
+      : order.outcome === "failed"
+      ? { _tag: "failed", code: failure as FailureCode, message: FAILURE_MESSAGES[failure] ?? "Failed.", refundable: !NO_REFUND.includes(failure) }
+      : { _tag: "completed" },
+    reversal: order.outcome === "reverted" && reversed ? failure as Reversal : undefined,
+    nextChangeAt: future[0]
+  }
+}
+
 export const ProviderSimLive = Layer.effect(PurchaseProvider, Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   const settings = yield* Settings
   const buySyncWaitMs = settings.buySyncWaitSeconds * 1000
 
+  const orderStatus = (requestId: string) =>
+    Effect.gen(function*() {
+      const rows = yield* sql`SELECT ${sql.literal(ORDER_COLUMNS)} FROM sim_provider_orders WHERE request_id = ${requestId}`.pipe(
+        Effect.flatMap(decodeOrderRows)
+      )
+      const order = Option.getOrThrowWith(Option.fromNullable(rows[0]), () => new Error(`unknown provider order ${requestId}`))
+      return statusAt(order, yield* Clock.currentTimeMillis)
+    }).pipe(Effect.orDie, Effect.withSpan("ProviderSim.orderStatus"))
+
+  /**
+   * Writes the order and reads it back in one statement. An order placed before is read by the
+   * same statement, unless it was placed concurrently (committed after the statement's snapshot):
+   * then it is read on its own.
+   */
   const placeOrder = (request: OrderRequest) =>
     Effect.gen(function*() {
       const now = yield* Clock.currentTimeMillis
@@ -103,47 +146,22 @@ export const ProviderSimLive = Layer.effect(PurchaseProvider, Effect.gen(functio
       const offer = ack + p.offerMs
       const decision = p.beforeAck ? p.ackMs : offer + p.decisionMs
       const offerId = p.beforeAck ? null : String(BigInt("0x" + createHash("sha256").update(request.requestId).digest("hex").slice(0, 12)) % 10_000_000_000n + 1_000_000_000n)
-      yield* sql`
-        INSERT INTO sim_provider_orders (request_id, purchase_id, outcome, failure_code, acknowledged_at, topup_until,
-          offer_at, decision_at, reversal_at, trade_offer_id)
-        VALUES (${request.requestId}, ${request.purchaseId}, ${p.outcome}, ${p.failureCode},
-          ${p.beforeAck ? null : at(ack)}, ${p.topUpMs > 0 ? at(p.topUpMs) : null}, ${p.beforeAck ? null : at(offer)},
-          ${at(decision)}, ${p.reversalMs === null ? null : at(decision + p.reversalMs)}, ${offerId})
-        ON CONFLICT (request_id) DO NOTHING`
-    }).pipe(Effect.orDie, Effect.withSpan("ProviderSim.placeOrder"))
-
-  const orderStatus = (requestId: string) =>
-    Effect.gen(function*() {
       const rows = yield* sql`
-        SELECT request_id AS "requestId", outcome, failure_code AS "failureCode", acknowledged_at AS "acknowledgedAt",
-               topup_until AS "topupUntil", offer_at AS "offerAt", decision_at AS "decisionAt",
-               reversal_at AS "reversalAt", trade_offer_id AS "tradeOfferId"
-        FROM sim_provider_orders WHERE request_id = ${requestId}`.pipe(Effect.flatMap(decodeOrderRows))
-      const order = Option.getOrThrowWith(Option.fromNullable(rows[0]), () => new Error(`unknown provider order ${requestId}`))
-      const now = yield* Clock.currentTimeMillis
-      const reached = (d: Date | null) => d !== null && d.getTime() <= now
-      const decided = reached(order.decisionAt)
-      const reversed = order.reversalAt !== null && reached(order.reversalAt)
-      const future = [order.topupUntil, order.acknowledgedAt, order.offerAt, order.decisionAt, order.reversalAt]
-        .filter((d): d is Date => d !== null && d.getTime() > now)
-        .sort((a, b) => a.getTime() - b.getTime())
-      const failure = order.failureCode ?? "UNKNOWN"
-      const status: OrderStatus = {
-        waitingTopUp: order.topupUntil !== null && !reached(order.topupUntil),
-        acknowledged: reached(order.acknowledgedAt),
-        tradeOffer: order.tradeOfferId !== null && reached(order.offerAt)
-          ? { id: order.tradeOfferId, url: `https://steamcommunity.com/tradeoffer/${order.tradeOfferId}/` }
-          : undefined,
-        outcome: !decided
-          ? { _tag: "pending" }
-          : order.outcome === "failed"
-          ? { _tag: "failed", code: failure as FailureCode, message: FAILURE_MESSAGES[failure] ?? "Failed.", refundable: !NO_REFUND.includes(failure) }
-          : { _tag: "completed" },
-        reversal: order.outcome === "reverted" && reversed ? failure as Reversal : undefined,
-        nextChangeAt: future[0]
-      }
-      return status
-    }).pipe(Effect.orDie, Effect.withSpan("ProviderSim.orderStatus"))
+        WITH placed AS (
+          INSERT INTO sim_provider_orders (request_id, purchase_id, outcome, failure_code, acknowledged_at, topup_until,
+            offer_at, decision_at, reversal_at, trade_offer_id)
+          VALUES (${request.requestId}, ${request.purchaseId}, ${p.outcome}, ${p.failureCode},
+            ${p.beforeAck ? null : at(ack)}, ${p.topUpMs > 0 ? at(p.topUpMs) : null}, ${p.beforeAck ? null : at(offer)},
+            ${at(decision)}, ${p.reversalMs === null ? null : at(decision + p.reversalMs)}, ${offerId})
+          ON CONFLICT (request_id) DO NOTHING
+          RETURNING ${sql.literal(ORDER_COLUMNS)})
+        SELECT * FROM placed
+        UNION ALL
+        SELECT ${sql.literal(ORDER_COLUMNS)} FROM sim_provider_orders
+        WHERE request_id = ${request.requestId} AND NOT EXISTS (SELECT 1 FROM placed)`.pipe(Effect.flatMap(decodeOrderRows))
+      const order = rows[0]
+      return order === undefined ? yield* orderStatus(request.requestId) : statusAt(order, yield* Clock.currentTimeMillis)
+    }).pipe(Effect.orDie, Effect.withSpan("ProviderSim.placeOrder"))
 
   return { placeOrder, orderStatus }
 }))

@@ -1,0 +1,106 @@
+/**
+ * The simulated provider's order book (src/Providers/Simulator/ProviderSim.ts) on a fresh test
+ * database (PGlite, or PostgreSQL when DATABASE_URL is set): placing an order reports its status;
+ * placing the same request id again, also many times at once, is one order with one status; the
+ * status read later is the one placing reported; an unknown order is a defect. Real time (no
+ * TestClock): the order book dates orders by the clock.
+ */
+import * as Reactivity from "@effect/experimental/Reactivity"
+import { expect, layer } from "@effect/vitest"
+import { SqlClient } from "@effect/sql"
+import { PgClient } from "@effect/sql-pg"
+import { ConfigProvider, Effect, Exit, Fiber, Layer, Redacted } from "effect"
+import { randomUUID } from "node:crypto"
+import { Settings } from "../../src/Config.js"
+import { migrate } from "../../src/Db/Migrations.js"
+import * as Pglite from "../../src/Db/Pglite.js"
+import { type OrderRequest, PurchaseProvider } from "../../src/Providers/PurchaseProvider.js"
+import { ProviderSimLive } from "../../src/Providers/Simulator/ProviderSim.js"
+import { freshDatabase } from "../support/database.js"
+
+const DatabaseTest = Layer.unwrapScoped(Effect.gen(function*() {
+  const database = yield* Effect.acquireRelease(Effect.promise(freshDatabase), (db) => Effect.promise(db.drop))
+  if (database.url === undefined) return Pglite.layer(`${database.dataDir}/pg`)
+  const client = PgClient.layer({ url: Redacted.make(database.url) }).pipe(Layer.provide(Reactivity.layer))
+  return Layer.provideMerge(Layer.effectDiscard(migrate), client)
+}))
+
+const SettingsTest = Settings.Default.pipe(
+  Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map([["SIM_TIME_SCALE", "1"], ["BUY_SYNC_WAIT_SECONDS", "30"]]))))
+)
+
+const ProviderTest = Layer.provideMerge(ProviderSimLive, Layer.merge(DatabaseTest, SettingsTest))
+
+const order = (token = "abcdEFGH"): OrderRequest => ({
+  requestId: randomUUID(),
+  purchaseId: randomUUID(),
+  itemId: null,
+  priceCents: 1_234,
+  tradeToken: token,
+  sim: undefined
+})
+
+layer(ProviderTest, { timeout: 60_000, excludeTestServices: true })("the simulated provider's orders", (it) => {
+  it.effect("placing reports the order's status, and placing it again is the same order", () =>
+    Effect.gen(function*() {
+      const provider = yield* PurchaseProvider
+      const request = order()
+      const placed = yield* provider.placeOrder(request)
+      expect(placed).toMatchObject({ waitingTopUp: false, acknowledged: false, tradeOffer: undefined, outcome: { _tag: "pending" } })
+      expect(placed.nextChangeAt).toBeInstanceOf(Date)
+      expect(placed.nextChangeAt!.getTime()).toBeGreaterThan(Date.now())
+      yield* Effect.sleep("20 millis")
+      // a second placement (later, so its own plan's times would differ) finds the first order
+      const again = yield* provider.placeOrder({ ...request, purchaseId: randomUUID() })
+      expect(again).toEqual(placed)
+      expect(yield* provider.orderStatus(request.requestId)).toEqual(placed)
+    }))
+
+  it.effect("many placements of one request id at once make one order, and all report it", () =>
+    Effect.gen(function*() {
+      const provider = yield* PurchaseProvider
+      const sql = yield* SqlClient.SqlClient
+      const request = order()
+      const statuses = yield* Effect.all(Array.from({ length: 20 }, () => provider.placeOrder(request)), { concurrency: "unbounded" })
+      const stored = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM sim_provider_orders WHERE request_id = ${request.requestId}`
+      expect(stored[0]!.n).toBe(1)
+      const read = yield* provider.orderStatus(request.requestId)
+      for (const status of statuses) expect(status).toEqual(read)
+    }))
+
+  it.effect("a placement that waits for a concurrent one (not yet committed) reports the order that one made", () =>
+    Effect.gen(function*() {
+      const provider = yield* PurchaseProvider
+      const sql = yield* SqlClient.SqlClient
+      const request = order()
+      // the first placement's transaction stays open while the second one is sent: on PostgreSQL
+      // the second waits for it, and its statement's snapshot does not see the order (PGlite runs
+      // the second after the transaction)
+      const first = yield* Effect.fork(sql.withTransaction(Effect.zipLeft(provider.placeOrder(request), Effect.sleep("300 millis"))))
+      yield* Effect.sleep("100 millis")
+      const second = yield* provider.placeOrder({ ...request, purchaseId: randomUUID() })
+      expect(second).toEqual(yield* Fiber.join(first))
+    }))
+
+  it.effect("an order that fails at acquisition reports its failure once decided", () =>
+    Effect.gen(function*() {
+      const provider = yield* PurchaseProvider
+      const request = order("badtoken")
+      const placed = yield* provider.placeOrder(request)
+      expect(placed.outcome._tag).toBe("pending")
+      yield* Effect.sleep(placed.nextChangeAt!.getTime() - Date.now() + 20)
+      expect((yield* provider.orderStatus(request.requestId)).outcome).toEqual({
+        _tag: "failed",
+        code: "INVALID_TRADE_URL",
+        message: "The trade URL or its token is invalid or revoked.",
+        refundable: true
+      })
+    }))
+
+  it.effect("an unknown order is a defect", () =>
+    Effect.gen(function*() {
+      const provider = yield* PurchaseProvider
+      const exit = yield* Effect.exit(provider.orderStatus(randomUUID()))
+      expect(Exit.isFailure(exit) && exit.cause._tag === "Die").toBe(true)
+    }))
+})
