@@ -71,6 +71,8 @@ export class CatalogueEngine extends Effect.Service<CatalogueEngine>()("Catalogu
     let epoch = 0
     let cursor = 0
     let loaded = false
+    /** Changes whenever the index does (a load, a batch of changes): what a cached page is of. */
+    let version = 0
     const firstLoad = yield* Deferred.make<void>()
     /** Whether the supplier sync has reconciled the catalogue at least once (readiness, first dump). */
     let synced = false
@@ -110,6 +112,7 @@ export class CatalogueEngine extends Effect.Service<CatalogueEngine>()("Catalogu
       const fresh = CatalogueIndex.bulk(entries, interner)
       const changedEpoch = loaded && state.epoch !== epoch
       index = fresh
+      version++
       epoch = state.epoch
       cursor = state.head
       ring.length = 0
@@ -162,6 +165,7 @@ export class CatalogueEngine extends Effect.Service<CatalogueEngine>()("Catalogu
         }
         const from = cursor + 1
         cursor = rows[rows.length - 1]!.seq
+        version++
         ring.push(...changes)
         if (ring.length > RING_SIZE) ring.splice(0, ring.length - RING_SIZE)
         publish({ _tag: "changes", epoch, from, to: cursor, changes })
@@ -222,6 +226,8 @@ export class CatalogueEngine extends Effect.Service<CatalogueEngine>()("Catalogu
       /** Waits until the index is loaded and the catalogue reflects the supplier once. */
       awaitSynced: Effect.repeat(Effect.sync(() => loaded && synced), { until: (done) => done, schedule: Schedule.spaced("100 millis") }),
       cursor: () => cursor,
+      /** A number that changes whenever the index changes (answers built from it may be reused until then). */
+      version: () => version,
       page: (filters: ListFilters, sort: SortOrder, after: Keyed | undefined, limit: number): Page =>
         index.page(filters, sort, after, limit),
       /** The whole index at one cursor, taken synchronously (nothing can change it meanwhile). */

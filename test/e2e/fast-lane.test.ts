@@ -4,9 +4,11 @@
  * the fast lane, and both must answer alike; whatever the fast lane does not take (errors, a
  * blocked merchant, a revoked key, an empty bucket) is answered by HttpApi as before.
  */
+import { randomUUID } from "node:crypto"
 import { once } from "node:events"
 import { connect } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { putItems, simpleItem } from "../support/catalogue.js"
 import { expectError } from "../support/expectations.js"
 import type { JsonResponse, RunningServer } from "../support/server.js"
 import { fastLaneAnswers, startServer } from "../support/server.js"
@@ -201,6 +203,30 @@ describe("fast lane", () => {
     expect(next.status).toBe(200)
     expect(next.json.items.map((item: { id: string }) => item.id)).not.toContain(victim.id)
     expect(next.json.items[0].id).toBe(first.json.items[1].id)
+  })
+
+  it("answers a repeated search from the live catalogue: a price change and a new item show in the next answer", async () => {
+    const name = `Cache Probe | ${randomUUID()} (Field-Tested)`
+    const [first] = await putItems(server, [simpleItem(randomUUID(), 500, name)])
+    const m = await server.createMerchant()
+    const path = `/items/search?market_hash_name=${encodeURIComponent(name)}`
+    const prices = (res: JsonResponse) => res.json.results.map((item: { id: string; price: number }) => [item.id, item.price])
+    let seen = await server.api(path, { key: m.apiKey })
+    for (let tries = 0; tries < 3 && seen.json.results.length === 0; tries++) {
+      await new Promise((resolve) => setTimeout(resolve, 200))
+      seen = await server.api(path, { key: m.apiKey })
+    }
+    expect(prices(seen)).toEqual([[first, 5]])
+    // the same answer again, now from the fast lane
+    expect((await server.api(path, { key: m.apiKey })).text).toBe(seen.text)
+    const second = randomUUID()
+    await putItems(server, [simpleItem(first!, 300, name), simpleItem(second, 400, name)])
+    let next = await server.api(path, { key: m.apiKey })
+    for (let tries = 0; tries < 2 && prices(next).length < 2; tries++) {
+      await new Promise((resolve) => setTimeout(resolve, 200))
+      next = await server.api(path, { key: m.apiKey })
+    }
+    expect(prices(next)).toEqual([[first, 3], [second, 4]])
   })
 
   it("shares the merchant's bucket with HttpApi: the burst, then 429 with Retry-After", async () => {
