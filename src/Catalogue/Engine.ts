@@ -37,8 +37,9 @@ const LOAD_PAGE = 20_000
 /**
  * Changes applied at a time: a batch is applied without a break (its cursor must match the index),
  * so it is kept to tens of milliseconds; a large transaction (a reconcile) is applied in several.
+ * 500 at a time held the event loop for up to 74 ms at 1,000,000 items (bench/RESULTS.md).
  */
-const TAIL_BATCH = 500
+const TAIL_BATCH = 200
 const POLL_INTERVAL = "1 second"
 /** Recent changes kept in memory for resuming clients; older ones are read from the log. */
 const RING_SIZE = 50_000
