@@ -173,6 +173,26 @@ export const makeFastLane = (routes: ReadonlyArray<FastRoute>, postRoutes: Reado
       }
     }
 
+    const authenticate = (request: IncomingMessage) =>
+      authenticator.authenticateCached(request.headers.authorization, request.socket.remoteAddress ?? "unknown", Date.now())
+
+    /** Passes a request on to HttpApi after all, giving back the token its fast-lane answer took. */
+    const passOn = (merchantId: string, fallback: () => void) => () => {
+      authenticator.giveBackCached(merchantId)
+      fallback()
+    }
+
+    /**
+     * Sends an answer that comes asynchronously with `sendIt`; one that turns out not to be one
+     * (undefined, or a failure, which is counted) is passed on with `back`.
+     */
+    const settle = <A>(answer: Promise<A | undefined>, response: ServerResponse, sendIt: (a: A) => void, back: () => void) => {
+      answer.then((a) => a === undefined ? back() : sendIt(a)).catch(() => {
+        failures.inc()
+        if (!response.headersSent) back()
+      })
+    }
+
     const answer = (request: IncomingMessage, response: ServerResponse, fallback: Fallback): boolean => {
       if (request.method === "POST" && request.url !== undefined) return answerPost(request, response, fallback)
       if (request.method !== "GET" || request.url === undefined) return false
@@ -183,27 +203,15 @@ export const makeFastLane = (routes: ReadonlyArray<FastRoute>, postRoutes: Reado
       if (route === undefined) return false
       const respond = prepared(route, request.url, queryAt)
       if (respond === undefined) return false
-      const authenticated = authenticator.authenticateCached(
-        request.headers.authorization,
-        request.socket.remoteAddress ?? "unknown",
-        Date.now()
-      )
+      const authenticated = authenticate(request)
       if (authenticated === undefined) return false
       const body = respond(authenticated.merchant)
       if (!(body instanceof Promise)) {
         send(request, response, path, started, authenticated.headers, body)
         return true
       }
-      const passOn = () => {
-        authenticator.giveBackCached(authenticated.merchant.id)
-        fallback()
-      }
-      body.then((text) => text === undefined ? passOn() : send(request, response, path, started, authenticated.headers, text))
-        // the HttpApi path runs the same read again and answers (and logs) whatever it meets
-        .catch(() => {
-          failures.inc()
-          if (!response.headersSent) passOn()
-        })
+      // the HttpApi path runs the same read again and answers (and logs) whatever it meets
+      settle(body, response, (text) => send(request, response, path, started, authenticated.headers, text), passOn(authenticated.merchant.id, () => fallback()))
       return true
     }
 
@@ -215,11 +223,7 @@ export const makeFastLane = (routes: ReadonlyArray<FastRoute>, postRoutes: Reado
         !request.headers["content-type"]?.startsWith("application/json")
       ) return false
       const started = performance.now()
-      const authenticated = authenticator.authenticateCached(
-        request.headers.authorization,
-        request.socket.remoteAddress ?? "unknown",
-        Date.now()
-      )
+      const authenticated = authenticate(request)
       if (authenticated === undefined) return false
       if (!route.admits(authenticated.merchant)) {
         authenticator.giveBackCached(authenticated.merchant.id)
@@ -231,26 +235,19 @@ export const makeFastLane = (routes: ReadonlyArray<FastRoute>, postRoutes: Reado
       request.on("error", () => undefined)
       request.on("end", () => {
         const bytes = Buffer.concat(chunks)
-        const passOn = () => {
-          authenticator.giveBackCached(authenticated.merchant.id)
-          fallback(replayOf(request, bytes))
-        }
+        const back = passOn(authenticated.merchant.id, () => fallback(replayOf(request, bytes)))
         let body: unknown
         try {
           body = JSON.parse(bytes.toString("utf8"))
         } catch {
-          return passOn()
+          return back()
         }
-        route.answer(body, authenticated.merchant)
-          .then((answered) =>
-            answered === undefined
-              ? passOn()
-              : send(request, response, request.url!, started, authenticated.headers, answered.body, answered.status)
-          )
-          .catch(() => {
-            failures.inc()
-            if (!response.headersSent) passOn()
-          })
+        settle(
+          route.answer(body, authenticated.merchant),
+          response,
+          (answered) => send(request, response, request.url!, started, authenticated.headers, answered.body, answered.status),
+          back
+        )
       })
       return true
     }

@@ -19,7 +19,7 @@ import type { PurchaseStatus } from "../Domain/Purchase.js"
 import { Ledger } from "../Ledger/Ledger.js"
 import { Outbox } from "../Webhooks/Outbox.js"
 import { PurchaseNotifications } from "./Notifications.js"
-import { decodeRows, decodeRowsEither, purchaseColumns, purchaseEventData, type PurchaseRow } from "./Rows.js"
+import { decodeRows, purchaseColumns, purchaseEventData, type PurchaseRow } from "./Rows.js"
 
 export interface Recipient {
   readonly tradeUrl: string
@@ -72,9 +72,9 @@ export type RequestRow = typeof RequestRow.Type
 const BuyResult = Schema.Struct({ balanceAfterCents: Int8, logNotified: Schema.NullOr(Schema.Unknown) })
 
 // Decoders built once: a schema built per call is compiled again on every call.
-const decodeLockedItems = Schema.decodeUnknown(Schema.Array(LockedItem))
-const decodeLockedItemsEither = Schema.decodeUnknownEither(Schema.Array(LockedItem))
-const decodeBuyResultEither = Schema.decodeUnknownEither(BuyResult)
+// Eithers, so that they serve the fast lane's promises and, as Effects, the Effect path alike.
+const decodeLockedItems = Schema.decodeUnknownEither(Schema.Array(LockedItem))
+const decodeBuyResult = Schema.decodeUnknownEither(BuyResult)
 const decodeRequestRows = Schema.decodeUnknown(Schema.Array(RequestRow))
 
 /** Why the locked item cannot be bought at max_price (spec 4.3), or undefined when it can. */
@@ -96,10 +96,10 @@ const boughtOf = (
 ): Either.Either<{ readonly purchase: PurchaseRow; readonly balanceCents: number }, InsufficientBalance | ItemUnavailable | ParseResult.ParseError> =>
   rows.length === 0
     ? Either.left(new InsufficientBalance({ message: `Available balance is below the live price ${(item.priceCents / 100).toFixed(2)}.` }))
-    : Either.flatMap(decodeBuyResultEither(rows[0]), (result) =>
+    : Either.flatMap(decodeBuyResult(rows[0]), (result) =>
       result.logNotified === null
         ? Either.left<ItemUnavailable | ParseResult.ParseError>(new ItemUnavailable({ message: "The item is no longer available (sold, reserved or removed)." }))
-        : Either.map(decodeRowsEither(rows), (purchases) => ({ purchase: purchases[0]!, balanceCents: result.balanceAfterCents })))
+        : Either.map(decodeRows(rows), (purchases) => ({ purchase: purchases[0]!, balanceCents: result.balanceAfterCents })))
 
 /** Serialization failures and deadlocks are the real concurrent-update conflicts. */
 const isConflict = (error: SqlError.SqlError) => {
@@ -241,7 +241,7 @@ export class Purchases extends Effect.Service<Purchases>()("Purchases", {
     const createByIdDirect = Option.map(directTransactions, (transaction) => (input: BuyByIdRequest) =>
       transaction(async ({ query, queryAndCommit }) => {
         const [inserted, locked] = await Promise.all([query(...insertRequest(input).compile()), query(...lockItem(input.itemId).compile())])
-        const row = Either.getOrUndefined(decodeLockedItemsEither(locked))?.[0]
+        const row = Either.getOrUndefined(decodeLockedItems(locked))?.[0]
         if (inserted.length === 0 || row === undefined || itemRefusal(row, input) !== undefined) return undefined
         const rows = await queryAndCommit(...buyStatement({ ...input, attempt: 1 }, row, true).compile())
         // committed, the rows are the purchase's (a decoding failure would be a defect of the statement)

@@ -37,8 +37,8 @@ export const PurchaseRow = Schema.Struct({
 })
 export type PurchaseRow = typeof PurchaseRow.Type
 
-export const decodeRows = Schema.decodeUnknown(Schema.Array(PurchaseRow))
-export const decodeRowsEither = Schema.decodeUnknownEither(Schema.Array(PurchaseRow))
+/** Decodes purchase rows; an Either, so that it also serves as an Effect (`Effect.flatMap(decodeRows)`). */
+export const decodeRows = Schema.decodeUnknownEither(Schema.Array(PurchaseRow))
 
 export const purchaseColumns = (sql: SqlClient.SqlClient) => sql`
   id, merchant_id AS "merchantId", custom_id AS "customId", attempt, item_id AS "itemId",
