@@ -2,7 +2,7 @@
  * The full dump (spec 2.7, 4.2): rebuilt by a supervised fiber every DUMP_INTERVAL_SECONDS from the
  * engine's snapshot (the index's id-prefix buckets, copied by reference), whose epoch and cursor
  * are taken with it. The JSON is assembled in pieces (runs of buckets) from each item's ready
- * bytes, written into reused buffers; each piece is deflated on libuv's thread pool and ends on a
+ * bytes, written into the shared input of a deflate worker (DeflateWorkers.ts); each piece ends on a
  * sync flush, so the pieces join into one valid gzip member (as pigz does) with a CRC-32 combined
  * from the pieces'. A piece whose buckets did not change since the last build is copied from the
  * last file. The event loop only compares buckets and copies bytes, a piece at a time.
@@ -16,6 +16,7 @@ import { Fibers } from "../Ops/Fibers.js"
 import { Metrics } from "../Ops/Metrics.js"
 import { Readiness } from "../Ops/Readiness.js"
 import { crc32Combine } from "./Crc32.js"
+import { makeDeflateSlots, type Piece } from "./DeflateWorkers.js"
 import { type DumpFile, dumpDirectory, openDumpFile, type Source } from "./DumpFile.js"
 import { CatalogueEngine } from "./Engine.js"
 import { BUCKET_BITS, type Entry, jsonListLength, writeJsonList } from "./Index.js"
@@ -23,12 +24,14 @@ import { BUCKET_BITS, type Entry, jsonListLength, writeJsonList } from "./Index.
 /** Items per piece, about: a piece is a run of id-prefix buckets, as many pieces as this makes. */
 const PIECE_ITEMS = 1_500
 /**
- * Pieces deflated at once on the thread pool. Two on two cores: with three, a full rebuild at 2.5M
- * took 34 s instead of 41 but the event loop waited longer for a CPU (delay 321 ms against 236).
+ * Deflate workers: two on two cores. With three deflations at once (on libuv's pool then), a full
+ * rebuild at 2.5M took 34 s instead of 41 but the event loop waited longer for a CPU (delay 321 ms
+ * against 236).
  */
-const PIECE_CONCURRENCY = 2
+const DEFLATE_WORKERS = 2
+/** Pieces in flight: two per worker, so a worker has its next piece while its last is written out. */
+const PIECE_SLOTS = 4
 const GZIP_LEVEL = 1
-const DEFLATE_CHUNK = 1024 * 1024
 /** Smallest buffer a piece's JSON is written into (a piece is about 1.5 MB). */
 const PIECE_BUFFER_BYTES = 2 * 1024 * 1024
 
@@ -49,14 +52,6 @@ const GZIP_HEADER = Buffer.from([0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00,
 /** An empty final fixed-Huffman block: ends the deflate stream after the sync-flushed pieces. */
 const DEFLATE_END = Buffer.from([0x03, 0x00])
 
-const deflatePiece = (piece: Buffer) =>
-  Effect.async<Buffer, Error>((resume) => {
-    // one output chunk for the piece, about: zlib's 16 KiB default makes a thread-pool round trip
-    // and an event-loop callback per 16 KiB (bench/catalogue/deflate-pieces.mjs: 25-30 % slower)
-    zlib.deflateRaw(piece, { level: GZIP_LEVEL, finishFlush: zlib.constants.Z_SYNC_FLUSH, chunkSize: DEFLATE_CHUNK }, (error, out) =>
-      resume(error ? Effect.fail(error) : Effect.succeed(out)))
-  })
-
 const trailer = (crc: number, length: number) => {
   const buffer = Buffer.alloc(8)
   buffer.writeUInt32LE(crc >>> 0, 0)
@@ -64,14 +59,12 @@ const trailer = (crc: number, length: number) => {
   return buffer
 }
 
-/** Some JSON deflated on its own, ending on a sync flush, with its CRC-32 and length. */
-interface Piece {
-  readonly deflated: Buffer
-  readonly crc: number
-  readonly length: number
-}
-
-const pieceOf = (raw: Buffer) => Effect.map(deflatePiece(raw), (deflated): Piece => ({ deflated, crc: zlib.crc32(raw), length: raw.length }))
+/** A few bytes (the dump's head, tail, a comma) as a piece, deflated here: microseconds. */
+const smallPieceOf = (raw: Buffer): Piece => ({
+  deflated: zlib.deflateRawSync(raw, { level: GZIP_LEVEL, finishFlush: zlib.constants.Z_SYNC_FLUSH }),
+  crc: zlib.crc32(raw),
+  length: raw.length
+})
 
 /** A piece of the last build, in its dump file. */
 interface StoredPiece {
@@ -137,27 +130,19 @@ export class CatalogueDump extends Effect.Service<CatalogueDump>()("CatalogueDum
       buckets: ReadonlyArray<ReadonlyArray<Entry>>
       pieces: ReadonlyArray<StoredPiece | undefined>
     } = { bits: -1, buckets: [], pieces: [] }
-    const comma = yield* pieceOf(Buffer.from(","))
+    const comma = smallPieceOf(Buffer.from(","))
+    // Pieces are written into the slots' reused buffers, so a build leaves the GC no strings or
+    // buffers of item JSON (gigabytes at millions of items, which would trigger long full collections).
+    const slots = yield* makeDeflateSlots({ slots: PIECE_SLOTS, workers: DEFLATE_WORKERS, level: GZIP_LEVEL, initialBytes: PIECE_BUFFER_BYTES })
     const directory = yield* dumpDirectory(settings.dataDir)
     let builds = 0
     let unfinished: DumpFile | undefined
     let replaced: DumpFile | undefined
 
-    // Pieces are written into reused buffers, so a build leaves the GC no strings or buffers of
-    // item JSON (gigabytes at millions of items, which would trigger long full collections).
-    const freeBuffers: Array<Buffer> = []
-    const takeBuffer = (bytes: number) => {
-      const i = freeBuffers.findIndex((b) => b.length >= bytes)
-      return i >= 0 ? freeBuffers.splice(i, 1)[0]! : Buffer.allocUnsafeSlow(Math.max(bytes, PIECE_BUFFER_BYTES))
-    }
-    const giveBack = (buffer: Buffer) => {
-      if (freeBuffers.length <= PIECE_CONCURRENCY) freeBuffers.push(buffer)
-    }
-
     /**
      * Builds the dump. A piece is the items of a run of id-prefix buckets; a piece whose buckets
      * are the same arrays as in the last build is copied from the last file, the others are
-     * written from the items' ready JSON and deflated on the thread pool. The pieces join into one
+     * written from the items' ready JSON and deflated by the workers. The pieces join into one
      * gzip member with commas between them and a CRC-32 combined from theirs, written to a new file.
      */
     const build = Effect.gen(function*() {
@@ -167,11 +152,9 @@ export class CatalogueDump extends Effect.Service<CatalogueDump>()("CatalogueDum
       const bits = prefixBits(snapshot.size)
       const bucketsPerPiece = 2 ** (BUCKET_BITS - bits)
       const previous = cache.bits === bits ? cache : undefined
-      const [head, tail] = yield* Effect.all([
-        pieceOf(Buffer.from(`{"generated_at":"${generatedAt.toISOString()}","items_count":${snapshot.size},"items":[`)),
-        pieceOf(Buffer.from("]}"))
-      ])
-      // Written in order as pieces are ready, at most PIECE_CONCURRENCY deflating meanwhile, so a
+      const head = smallPieceOf(Buffer.from(`{"generated_at":"${generatedAt.toISOString()}","items_count":${snapshot.size},"items":[`))
+      const tail = smallPieceOf(Buffer.from("]}"))
+      // Written in order as pieces are ready, one piece per slot in flight meanwhile, so a
       // build holds a few pieces in memory, not the whole dump.
       const file = yield* openDumpFile(join(directory, `dump-${++builds}.gz`))
       unfinished = file.file
@@ -200,6 +183,7 @@ export class CatalogueDump extends Effect.Service<CatalogueDump>()("CatalogueDum
         })
       const pending: Array<Effect.Effect<void, Error>> = []
       let deflating = 0
+      let deflations = 0
       const drainOne = Effect.suspend(() => pending.shift() ?? Effect.void)
       for (let g = 0; g < stored.length; g++) {
         const from = g * bucketsPerPiece
@@ -212,19 +196,17 @@ export class CatalogueDump extends Effect.Service<CatalogueDump>()("CatalogueDum
         }
         const { count, bytes } = itemBytes(snapshot.buckets, from, to)
         if (count === 0) continue
-        const buffer = takeBuffer(bytes)
-        const raw = buffer.subarray(0, writeItems(buffer, snapshot.buckets, from, to))
-        const deflation = yield* Effect.fork(
-          // given back only once zlib is done with it (an interrupted deflation may still read it)
-          Effect.tap(pieceOf(raw), () => Effect.sync(() => giveBack(buffer)))
-        )
+        // write out everything up to the oldest deflation while every slot is busy: pending runs
+        // in order, so the slot taken next (in turn) has been written out
+        while (deflating >= slots.length) yield* drainOne
+        const slot = slots[deflations++ % slots.length]!
+        const input = slot.input(bytes)
+        const deflation = yield* Effect.fork(slot.deflate(writeItems(input, snapshot.buckets, from, to)))
         deflating++
         pending.push(Effect.flatMap(Fiber.join(deflation), (fresh) => {
           deflating--
           return place(g, fresh, fresh.deflated)
         }))
-        // write out everything up to the oldest deflation once enough are running
-        while (deflating >= PIECE_CONCURRENCY) yield* drainOne
         yield* yieldToEventLoop
       }
       while (pending.length > 0) yield* drainOne
@@ -309,7 +291,6 @@ export class CatalogueDump extends Effect.Service<CatalogueDump>()("CatalogueDum
 
     return {
       current: () => Option.fromNullable(current),
-      build,
       acquireDownload,
       releaseDownload,
       gzipStream,
