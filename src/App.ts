@@ -8,6 +8,7 @@ import { SyncLive } from "./Catalogue/Sync.js"
 import { ProviderSimLive } from "./Providers/Simulator/ProviderSim.js"
 import { SupplierSimLive } from "./Providers/Simulator/SupplierSim.js"
 import { BuyByName } from "./Purchases/BuyByName.js"
+import { PurchaseHandover } from "./Purchases/Handover.js"
 import { PurchaseNotifications } from "./Purchases/Notifications.js"
 import { Purchases } from "./Purchases/Purchases.js"
 import { PurchaseWorkerLive } from "./Purchases/Worker.js"
@@ -40,6 +41,8 @@ const Core = Layer.mergeAll(
   FeedClients.Default,
   CatalogueEngine.Default,
   PurchaseNotifications.Default,
+  // the same layer as Purchases' dependency: built once, so the buys and the worker share it
+  PurchaseHandover.Default,
   SupplierSimLive,
   ProviderSimLive
 )

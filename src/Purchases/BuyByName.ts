@@ -56,14 +56,14 @@ export class BuyByName extends Effect.Service<BuyByName>()("BuyByName", {
           const candidate = engine.page(filters, "price_asc", undefined, tried.size + 1).entries.find((e) => !tried.has(e.id))
           if (candidate === undefined) break
           tried.add(candidate.id)
-          const created = yield* sql.withTransaction(purchases.buyItem({
+          const created = yield* purchases.buyAttempt({
             merchantId: request.merchantId,
             itemId: candidate.id,
             maxPrice: request.maxPrice,
             customId: request.customId,
             attempt: attempts + 1,
             recipient: request.recipient
-          })).pipe(purchases.mapSqlErrors, Effect.catchTag("ParseError", Effect.die), Effect.either)
+          }).pipe(purchases.mapSqlErrors, Effect.catchTag("ParseError", Effect.die), Effect.either)
           if (created._tag === "Left") {
             if (created.left._tag === "InsufficientBalance") return yield* created.left
             continue // gone or repriced since the index saw it: pick the next one

@@ -1,8 +1,9 @@
 /**
  * Purchase change notifications: every transaction that changes a purchase sends
  * pg_notify('purchase_changed', id), delivered at commit to every process; here they fan out to
- * in-process waiters (buy-sync, buy-by-name) and wake the purchase worker: each one is a new
- * purchase or a step's end with its next schedule, which may give it work.
+ * in-process waiters (buy-sync, buy-by-name) and wake the purchase worker: each one is a step's
+ * end with its next schedule, which may give it work. A step of this process's own worker, which
+ * knows the schedule it wrote, does not wake it.
  */
 import { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
@@ -11,6 +12,9 @@ import { Fibers } from "../Ops/Fibers.js"
 
 export const PURCHASE_CHANGED = "purchase_changed"
 
+/** How long a change announced by `changingHere` may take to commit; an entry older than that (its transaction rolled back) wakes the worker again. */
+const HERE_EXPIRY_MS = 10_000
+
 export class PurchaseNotifications extends Effect.Service<PurchaseNotifications>()("PurchaseNotifications", {
   scoped: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
@@ -18,11 +22,33 @@ export class PurchaseNotifications extends Effect.Service<PurchaseNotifications>
     const fibers = yield* Fibers
     const changes = yield* PubSub.unbounded<string>()
     const work = yield* Queue.sliding<void>(1)
+    // purchase id -> until when its next notification is one of this process's worker's own changes
+    const here = new Map<string, number>()
+    const madeHere = (purchaseId: string) => {
+      const until = here.get(purchaseId)
+      here.delete(purchaseId)
+      return until !== undefined && until >= Date.now()
+    }
 
     yield* fibers.supervise("purchase-notifications", (beat) =>
       pg.listen(PURCHASE_CHANGED).pipe(Stream.runForEach((purchaseId) =>
-        Effect.all([PubSub.publish(changes, purchaseId), Queue.offer(work, undefined), beat], { discard: true })
+        Effect.all([
+          PubSub.publish(changes, purchaseId),
+          madeHere(purchaseId) ? Effect.void : Queue.offer(work, undefined),
+          beat
+        ], { discard: true })
       )))
+
+    /**
+     * This process's worker is about to commit a change of the purchase and schedules its next look
+     * itself: the change's notification (one) need not wake it.
+     */
+    const changingHere = (purchaseId: string) =>
+      Effect.sync(() => {
+        const now = Date.now()
+        if (here.size > 10_000) for (const [id, until] of here) if (until < now) here.delete(id)
+        here.set(purchaseId, now + HERE_EXPIRY_MS)
+      })
 
     /**
      * The notification as an SQL expression, to put in a statement of the transaction that changes
@@ -36,7 +62,7 @@ export class PurchaseNotifications extends Effect.Service<PurchaseNotifications>
     /** Completes when some purchase changed (the worker's wake-up). */
     const awaitWork = Queue.take(work)
 
-    return { notifying, subscribe, awaitWork } as const
+    return { notifying, subscribe, awaitWork, changingHere } as const
   }),
   dependencies: [Fibers.Default]
 }) {}

@@ -3,7 +3,8 @@
  * live item, checks it against max_price, debits the actual price, reserves the item (it leaves the
  * live catalogue through the change log), writes the purchase (with the request id the worker will
  * give the provider), its ledger row and the `purchase.created` event. Any failure rolls all of it
- * back: bad input changes nothing.
+ * back: bad input changes nothing. The purchase is written leased to this process's worker, and
+ * handed over to it once committed (Handover.ts).
  */
 import { SqlClient, SqlError } from "@effect/sql"
 import { Effect, Either, Option, type ParseResult, Schema } from "effect"
@@ -18,6 +19,7 @@ import { compareCents } from "../Domain/Money.js"
 import type { PurchaseStatus } from "../Domain/Purchase.js"
 import { Ledger } from "../Ledger/Ledger.js"
 import { Outbox } from "../Webhooks/Outbox.js"
+import { LEASE_SECONDS, PurchaseHandover } from "./Handover.js"
 import { PurchaseNotifications } from "./Notifications.js"
 import { decodeRows, purchaseColumns, purchaseEventData, type PurchaseRow } from "./Rows.js"
 
@@ -125,6 +127,7 @@ export class Purchases extends Effect.Service<Purchases>()("Purchases", {
     const outbox = yield* Outbox
     const notifications = yield* PurchaseNotifications
     const directTransactions = yield* DirectTransactions
+    const handover = yield* PurchaseHandover
 
     const byId = (merchantId: string, purchaseId: string) =>
       sql`SELECT ${purchaseColumns(sql)} FROM purchases WHERE id = ${purchaseId} AND merchant_id = ${merchantId}`.pipe(
@@ -197,17 +200,17 @@ export class Purchases extends Effect.Service<Purchases>()("Purchases", {
         inserted AS (
           INSERT INTO purchases (id, merchant_id, custom_id, attempt, item_id, market_hash_name, image_url, exterior, float,
             delivery_type, estimated_delivery_minutes, price_cents, provider_price_cents, sim, target_trade_url, target_steam_id,
-            provider_request_id)
+            provider_request_id, lease_owner, lease_until)
           SELECT ${purchaseId}, ${input.merchantId}, ${input.customId}, ${input.attempt}, ${input.itemId}, ${item.market_hash_name},
             ${item.image_url}, ${item.exterior}, ${item.float}, ${item.delivery_type}, ${item.estimated_delivery_minutes},
             ${row.priceCents}, ${row.providerPriceCents}, ${row.sim}, ${input.recipient.tradeUrl}, ${input.recipient.steamId},
-            ${randomUUID()}
+            ${randomUUID()}, ${handover.owner}, now() + make_interval(secs => ${LEASE_SECONDS})
           FROM debit
           RETURNING ${purchaseColumns(sql)}),
         ${outbox.stepWithBalanceAfter(created, "debit")},
         ${changeLog.reservationSteps(input.itemId, sql`EXISTS (SELECT 1 FROM debit)`)},
         bought AS (
-          SELECT inserted.*, debit.available_cents AS "balanceAfterCents", ${notifications.notifying(purchaseId)} AS notified,
+          SELECT inserted.*, debit.available_cents AS "balanceAfterCents",
             (SELECT pg_notify(${CHANGES_CHANNEL}, head_seq::text) FROM head) AS "logNotified"
           FROM inserted, debit)
         ${
@@ -230,6 +233,10 @@ export class Purchases extends Effect.Service<Purchases>()("Purchases", {
         return yield* boughtOf(yield* buyStatement(input, row!), row!)
       })
 
+    /** One by-name attempt: `buyItem` in its own transaction, the purchase handed over once committed. */
+    const buyAttempt = (input: BuyItemInput) =>
+      sql.withTransaction(buyItem(input)).pipe(Effect.tap(({ purchase }) => handover.handOver(purchase)))
+
     /**
      * /buy on the fast lane's direct transaction (PostgreSQL only): the same statements as
      * `createById` and the same checks, in two round trips: BEGIN, the idempotency record and the
@@ -245,7 +252,10 @@ export class Purchases extends Effect.Service<Purchases>()("Purchases", {
         if (inserted.length === 0 || row === undefined || itemRefusal(row, input) !== undefined) return undefined
         const rows = await queryAndCommit(...buyStatement({ ...input, attempt: 1 }, row, true).compile())
         // committed, the rows are the purchase's (a decoding failure would be a defect of the statement)
-        return rows === undefined ? undefined : Either.getOrThrow(boughtOf(rows, row))
+        if (rows === undefined) return undefined
+        const bought = Either.getOrThrow(boughtOf(rows, row))
+        handover.handOver(bought.purchase)
+        return bought
       }))
 
     const mapSqlErrors = <A, E, R>(effect: Effect.Effect<A, E | SqlError.SqlError, R>) =>
@@ -279,7 +289,12 @@ export class Purchases extends Effect.Service<Purchases>()("Purchases", {
         }
         const created = yield* buyItem({ ...input, attempt: 1 })
         return { _tag: "created" as const, ...created }
-      })).pipe(Effect.catchTag("ParseError", Effect.die), mapSqlErrors, Effect.withSpan("Purchases.createById"))
+      })).pipe(
+        Effect.tap((outcome) => outcome._tag === "created" ? handover.handOver(outcome.purchase) : undefined),
+        Effect.catchTag("ParseError", Effect.die),
+        mapSqlErrors,
+        Effect.withSpan("Purchases.createById")
+      )
 
     /** Lists a merchant's purchases, newest first (spec 4.3). */
     const list = (merchantId: string, query: ListQuery) =>
@@ -323,8 +338,8 @@ export class Purchases extends Effect.Service<Purchases>()("Purchases", {
         }
       }))
 
-    return { createById, createByIdDirect, buyItem, byId, latestByCustomId, request, availableCents, list, waitFor, mapSqlErrors } as const
+    return { createById, createByIdDirect, buyAttempt, byId, latestByCustomId, request, availableCents, list, waitFor, mapSqlErrors } as const
   }),
-  dependencies: [Ledger.Default, Outbox.Default, ChangeLog.Default]
+  dependencies: [Ledger.Default, Outbox.Default, ChangeLog.Default, PurchaseHandover.Default]
 }) {}
 

@@ -4,11 +4,14 @@
  * a purchase held by a dead process is resumed when its lease runs out. The provider request id is
  * recorded before the provider is called, so a resumed purchase asks for the same order, never a
  * second one. Every state change, its money movement and its events are one transaction.
+ *
+ * A purchase this process created comes leased and is handed over (Handover.ts): it is stepped at
+ * once, without a claim. A step's end tells the claimer when that purchase is next due, so its own
+ * notification does not wake the claimer to query what it already knows.
  */
 import { SqlClient, type Statement } from "@effect/sql"
-import { Effect, FiberSet, Layer, Option, Schema } from "effect"
+import { Effect, FiberSet, Layer, Option, Queue, Schema } from "effect"
 import { randomUUID } from "node:crypto"
-import { hostname } from "node:os"
 import type { SimHints } from "../Domain/CatalogItem.js"
 import { Int8 } from "../Domain/Db.js"
 import { parseTradeUrl } from "../Domain/TradeUrl.js"
@@ -17,12 +20,12 @@ import { Fibers } from "../Ops/Fibers.js"
 import { Metrics } from "../Ops/Metrics.js"
 import { type OrderStatus, PurchaseProvider } from "../Providers/PurchaseProvider.js"
 import { type EventType, Outbox } from "../Webhooks/Outbox.js"
+import { LEASE_SECONDS, PurchaseHandover } from "./Handover.js"
 import { PurchaseNotifications } from "./Notifications.js"
 import { decodeRows, purchaseColumns, purchaseEventData, type PurchaseRow } from "./Rows.js"
 
 const STEP_CONCURRENCY = 8
 const CLAIM_BATCH = 8
-const LEASE_SECONDS = 10
 const IDLE_WAIT_MS = 1_000
 /** A completed purchase is watched this long after the provider's last announced change. */
 const REVERSAL_WATCH_SLACK_MS = 60_000
@@ -38,7 +41,21 @@ export const PurchaseWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
   const notifications = yield* PurchaseNotifications
   const fibers = yield* Fibers
   const metrics = yield* Metrics
-  const owner = `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`
+  const handover = yield* PurchaseHandover
+  const owner = handover.owner
+
+  // The claimer's schedule: when it wakes from idling (-Infinity while it claims), and the earliest
+  // next look that this process's steps scheduled since its last claim began.
+  let claimerWakesAt = Number.NEGATIVE_INFINITY
+  let dueHere = Number.POSITIVE_INFINITY
+  const rescheduled = yield* Queue.sliding<void>(1)
+  /** A step of this process scheduled its purchase's next look (null: there is none, it is done). */
+  const dueBy = (at: Date | null) =>
+    Effect.suspend(() => {
+      if (at === null) return Effect.void
+      dueHere = Math.min(dueHere, at.getTime())
+      return at.getTime() < claimerWakesAt ? Queue.offer(rescheduled, undefined) : Effect.void
+    })
 
   /**
    * Leases up to CLAIM_BATCH due purchases and reads them in the same round trip. When there are
@@ -112,7 +129,7 @@ export const PurchaseWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
   const apply = (id: string, status: OrderStatus) =>
     sql.withTransaction(Effect.gen(function*() {
       const owned = yield* lockOwned(id)
-      if (Option.isNone(owned)) return
+      if (Option.isNone(owned)) return Option.none<Date | null>()
       let row = owned.value
       const update = (set: Statement.Fragment) => Effect.map(updateReturning(id, set), (updated) => { row = updated })
 
@@ -173,9 +190,12 @@ export const PurchaseWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
       const next = status.nextChangeAt
       const watchUntil = row.status === "completed" && next !== undefined ? new Date(next.getTime() + REVERSAL_WATCH_SLACK_MS) : null
       // notifying also when only the schedule changed: every claimer recomputes when to wake
-      yield* sql`UPDATE purchases SET ${released(nextStepAfter(status, stillInFlight), watchUntil)} WHERE id = ${id}
+      const nextStep = nextStepAfter(status, stillInFlight)
+      yield* notifications.changingHere(id)
+      yield* sql`UPDATE purchases SET ${released(nextStep, watchUntil)} WHERE id = ${id}
                  RETURNING ${notifications.notifying(id)}`
-    }))
+      return Option.some(nextStep)
+    })).pipe(Effect.flatMap(Option.match({ onNone: () => Effect.void, onSome: dueBy })))
 
   /** Whether the provider reports no more than that it has the order. */
   const onlyTaken = (status: OrderStatus) =>
@@ -189,13 +209,20 @@ export const PurchaseWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
    * `apply` finds that out and leaves it).
    */
   const startProcessing = (row: PurchaseRow, status: OrderStatus) =>
-    sql`
-      WITH moved AS (
-        UPDATE purchases SET status = 'processing', ${released(nextStepAfter(status, true), null)}
-        WHERE id = ${row.id} AND lease_owner = ${owner} AND status = 'created'
-        RETURNING id),
-      ${outbox.step({ merchantId: row.merchantId, type: "purchase.processing", orderId: row.id, data: purchaseEventData({ ...row, status: "processing" }) }, "moved")}
-      SELECT ${notifications.notifying(row.id)} FROM moved`.pipe(Effect.map((rows) => rows.length > 0))
+    Effect.gen(function*() {
+      const nextStep = nextStepAfter(status, true)
+      yield* notifications.changingHere(row.id)
+      const moved = yield* sql`
+        WITH moved AS (
+          UPDATE purchases SET status = 'processing', ${released(nextStep, null)}
+          WHERE id = ${row.id} AND lease_owner = ${owner} AND status = 'created'
+          RETURNING id),
+        ${outbox.step({ merchantId: row.merchantId, type: "purchase.processing", orderId: row.id, data: purchaseEventData({ ...row, status: "processing" }) }, "moved")}
+        SELECT ${notifications.notifying(row.id)} FROM moved`
+      if (moved.length === 0) return false
+      yield* dueBy(nextStep)
+      return true
+    })
 
   /**
    * One step of a purchase this worker leased (as read by the claim): the order is placed while
@@ -223,31 +250,41 @@ export const PurchaseWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
       Effect.withSpan("PurchaseWorker.step", { attributes: { purchase_id: row.id } })
     )
 
-  const idle = (due: Date | string | null) => {
-    const wait = due === null ? IDLE_WAIT_MS : Math.max(5, Math.min(IDLE_WAIT_MS, new Date(due).getTime() - Date.now()))
-    return Effect.raceFirst(notifications.awaitWork, Effect.sleep(wait))
-  }
+  /**
+   * Waits until the next due purchase the claim saw (`due`) or this process's steps scheduled, a
+   * notification of another process's change, or at most IDLE_WAIT_MS.
+   */
+  const idle = (due: Date | string | null) =>
+    Effect.suspend(() => {
+      const dueAt = Math.min(due === null ? Number.POSITIVE_INFINITY : new Date(due).getTime(), dueHere)
+      const wait = Math.max(5, Math.min(IDLE_WAIT_MS, dueAt - Date.now()))
+      claimerWakesAt = Date.now() + wait
+      return Effect.raceAll([notifications.awaitWork, Queue.take(rescheduled), Effect.sleep(wait)])
+    }).pipe(Effect.ensuring(Effect.sync(() => {
+      claimerWakesAt = Number.NEGATIVE_INFINITY
+    })))
 
   // One claimer per process hands leased purchases to at most STEP_CONCURRENCY steps at once; a
-  // notification wakes one query, not one per worker.
+  // notification wakes one query, not one per worker. Purchases handed over by this process's
+  // buys share the same steps.
   const steps = yield* Effect.makeSemaphore(STEP_CONCURRENCY)
+  const running = yield* FiberSet.make<void, never>()
+  const stepInTurn = (row: PurchaseRow) => Effect.zipRight(steps.take(1), FiberSet.run(running, Effect.ensuring(step(row), steps.release(1))))
   yield* fibers.supervise("purchase-worker", (beat) =>
-    Effect.scoped(Effect.gen(function*() {
-      const running = yield* FiberSet.make<void, never>()
-      yield* Effect.forever(Effect.gen(function*() {
-        const claimed = yield* claim
-        yield* beat
-        if (claimed.purchases.length === 0) return yield* idle(claimed.due)
-        for (const row of claimed.purchases) {
-          yield* steps.take(1)
-          yield* FiberSet.run(running, Effect.ensuring(step(row), steps.release(1)))
-        }
-        // A full batch may have left more due work: claim again at once. A partial one took all
-        // that was due; what falls due next announces itself (a new purchase, a step's schedule),
-        // and a lease that runs out is seen within IDLE_WAIT_MS.
-        if (claimed.purchases.length < CLAIM_BATCH) yield* idle(null)
-      }))
+    Effect.forever(Effect.gen(function*() {
+      // what this claim sees due need not be remembered from earlier steps
+      dueHere = Number.POSITIVE_INFINITY
+      const claimed = yield* claim
+      yield* beat
+      if (claimed.purchases.length === 0) return yield* idle(claimed.due)
+      for (const row of claimed.purchases) yield* stepInTurn(row)
+      // A full batch may have left more due work: claim again at once. A partial one took all
+      // that was due; what falls due next announces itself (this process's steps, another's
+      // notification), and a lease that runs out is seen within IDLE_WAIT_MS.
+      if (claimed.purchases.length < CLAIM_BATCH) yield* idle(null)
     })))
+  yield* fibers.supervise("purchase-handover", (beat) =>
+    Effect.forever(Effect.flatMap(handover.take, (row) => Effect.zipRight(stepInTurn(row), beat))))
 
   const byStatus = metrics.gauge({ name: "purchases", help: "Purchases by status", labelNames: ["status"] })
   const queueDepth = metrics.gauge({ name: "purchase_worker_queue_depth", help: "In-flight purchases due for a worker step" })

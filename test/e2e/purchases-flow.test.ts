@@ -360,6 +360,27 @@ describe("the state machine of every simulator token (spec 2.2, 3.1, 7.3; CONTRA
     }).then((ids) => expect(ids).toEqual([stays]))
     expectError(await buy(server, m, buyBody({ itemId: failed, maxPrice: 3 })), 409, "MERCHANT_ITEM_UNAVAILABLE")
   })
+
+  it("a new purchase is handed to the worker of the process that bought it (its purchase-handover fiber beats)", async () => {
+    const handoverBeat = async () => {
+      const res = await fetch(`${server.opsUrl}/ops/fibers`)
+      const { fibers } = await res.json() as { fibers: Array<{ name: string; state: string; last_heartbeat: string | null }> }
+      const fiber = fibers.find((f) => f.name === "purchase-handover")
+      expect(fiber?.state).toBe("running")
+      return fiber?.last_heartbeat ?? null
+    }
+    const before = await handoverBeat()
+    const m = await fundedMerchant(server, 10_000)
+    const res = expectPurchaseCreated(await buy(server, m, buyBody({ itemId: await loadItem(server, 250), maxPrice: 3 })), 201)
+    await pollUntil("the handover fiber's beat", async () => {
+      const beat = await handoverBeat()
+      return beat !== null && beat !== before ? beat : undefined
+    }, 10_000)
+    await pollUntil("the purchase stepped", async () => {
+      const detail = await getPurchase(server, m, res.purchase_id)
+      return detail.status !== "created" ? detail.status : undefined
+    }, 10_000)
+  })
 })
 
 describe("GET /purchases (spec 4.3)", () => {
