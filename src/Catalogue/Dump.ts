@@ -19,6 +19,7 @@ import { crc32Combine } from "./Crc32.js"
 import { makeDeflateSlots, type Piece } from "./DeflateWorkers.js"
 import { type DumpFile, dumpDirectory, openDumpFile, type Source } from "./DumpFile.js"
 import { CatalogueEngine } from "./Engine.js"
+import { yieldToEventLoop } from "./EventLoop.js"
 import { BUCKET_BITS, type Entry, jsonListLength, writeJsonList } from "./Index.js"
 
 /** Items per piece, about: a piece is a run of id-prefix buckets, as many pieces as this makes. */
@@ -74,16 +75,6 @@ interface StoredPiece {
   readonly crc: number
   readonly length: number
 }
-
-/**
- * Lets pending I/O run (a request, a probe) between slices of work. Effect.yieldNow is not enough:
- * the default scheduler resumes a yielding fiber in a microtask, up to 2,048 times in a row,
- * before node's event loop gets a turn.
- */
-const yieldToEventLoop = Effect.async<void>((resume) => {
-  const handle = setImmediate(() => resume(Effect.void))
-  return Effect.sync(() => clearImmediate(handle))
-})
 
 /** Prefix bits of the id that choose an item's piece, for a catalogue of `size` items. */
 const prefixBits = (size: number) => Math.min(BUCKET_BITS, Math.max(0, Math.ceil(Math.log2(size / PIECE_ITEMS))))

@@ -12,6 +12,7 @@ import { Fibers } from "../Ops/Fibers.js"
 import { Metrics } from "../Ops/Metrics.js"
 import { Readiness } from "../Ops/Readiness.js"
 import { CHANGES_CHANNEL } from "./ChangeLog.js"
+import { forEachInSlices } from "./EventLoop.js"
 import { CatalogueIndex, entryOf, type Entry, Interner, type ListFilters, type Page, type SortOrder } from "./Index.js"
 import type { Keyed } from "./SortedList.js"
 
@@ -34,12 +35,15 @@ export interface Snapshot {
 }
 
 const LOAD_PAGE = 20_000
-/**
- * Changes applied at a time: a batch is applied without a break (its cursor must match the index),
- * so it is kept to tens of milliseconds; a large transaction (a reconcile) is applied in several.
- * 500 at a time held the event loop for up to 74 ms at 1,000,000 items (bench/RESULTS.md).
- */
+/** Changes read from the log at a time; a large transaction (a reconcile) is read in several. */
 const TAIL_BATCH = 200
+/**
+ * The longest the event loop applies changes without a break. A slice is applied whole (the
+ * cursor moves with it) and published as one batch. 200 changes at a time held the event loop for
+ * up to 80 ms at 2,500,000 items (about 400 µs a change), 500 for 74 ms at 1,000,000
+ * (bench/RESULTS.md); a small catalogue applies a whole read in one slice.
+ */
+const SLICE_MS = 10
 const POLL_INTERVAL = "1 second"
 /** Recent changes kept in memory for resuming clients; older ones are read from the log. */
 const RING_SIZE = 50_000
@@ -154,22 +158,30 @@ export class CatalogueEngine extends Effect.Service<CatalogueEngine>()("Catalogu
           yield* load
           continue
         }
-        const changes: Array<LoggedChange> = []
-        for (const row of rows) {
-          if (row.op === "upsert") {
-            const item = JSON.parse(row.item!) as CatalogItem
-            index.upsert(entryOf(item, Math.round(item.price * 100), row.item!, index.interner))
-          } else {
-            index.remove(row.itemId)
+        let changes: Array<LoggedChange> = []
+        yield* forEachInSlices(rows, {
+          sliceMs: SLICE_MS,
+          apply: (row) => {
+            if (row.op === "upsert") {
+              const item = JSON.parse(row.item!) as CatalogItem
+              index.upsert(entryOf(item, Math.round(item.price * 100), row.item!, index.interner))
+            } else {
+              index.remove(row.itemId)
+            }
+            changes.push({ seq: row.seq, json: changeJson(row) })
+          },
+          // the cursor, the version and the feed move with each slice: readers never see an index
+          // ahead of or behind its cursor
+          sliceDone: () => {
+            const from = cursor + 1
+            cursor = changes[changes.length - 1]!.seq
+            version++
+            ring.push(...changes)
+            if (ring.length > RING_SIZE) ring.splice(0, ring.length - RING_SIZE)
+            publish({ _tag: "changes", epoch, from, to: cursor, changes })
+            changes = []
           }
-          changes.push({ seq: row.seq, json: changeJson(row) })
-        }
-        const from = cursor + 1
-        cursor = rows[rows.length - 1]!.seq
-        version++
-        ring.push(...changes)
-        if (ring.length > RING_SIZE) ring.splice(0, ring.length - RING_SIZE)
-        publish({ _tag: "changes", epoch, from, to: cursor, changes })
+        })
         if (rows.length < TAIL_BATCH) {
           if (!synced) yield* readState
           return
