@@ -70,8 +70,12 @@ const RequestRow = Schema.Struct({
 })
 export type RequestRow = typeof RequestRow.Type
 
-/** What the buy statement returns beside the purchase row. */
-const BuyResult = Schema.Struct({ balanceAfterCents: Int8, logNotified: Schema.NullOr(Schema.Unknown) })
+/**
+ * What the buy statement returns beside the purchase row. `dueNow`: whether the purchase is due
+ * for its first step, as the database sees it (a trigger may have scheduled it later: the
+ * benches' deferred worker, a test's legacy purchase); only then is it handed over.
+ */
+const BuyResult = Schema.Struct({ balanceAfterCents: Int8, logNotified: Schema.NullOr(Schema.Unknown), dueNow: Schema.Boolean })
 
 // Decoders built once: a schema built per call is compiled again on every call.
 // Eithers, so that they serve the fast lane's promises and, as Effects, the Effect path alike.
@@ -88,20 +92,20 @@ const itemRefusal = (row: LockedItem | undefined, input: { readonly itemId: stri
   : undefined
 
 /**
- * What the buy statement's rows say: the purchase and the balance after, or why nothing was
- * bought (its changes are then to be rolled back). The item row was locked and active, so it was
- * reserved unless its reservation found otherwise.
+ * What the buy statement's rows say: the purchase, the balance after and whether the purchase is
+ * due for its first step, or why nothing was bought (its changes are then to be rolled back). The
+ * item row was locked and active, so it was reserved unless its reservation found otherwise.
  */
 const boughtOf = (
   rows: ReadonlyArray<unknown>,
   item: LockedItem
-): Either.Either<{ readonly purchase: PurchaseRow; readonly balanceCents: number }, InsufficientBalance | ItemUnavailable | ParseResult.ParseError> =>
+): Either.Either<{ readonly purchase: PurchaseRow; readonly balanceCents: number; readonly dueNow: boolean }, InsufficientBalance | ItemUnavailable | ParseResult.ParseError> =>
   rows.length === 0
     ? Either.left(new InsufficientBalance({ message: `Available balance is below the live price ${(item.priceCents / 100).toFixed(2)}.` }))
     : Either.flatMap(decodeBuyResult(rows[0]), (result) =>
       result.logNotified === null
         ? Either.left<ItemUnavailable | ParseResult.ParseError>(new ItemUnavailable({ message: "The item is no longer available (sold, reserved or removed)." }))
-        : Either.map(decodeRows(rows), (purchases) => ({ purchase: purchases[0]!, balanceCents: result.balanceAfterCents })))
+        : Either.map(decodeRows(rows), (purchases) => ({ purchase: purchases[0]!, balanceCents: result.balanceAfterCents, dueNow: result.dueNow })))
 
 /** Serialization failures and deadlocks are the real concurrent-update conflicts. */
 const isConflict = (error: SqlError.SqlError) => {
@@ -206,7 +210,7 @@ export class Purchases extends Effect.Service<Purchases>()("Purchases", {
             ${row.priceCents}, ${row.providerPriceCents}, ${row.sim}, ${input.recipient.tradeUrl}, ${input.recipient.steamId},
             ${randomUUID()}, ${handover.owner}, now() + make_interval(secs => ${LEASE_SECONDS})
           FROM debit
-          RETURNING ${purchaseColumns(sql)}),
+          RETURNING ${purchaseColumns(sql)}, next_step_at <= now() AS "dueNow"),
         ${outbox.stepWithBalanceAfter(created, "debit")},
         ${changeLog.reservationSteps(input.itemId, sql`EXISTS (SELECT 1 FROM debit)`)},
         bought AS (
@@ -233,9 +237,14 @@ export class Purchases extends Effect.Service<Purchases>()("Purchases", {
         return yield* boughtOf(yield* buyStatement(input, row!), row!)
       })
 
+    /** A committed new purchase goes to this process's worker, unless it is scheduled for later (then a claim takes it when due). */
+    const handOverIfDue = (bought: { readonly purchase: PurchaseRow; readonly dueNow: boolean }) => {
+      if (bought.dueNow) handover.handOver(bought.purchase)
+    }
+
     /** One by-name attempt: `buyItem` in its own transaction, the purchase handed over once committed. */
     const buyAttempt = (input: BuyItemInput) =>
-      sql.withTransaction(buyItem(input)).pipe(Effect.tap(({ purchase }) => handover.handOver(purchase)))
+      sql.withTransaction(buyItem(input)).pipe(Effect.tap(handOverIfDue))
 
     /**
      * /buy on the fast lane's direct transaction (PostgreSQL only): the same statements as
@@ -254,7 +263,7 @@ export class Purchases extends Effect.Service<Purchases>()("Purchases", {
         // committed, the rows are the purchase's (a decoding failure would be a defect of the statement)
         if (rows === undefined) return undefined
         const bought = Either.getOrThrow(boughtOf(rows, row))
-        handover.handOver(bought.purchase)
+        handOverIfDue(bought)
         return bought
       }))
 
@@ -290,7 +299,7 @@ export class Purchases extends Effect.Service<Purchases>()("Purchases", {
         const created = yield* buyItem({ ...input, attempt: 1 })
         return { _tag: "created" as const, ...created }
       })).pipe(
-        Effect.tap((outcome) => outcome._tag === "created" ? handover.handOver(outcome.purchase) : undefined),
+        Effect.tap((outcome) => outcome._tag === "created" ? handOverIfDue(outcome) : undefined),
         Effect.catchTag("ParseError", Effect.die),
         mapSqlErrors,
         Effect.withSpan("Purchases.createById")
