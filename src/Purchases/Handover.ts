@@ -1,8 +1,9 @@
 /**
  * New purchases go straight to this process's worker. The buy writes the purchase already leased
- * to the worker (`owner`, for LEASE_SECONDS) and hands it over once its transaction committed, so
- * the worker steps it at once: no claim round trip, no wake-up by notification. If the process
- * dies first, the lease runs out and any process's worker claims the purchase.
+ * to the worker (`owner`, for LEASE_SECONDS) and hands it over once its transaction committed (when
+ * it is due; one scheduled later is left to a claim), so the worker steps it at once: no claim
+ * round trip, no wake-up by notification. If the process dies first, the lease runs out and any
+ * process's worker claims the purchase.
  */
 import { Effect, Queue } from "effect"
 import { randomUUID } from "node:crypto"
