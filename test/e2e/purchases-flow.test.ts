@@ -5,6 +5,7 @@
  * validation, the state machine and money movement of every simulator token, and GET /purchases
  * (filters, order, pagination, isolation).
  */
+import { Schema } from "effect"
 import { randomUUID } from "node:crypto"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { expectError, isUuid } from "../support/expectations.js"
@@ -362,9 +363,12 @@ describe("the state machine of every simulator token (spec 2.2, 3.1, 7.3; CONTRA
   })
 
   it("a new purchase is handed to the worker of the process that bought it (its purchase-handover fiber beats)", async () => {
+    const decodeFiberList = Schema.decodeUnknownSync(Schema.Struct({
+      fibers: Schema.Array(Schema.Struct({ name: Schema.String, state: Schema.String, last_heartbeat: Schema.NullOr(Schema.String) }))
+    }))
     const handoverBeat = async () => {
       const res = await fetch(`${server.opsUrl}/ops/fibers`)
-      const { fibers } = await res.json() as { fibers: Array<{ name: string; state: string; last_heartbeat: string | null }> }
+      const { fibers } = decodeFiberList(await res.json())
       const fiber = fibers.find((f) => f.name === "purchase-handover")
       expect(fiber?.state).toBe("running")
       return fiber?.last_heartbeat ?? null
