@@ -158,7 +158,6 @@ export class CatalogueEngine extends Effect.Service<CatalogueEngine>()("Catalogu
           yield* load
           continue
         }
-        let changes: Array<LoggedChange> = []
         yield* forEachInSlices(rows, {
           sliceMs: SLICE_MS,
           apply: (row) => {
@@ -168,18 +167,17 @@ export class CatalogueEngine extends Effect.Service<CatalogueEngine>()("Catalogu
             } else {
               index.remove(row.itemId)
             }
-            changes.push({ seq: row.seq, json: changeJson(row) })
           },
           // the cursor, the version and the feed move with each slice: readers never see an index
           // ahead of or behind its cursor
-          sliceDone: () => {
-            const from = cursor + 1
+          sliceDone: (from, to) => {
+            const changes = rows.slice(from, to).map((row): LoggedChange => ({ seq: row.seq, json: changeJson(row) }))
+            const first = cursor + 1
             cursor = changes[changes.length - 1]!.seq
             version++
             ring.push(...changes)
             if (ring.length > RING_SIZE) ring.splice(0, ring.length - RING_SIZE)
-            publish({ _tag: "changes", epoch, from, to: cursor, changes })
-            changes = []
+            publish({ _tag: "changes", epoch, from: first, to: cursor, changes })
           }
         })
         if (rows.length < TAIL_BATCH) {

@@ -73,22 +73,23 @@ const lentPage = (page: PageParts): FastBody => {
 const PAGE_CACHE_BYTES = 16 * 1024 * 1024
 const noRelease = () => {}
 
+/** A responder for a prepared query's page, answered from the cache; the query's `build` is its key. */
 const makePageCache = (engine: CatalogueEngine) => {
-  const pages = new Map<object, Buffer>()
+  const pages = new Map<() => PageParts, Buffer>()
   let version = -1
   let bytes = 0
-  return (query: object, build: () => PageParts): FastBody => {
+  return (build: () => PageParts) => (): FastBody => {
     if (engine.version() !== version) {
       pages.clear()
       bytes = 0
       version = engine.version()
     }
-    const known = pages.get(query)
+    const known = pages.get(build)
     if (known !== undefined) return { bytes: known, release: noRelease }
     const page = build()
     if (bytes + pageLength(page) > PAGE_CACHE_BYTES) return lentPage(page)
     const built = pageBytes(page)
-    pages.set(query, built)
+    pages.set(build, built)
     bytes += built.length
     return { bytes: built, release: noRelease }
   }
@@ -143,7 +144,7 @@ const decodeSearchParams = Schema.decodeUnknownEither(SearchParams)
 
 /**
  * `/items` and `/items/search` in the fast lane: the same bodies as the handlers below, built once
- * per query and index version. A prepared query is its own cache key (it is kept per URL).
+ * per query and index version. A prepared query's page builder is its cache key (it is kept per URL).
  */
 export const CatalogueFastRoutes = Effect.map(CatalogueEngine, (engine): ReadonlyArray<FastRoute> => {
   const cached = makePageCache(engine)
@@ -152,21 +153,14 @@ export const CatalogueFastRoutes = Effect.map(CatalogueEngine, (engine): Readonl
       path: `${API_PREFIX}/items`,
       prepare: (query) =>
         engine.isLoaded()
-          ? Either.getOrUndefined(Either.flatMap(decodeListParams(query), (q) =>
-            Either.map(listRequest(engine, q), (page) => {
-              const key = {}
-              return () => cached(key, page)
-            })))
+          ? Either.getOrUndefined(Either.flatMap(decodeListParams(query), (q) => Either.map(listRequest(engine, q), cached)))
           : undefined
     },
     {
       path: `${API_PREFIX}/items/search`,
       prepare: (query) =>
         engine.isLoaded()
-          ? Either.getOrUndefined(Either.map(decodeSearchParams(query), (q) => {
-            const key = {}
-            return () => cached(key, () => searchPage(engine, q))
-          }))
+          ? Either.getOrUndefined(Either.map(decodeSearchParams(query), (q) => cached(() => searchPage(engine, q))))
           : undefined
     }
   ]

@@ -129,7 +129,7 @@ export const PurchaseWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
   const apply = (id: string, status: OrderStatus) =>
     sql.withTransaction(Effect.gen(function*() {
       const owned = yield* lockOwned(id)
-      if (Option.isNone(owned)) return Option.none<Date | null>()
+      if (Option.isNone(owned)) return null
       let row = owned.value
       const update = (set: Statement.Fragment) => Effect.map(updateReturning(id, set), (updated) => { row = updated })
 
@@ -194,8 +194,8 @@ export const PurchaseWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
       yield* notifications.changingHere(id)
       yield* sql`UPDATE purchases SET ${released(nextStep, watchUntil)} WHERE id = ${id}
                  RETURNING ${notifications.notifying(id)}`
-      return Option.some(nextStep)
-    })).pipe(Effect.flatMap(Option.match({ onNone: () => Effect.void, onSome: dueBy })))
+      return nextStep
+    })).pipe(Effect.flatMap(dueBy))
 
   /** Whether the provider reports no more than that it has the order. */
   const onlyTaken = (status: OrderStatus) =>
