@@ -1,6 +1,7 @@
 /** The whole service as one layer, given its Settings and the database: what main.ts runs. */
 import { Layer } from "effect"
 import { ChangeLog } from "./Catalogue/ChangeLog.js"
+import { CatalogueReservations } from "./Catalogue/Reservations.js"
 import { CatalogueDump } from "./Catalogue/Dump.js"
 import { CatalogueEngine } from "./Catalogue/Engine.js"
 import { FeedClients, FeedShutdownLive } from "./Catalogue/Stream.js"
@@ -38,6 +39,7 @@ const Core = Layer.mergeAll(
   WebhookEvents.Default,
   Deposits.Default,
   ChangeLog.Default,
+  CatalogueReservations.Default,
   FeedClients.Default,
   CatalogueEngine.Default,
   PurchaseNotifications.Default,

@@ -2,7 +2,8 @@
  * The only writer of the catalogue: every change goes to the items table and to the change log in
  * one transaction, under the current epoch, with a gapless sequence (the feed cursor). The row
  * lock on catalogue_state orders writers, so sequences commit in order; pg_notify wakes every
- * process's engine at commit.
+ * process's engine at commit. A purchase's reservation is queued by the buy and logged just after
+ * (`reservationSteps`, `logReservations`).
  */
 import { SqlClient, type Statement } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
@@ -30,6 +31,7 @@ interface Effective {
 const md5 = (text: string) => createHash("md5").update(text, "utf8").digest("hex")
 
 const HeadRow = Schema.Struct({ epoch: Schema.Number, head: Int8 })
+const decodeCount = Schema.decodeUnknownSync(Int8)
 
 /** Ids in PostgreSQL's text form (lower case), whatever case a source wrote them in. */
 const normalised = (write: CatalogueWrite): CatalogueWrite =>
@@ -128,22 +130,41 @@ export class ChangeLog extends Effect.Service<ChangeLog>()("ChangeLog", {
       })).pipe(Effect.withSpan("ChangeLog.apply"))
 
     /**
-     * Takes an active item out of the live catalogue for a purchase, logging its removal, as steps
-     * of the caller's statement (WITH ...), done only if `when` holds: the CTE `reserved` is the
-     * item if it was active, `head` the log's new head (the row every catalogue writer waits on
-     * until commit, so the statement should be the transaction's last). Select
-     * `pg_notify(CHANGES_CHANNEL, head_seq::text)` from `head` to wake the engines at commit.
+     * Takes an active item out of the live catalogue for a purchase, as steps of the caller's
+     * statement (WITH ...), done only if `when` holds: the CTE `reserved` is the item if it was
+     * active. Its removal is not logged here but queued in catalogue_reservations, so the buy takes
+     * no lock that other merchants' buys wait for; `logReservations` logs it after the commit.
      */
     const reservationSteps = (itemId: string, when: Statement.Fragment) => sql`
       reserved AS (
         UPDATE catalogue_items SET status = 'reserved', updated_at = now()
         WHERE id = ${itemId} AND status = 'active' AND ${when} RETURNING id),
-      head AS (
-        UPDATE catalogue_state SET head_seq = head_seq + 1
-        WHERE EXISTS (SELECT 1 FROM reserved) RETURNING epoch, head_seq),
-      logged AS (
-        INSERT INTO catalogue_changes (seq, epoch, op, item_id, item)
-        SELECT head.head_seq, head.epoch, 'remove', reserved.id, NULL FROM head, reserved)`
+      queued AS (
+        INSERT INTO catalogue_reservations (item_id) SELECT id FROM reserved)`
+
+    /**
+     * Logs the removal of up to `limit` queued reservations (the oldest first), in one statement:
+     * it takes them from the queue (rows another process is taking are skipped), appends them to
+     * the log under the head's lock and wakes the engines at commit. Returns how many it logged.
+     */
+    const logReservations = (limit: number) =>
+      sql<{ logged: unknown }>`
+        WITH taken AS (
+          DELETE FROM catalogue_reservations WHERE item_id IN (
+            SELECT item_id FROM catalogue_reservations ORDER BY reserved_at, item_id LIMIT ${limit} FOR UPDATE SKIP LOCKED)
+          RETURNING item_id, reserved_at),
+        numbered AS (
+          SELECT item_id, row_number() OVER (ORDER BY reserved_at, item_id) AS n, count(*) OVER () AS total FROM taken),
+        head AS (
+          UPDATE catalogue_state SET head_seq = head_seq + (SELECT count(*) FROM taken)
+          WHERE EXISTS (SELECT 1 FROM taken) RETURNING epoch, head_seq),
+        logged AS (
+          INSERT INTO catalogue_changes (seq, epoch, op, item_id, item)
+          SELECT head.head_seq - numbered.total + numbered.n, head.epoch, 'remove', numbered.item_id, NULL FROM head, numbered)
+        SELECT (SELECT count(*) FROM taken) AS logged, (SELECT pg_notify(${CHANGES_CHANNEL}, head_seq::text) FROM head) AS notified`.pipe(
+        Effect.map((rows) => decodeCount(rows[0]!.logged)),
+        Effect.withSpan("ChangeLog.logReservations")
+      )
 
     /**
      * The listings that would change the catalogue: new, not active, or with another item JSON or
@@ -168,6 +189,6 @@ export class ChangeLog extends Effect.Service<ChangeLog>()("ChangeLog", {
       Effect.map((rows) => rows.map((r) => r.id))
     )
 
-    return { apply, reservationSteps, differing, activeSupplierIds } as const
+    return { apply, reservationSteps, logReservations, differing, activeSupplierIds } as const
   })
 }) {}

@@ -1,15 +1,16 @@
 /**
  * Creating purchases (spec 4.3, 4.4): one short transaction takes the idempotency record, locks the
- * live item, checks it against max_price, debits the actual price, reserves the item (it leaves the
- * live catalogue through the change log), writes the purchase (with the request id the worker will
- * give the provider), its ledger row and the `purchase.created` event. Any failure rolls all of it
- * back: bad input changes nothing. The purchase is written leased to this process's worker, and
- * handed over to it once committed (Handover.ts).
+ * live item, checks it against max_price, debits the actual price, reserves the item (its removal
+ * is queued for the change log), writes the purchase (with the request id the worker will give the
+ * provider), its ledger row and the `purchase.created` event. Any failure rolls all of it back: bad
+ * input changes nothing. The purchase is written leased to this process's worker, and handed over
+ * to it once committed (Handover.ts); the reservation is then logged (Catalogue/Reservations.ts).
  */
 import { SqlClient, SqlError } from "@effect/sql"
 import { Effect, Either, Option, type ParseResult, Schema } from "effect"
 import { randomUUID } from "node:crypto"
-import { ChangeLog, CHANGES_CHANNEL } from "../Catalogue/ChangeLog.js"
+import { ChangeLog } from "../Catalogue/ChangeLog.js"
+import { CatalogueReservations } from "../Catalogue/Reservations.js"
 import type { CatalogItem } from "../Domain/CatalogItem.js"
 import { DirectTransactions } from "../Db/Database.js"
 import { CreatedAtIdPosition, decodeCursor, encodeCursor } from "../Domain/Cursor.js"
@@ -75,7 +76,7 @@ export type RequestRow = typeof RequestRow.Type
  * for its first step, as the database sees it (a trigger may have scheduled it later: the
  * benches' deferred worker, a test's legacy purchase); only then is it handed over.
  */
-const BuyResult = Schema.Struct({ balanceAfterCents: Int8, logNotified: Schema.NullOr(Schema.Unknown), dueNow: Schema.Boolean })
+const BuyResult = Schema.Struct({ balanceAfterCents: Int8, reserved: Schema.Boolean, dueNow: Schema.Boolean })
 
 // Decoders built once: a schema built per call is compiled again on every call.
 // Eithers, so that they serve the fast lane's promises and, as Effects, the Effect path alike.
@@ -103,7 +104,7 @@ const boughtOf = (
   rows.length === 0
     ? Either.left(new InsufficientBalance({ message: `Available balance is below the live price ${(item.priceCents / 100).toFixed(2)}.` }))
     : Either.flatMap(decodeBuyResult(rows[0]), (result) =>
-      result.logNotified === null
+      !result.reserved
         ? Either.left<ItemUnavailable | ParseResult.ParseError>(new ItemUnavailable({ message: "The item is no longer available (sold, reserved or removed)." }))
         : Either.map(decodeRows(rows), (purchases) => ({ purchase: purchases[0]!, balanceCents: result.balanceAfterCents, dueNow: result.dueNow })))
 
@@ -132,6 +133,7 @@ export class Purchases extends Effect.Service<Purchases>()("Purchases", {
     const notifications = yield* PurchaseNotifications
     const directTransactions = yield* DirectTransactions
     const handover = yield* PurchaseHandover
+    const reservations = yield* CatalogueReservations
 
     const byId = (merchantId: string, purchaseId: string) =>
       sql`SELECT ${purchaseColumns(sql)} FROM purchases WHERE id = ${purchaseId} AND merchant_id = ${merchantId}`.pipe(
@@ -173,8 +175,8 @@ export class Purchases extends Effect.Service<Purchases>()("Purchases", {
 
     /**
      * The debit and its ledger row, the purchase, `purchase.created` and the reservation, as one
-     * statement. So the merchant's balance row and the change log's head row (every catalogue
-     * writer's lock) are held for this round trip and the commit only. When `failUnlessBought`,
+     * statement. So the merchant's balance row, which orders the merchant's buys, is held for this
+     * round trip and the commit only (no other buy waits for it). When `failUnlessBought`,
      * a statement that buys nothing raises an error instead of returning no row (to be sent with
      * its COMMIT, which then rolls back).
      */
@@ -214,13 +216,12 @@ export class Purchases extends Effect.Service<Purchases>()("Purchases", {
         ${outbox.stepWithBalanceAfter(created, "debit")},
         ${changeLog.reservationSteps(input.itemId, sql`EXISTS (SELECT 1 FROM debit)`)},
         bought AS (
-          SELECT inserted.*, debit.available_cents AS "balanceAfterCents",
-            (SELECT pg_notify(${CHANGES_CHANNEL}, head_seq::text) FROM head) AS "logNotified"
+          SELECT inserted.*, debit.available_cents AS "balanceAfterCents", EXISTS (SELECT 1 FROM reserved) AS reserved
           FROM inserted, debit)
         ${
         failUnlessBought
           ? sql`SELECT bought.* FROM (SELECT 1) AS one LEFT JOIN bought ON true
-                WHERE assert_true(bought."logNotified" IS NOT NULL, 'nothing bought')`
+                WHERE assert_true(bought.reserved, 'nothing bought')`
           : sql`SELECT * FROM bought`
       }`
     }
@@ -237,20 +238,24 @@ export class Purchases extends Effect.Service<Purchases>()("Purchases", {
         return yield* boughtOf(yield* buyStatement(input, row!), row!)
       })
 
-    /** A committed new purchase goes to this process's worker, unless it is scheduled for later (then a claim takes it when due). */
-    const handOverIfDue = (bought: { readonly purchase: PurchaseRow; readonly dueNow: boolean }) => {
+    /**
+     * After a buy committed: its reservation is to be logged, and the new purchase goes to this
+     * process's worker, unless it is scheduled for later (then a claim takes it when due).
+     */
+    const afterCommit = (bought: { readonly purchase: PurchaseRow; readonly dueNow: boolean }) => {
+      reservations.announce()
       if (bought.dueNow) handover.handOver(bought.purchase)
     }
 
     /** One by-name attempt: `buyItem` in its own transaction, the purchase handed over once committed. */
     const buyAttempt = (input: BuyItemInput) =>
-      sql.withTransaction(buyItem(input)).pipe(Effect.tap(handOverIfDue))
+      sql.withTransaction(buyItem(input)).pipe(Effect.tap(afterCommit))
 
     /**
      * /buy on the fast lane's direct transaction (PostgreSQL only): the same statements as
      * `createById` and the same checks, in two round trips: BEGIN, the idempotency record and the
-     * item's lock sent at once, then the buy statement with its COMMIT (the balance row and the
-     * change log's head are not held across a round trip). It buys only when nothing stands in the
+     * item's lock sent at once, then the buy statement with its COMMIT (the balance row is not held
+     * across a round trip). It buys only when nothing stands in the
      * way; anything else (a repeated custom_id, a refusal, a failed statement) is rolled back and
      * undefined, and `createById` then answers it, having seen nothing change.
      */
@@ -263,7 +268,7 @@ export class Purchases extends Effect.Service<Purchases>()("Purchases", {
         // committed, the rows are the purchase's (a decoding failure would be a defect of the statement)
         if (rows === undefined) return undefined
         const bought = Either.getOrThrow(boughtOf(rows, row))
-        handOverIfDue(bought)
+        afterCommit(bought)
         return bought
       }))
 
@@ -299,7 +304,7 @@ export class Purchases extends Effect.Service<Purchases>()("Purchases", {
         const created = yield* buyItem({ ...input, attempt: 1 })
         return { _tag: "created" as const, ...created }
       })).pipe(
-        Effect.tap((outcome) => outcome._tag === "created" ? handOverIfDue(outcome) : undefined),
+        Effect.tap((outcome) => outcome._tag === "created" ? afterCommit(outcome) : undefined),
         Effect.catchTag("ParseError", Effect.die),
         mapSqlErrors,
         Effect.withSpan("Purchases.createById")
@@ -349,6 +354,6 @@ export class Purchases extends Effect.Service<Purchases>()("Purchases", {
 
     return { createById, createByIdDirect, buyAttempt, byId, latestByCustomId, request, availableCents, list, waitFor, mapSqlErrors } as const
   }),
-  dependencies: [Ledger.Default, Outbox.Default, ChangeLog.Default, PurchaseHandover.Default]
+  dependencies: [Ledger.Default, Outbox.Default, ChangeLog.Default, PurchaseHandover.Default, CatalogueReservations.Default]
 }) {}
 

@@ -7,6 +7,7 @@
  */
 import pg from "pg"
 import { afterEach, describe, expect, it } from "vitest"
+import { Feed } from "../support/catalogue.js"
 import { freshDatabase, type FreshDatabase } from "../support/database.js"
 import { withStoppedDatabase } from "../support/purchases-db.js"
 import {
@@ -170,8 +171,44 @@ describe("a SIGKILLed server and a new one on the same database", () => {
         expect(Object.values(parsed.data).filter((v) => v === null), `${e.event_type} of ${e.order_id}`).toEqual([])
         if (e.event_type === "purchase.created") expect(parsed.data["balance_after"]).toBe(Number(e.after) / 100)
       }
+
+      // every bought item left the catalogue through the change log exactly once; none is left queued
+      const removals = (await query<{ item_id: string }>("SELECT item_id::text AS item_id FROM catalogue_changes WHERE op = 'remove'"))
+        .map((r) => r.item_id)
+      expect([...removals].sort()).toEqual([...itemIds].sort())
+      expect(await query("SELECT item_id FROM catalogue_reservations")).toEqual([])
     })
   }, 300_000)
+
+  it("logs the removal of an item that a process reserved and died before logging", async () => {
+    const database = await ownDatabase()
+    const first = await serve(database)
+    const m = await fundedMerchant(first, 10_000)
+    const [itemId, other] = await loadItems(first, [itemOf(300), itemOf(400)])
+    await first.stop("SIGKILL")
+    // what a buy leaves when its process dies right after the commit: the item reserved, its removal queued
+    const log = await withStoppedDatabase(database, async (query) => {
+      await query("UPDATE catalogue_items SET status = 'reserved' WHERE id = $1", [itemId])
+      await query("INSERT INTO catalogue_reservations (item_id) VALUES ($1)", [itemId])
+      const [state] = await query<{ epoch: number; head: number }>("SELECT epoch, head_seq::int AS head FROM catalogue_state")
+      return state!
+    })
+
+    const second = await serve(database)
+    const feed = await Feed.open(second, m.apiKey, log.head, log.epoch)
+    cleanup.push(async () => feed.close())
+    await feed.waitForCursor(log.head + 1)
+    expect(feed.changes()).toEqual([{ op: "remove", id: itemId }])
+    // the other item is still for sale, the reserved one is not
+    expect((await buy(second, m, buyBody({ itemId: itemId!, maxPrice: 5 }))).status).toBe(409)
+    expectPurchaseCreated(await buy(second, m, buyBody({ itemId: other!, maxPrice: 5 })), 201)
+    await feed.waitForCursor(log.head + 2)
+    expect(feed.changes()).toEqual([{ op: "remove", id: itemId }, { op: "remove", id: other }])
+    await second.stop()
+    await withStoppedDatabase(database, async (query) => {
+      expect(await query("SELECT item_id FROM catalogue_reservations")).toEqual([])
+    })
+  }, 120_000)
 
   it("applies a trade reversal that happened while no server was running", async () => {
     const database = await ownDatabase()
