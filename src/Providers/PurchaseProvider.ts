@@ -35,8 +35,12 @@ export interface OrderStatus {
 }
 
 export interface PurchaseProviderService {
-  /** Places the order (placing a request id again is the same order) and reports its status. */
-  readonly placeOrder: (request: OrderRequest) => Effect.Effect<OrderStatus>
+  /**
+   * Places the orders (placing a request id again is the same order) and reports their statuses,
+   * in the order of the requests. One call for several orders: an adapter whose provider takes one
+   * order per call places them concurrently.
+   */
+  readonly placeOrders: (requests: ReadonlyArray<OrderRequest>) => Effect.Effect<ReadonlyArray<OrderStatus>>
   readonly orderStatus: (requestId: string) => Effect.Effect<OrderStatus>
 }
 

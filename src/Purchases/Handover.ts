@@ -25,7 +25,9 @@ export class PurchaseHandover extends Effect.Service<PurchaseHandover>()("Purcha
         handedOver.unsafeOffer(purchase)
       },
       /** The next purchase handed over (the worker's loop). */
-      take: Queue.take(handedOver)
+      take: Queue.take(handedOver),
+      /** The purchases handed over since, at most `max` (none: an empty array at once). */
+      takeUpTo: (max: number) => Effect.map(Queue.takeUpTo(handedOver, max), (chunk) => Array.from(chunk))
     } as const
   })
 }) {}

@@ -5,7 +5,7 @@
  * end with its next schedule, which may give it work. A step of this process's own worker, which
  * knows the schedule it wrote, does not wake it.
  */
-import { SqlClient } from "@effect/sql"
+import { SqlClient, type Statement } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { Effect, PubSub, Queue, Stream } from "effect"
 import { Fibers } from "../Ops/Fibers.js"
@@ -54,7 +54,7 @@ export class PurchaseNotifications extends Effect.Service<PurchaseNotifications>
      * The notification as an SQL expression, to put in a statement of the transaction that changes
      * the purchase (it is sent at commit; no round trip of its own).
      */
-    const notifying = (purchaseId: string) => sql`pg_notify(${PURCHASE_CHANGED}, ${purchaseId})`
+    const notifying = (purchaseId: string | Statement.Fragment) => sql`pg_notify(${PURCHASE_CHANGED}, ${purchaseId})`
 
     /** A subscription to changed purchase ids (scoped). */
     const subscribe = PubSub.subscribe(changes)

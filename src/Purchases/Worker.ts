@@ -5,9 +5,11 @@
  * recorded before the provider is called, so a resumed purchase asks for the same order, never a
  * second one. Every state change, its money movement and its events are one transaction.
  *
- * A purchase this process created comes leased and is handed over (Handover.ts): it is stepped at
- * once, without a claim. A step's end tells the claimer when that purchase is next due, so its own
- * notification does not wake the claimer to query what it already knows.
+ * A purchase this process created comes leased and is handed over (Handover.ts): it is stepped
+ * without a claim. The first steps of new purchases are taken together: what is handed over within
+ * HANDOVER_GATHER is placed with the provider in one call and moved to processing in one statement.
+ * A step's end tells the claimer when that purchase is next due, so its own notification does not
+ * wake the claimer to query what it already knows.
  */
 import { SqlClient, type Statement } from "@effect/sql"
 import { Effect, FiberSet, Layer, Option, Queue, Schema } from "effect"
@@ -24,8 +26,12 @@ import { LEASE_SECONDS, PurchaseHandover } from "./Handover.js"
 import { PurchaseNotifications } from "./Notifications.js"
 import { decodeRows, purchaseColumns, purchaseEventData, type PurchaseRow } from "./Rows.js"
 
+/** Batches of steps running at once (a claim's batch, a handover's batch). */
 const STEP_CONCURRENCY = 8
 const CLAIM_BATCH = 8
+/** After a purchase is handed over, how long to let more buys commit before their first steps are taken together. */
+const HANDOVER_GATHER = "20 millis"
+const HANDOVER_BATCH = 64
 const IDLE_WAIT_MS = 1_000
 /** A completed purchase is watched this long after the provider's last announced change. */
 const REVERSAL_WATCH_SLACK_MS = 60_000
@@ -203,52 +209,93 @@ export const PurchaseWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
     status.reversal === undefined
 
   /**
-   * The usual first step as one statement instead of a transaction of five: created → processing
-   * with its event, the lease released and the next look scheduled, as `apply` does when the
-   * provider reports nothing else yet. False if the purchase is not this worker's to move (then
-   * `apply` finds that out and leaves it).
+   * The usual first step, for several purchases in one statement instead of a transaction of five
+   * each: created → processing with its event, the lease released and the next look scheduled, as
+   * `apply` does when the provider reports nothing else yet. Returns the ids it moved; a purchase
+   * that is not this worker's to move is left (`apply` then finds that out and leaves it).
    */
-  const startProcessing = (row: PurchaseRow, status: OrderStatus) =>
+  const startProcessing = (taken: ReadonlyArray<{ readonly row: PurchaseRow; readonly status: OrderStatus }>) =>
     Effect.gen(function*() {
-      const nextStep = nextStepAfter(status, true)
-      yield* notifications.changingHere(row.id)
-      const moved = yield* sql`
-        WITH moved AS (
-          UPDATE purchases SET status = 'processing', ${released(nextStep, null)}
-          WHERE id = ${row.id} AND lease_owner = ${owner} AND status = 'created'
-          RETURNING id),
-        ${outbox.step({ merchantId: row.merchantId, type: "purchase.processing", orderId: row.id, data: purchaseEventData({ ...row, status: "processing" }) }, "moved")}
-        SELECT ${notifications.notifying(row.id)} FROM moved`
-      if (moved.length === 0) return false
-      yield* dueBy(nextStep)
-      return true
+      if (taken.length === 0) return new Set<string>()
+      const nextSteps = taken.map(({ status }) => nextStepAfter(status, true)!)
+      for (const { row } of taken) yield* notifications.changingHere(row.id)
+      const events = taken.map(({ row }) => ({
+        merchantId: row.merchantId,
+        type: "purchase.processing" as const,
+        orderId: row.id,
+        data: purchaseEventData({ ...row, status: "processing" })
+      }))
+      const rows = yield* sql<{ id: string }>`
+        WITH next AS (
+          SELECT * FROM unnest(${taken.map(({ row }) => row.id)}::uuid[], ${nextSteps.map((d) => d.toISOString())}::timestamptz[])
+            AS next(id, next_step_at)),
+        moved AS (
+          UPDATE purchases SET status = 'processing', lease_owner = NULL, lease_until = NULL, updated_at = now(),
+            next_step_at = next.next_step_at, watch_until = NULL
+          FROM next WHERE purchases.id = next.id AND purchases.lease_owner = ${owner} AND purchases.status = 'created'
+          RETURNING purchases.id),
+        ${outbox.stepsByOrder(events, "moved")}
+        SELECT moved.id, ${notifications.notifying(sql`moved.id::text`)} FROM moved`
+      const moved = new Set(rows.map((r) => r.id))
+      for (let i = 0; i < taken.length; i++) if (moved.has(taken[i]!.row.id)) yield* dueBy(nextSteps[i]!)
+      return moved
     })
 
+  /** Logs a failed step: the lease will expire and the purchases are stepped again. */
+  const logFailure = (ids: ReadonlyArray<string>) => <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+    effect.pipe(
+      Effect.asVoid,
+      Effect.catchAllCause((cause) =>
+        Effect.logError("purchase step failed; the lease will expire and it is retried", cause).pipe(
+          Effect.annotateLogs("purchase_id", ids.join(","))
+        ))
+    )
+
+  /** The order request of a created purchase. */
+  const orderRequestOf = (row: PurchaseRow) =>
+    Effect.map(requestIdOf(row), (requestId) => ({
+      requestId,
+      purchaseId: row.id,
+      itemId: row.itemId,
+      priceCents: row.priceCents,
+      tradeToken: parseTradeUrl(row.targetTradeUrl)?.token ?? "",
+      sim: row.sim === null ? undefined : JSON.parse(row.sim) as SimHints
+    }))
+
   /**
-   * One step of a purchase this worker leased (as read by the claim): the order is placed while
-   * the purchase is `created` (after that the provider has it), and its status applied.
+   * The first step of created purchases this worker leased, for all of them at once: their orders
+   * placed in one provider call (after that the provider has them), those it merely took moved to
+   * processing in one statement, the others' statuses applied one by one.
    */
-  const step = (row: PurchaseRow) =>
+  const start = (rows: ReadonlyArray<PurchaseRow>) =>
     Effect.gen(function*() {
-      const requestId = yield* requestIdOf(row)
-      const status = row.status === "created"
-        ? yield* provider.placeOrder({
-          requestId,
-          purchaseId: row.id,
-          itemId: row.itemId,
-          priceCents: row.priceCents,
-          tradeToken: parseTradeUrl(row.targetTradeUrl)?.token ?? "",
-          sim: row.sim === null ? undefined : JSON.parse(row.sim) as SimHints
-        })
-        : yield* provider.orderStatus(requestId)
-      if (row.status === "created" && onlyTaken(status) && (yield* startProcessing(row, status))) return
-      yield* apply(row.id, status)
+      const statuses = yield* provider.placeOrders(yield* Effect.forEach(rows, orderRequestOf))
+      const moved = yield* startProcessing(rows.flatMap((row, i) => onlyTaken(statuses[i]!) ? [{ row, status: statuses[i]! }] : []))
+      yield* Effect.forEach(rows, (row, i) => moved.has(row.id) ? Effect.void : logFailure([row.id])(apply(row.id, statuses[i]!)), {
+        concurrency: "unbounded",
+        discard: true
+      })
     }).pipe(
-      Effect.catchAllCause((cause) => Effect.logError("purchase step failed; the lease will expire and it is retried", cause).pipe(
-        Effect.annotateLogs("purchase_id", row.id)
-      )),
+      logFailure(rows.map((row) => row.id)),
+      Effect.withSpan("PurchaseWorker.start", { attributes: { purchases: rows.length } })
+    )
+
+  /** One later step of a purchase this worker leased (as read by the claim): its order's status applied. */
+  const step = (row: PurchaseRow) =>
+    Effect.flatMap(requestIdOf(row), (requestId) => Effect.flatMap(provider.orderStatus(requestId), (status) => apply(row.id, status))).pipe(
+      logFailure([row.id]),
       Effect.withSpan("PurchaseWorker.step", { attributes: { purchase_id: row.id } })
     )
+
+  /** Steps leased purchases: the created ones' first steps together, the others one by one. */
+  const stepAll = (rows: ReadonlyArray<PurchaseRow>) => {
+    const created = rows.filter((row) => row.status === "created")
+    const later = rows.filter((row) => row.status !== "created")
+    return Effect.all([
+      created.length > 0 ? start(created) : Effect.void,
+      Effect.forEach(later, step, { concurrency: "unbounded", discard: true })
+    ], { concurrency: "unbounded", discard: true })
+  }
 
   /**
    * Waits until the next due purchase the claim saw (`due`) or this process's steps scheduled, a
@@ -264,12 +311,13 @@ export const PurchaseWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
       claimerWakesAt = Number.NEGATIVE_INFINITY
     })))
 
-  // One claimer per process hands leased purchases to at most STEP_CONCURRENCY steps at once; a
-  // notification wakes one query, not one per worker. Purchases handed over by this process's
-  // buys share the same steps.
-  const steps = yield* Effect.makeSemaphore(STEP_CONCURRENCY)
+  // One claimer per process hands leased purchases to at most STEP_CONCURRENCY batches of steps at
+  // once; a notification wakes one query, not one per worker. Purchases handed over by this
+  // process's buys share the same turns.
+  const turns = yield* Effect.makeSemaphore(STEP_CONCURRENCY)
   const running = yield* FiberSet.make<void, never>()
-  const stepInTurn = (row: PurchaseRow) => Effect.zipRight(steps.take(1), FiberSet.run(running, Effect.ensuring(step(row), steps.release(1))))
+  const stepInTurn = (rows: ReadonlyArray<PurchaseRow>) =>
+    Effect.zipRight(turns.take(1), FiberSet.run(running, Effect.ensuring(stepAll(rows), turns.release(1))))
   yield* fibers.supervise("purchase-worker", (beat) =>
     Effect.forever(Effect.gen(function*() {
       // what this claim sees due need not be remembered from earlier steps
@@ -277,14 +325,20 @@ export const PurchaseWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
       const claimed = yield* claim
       yield* beat
       if (claimed.purchases.length === 0) return yield* idle(claimed.due)
-      for (const row of claimed.purchases) yield* stepInTurn(row)
+      yield* stepInTurn(claimed.purchases)
       // A full batch may have left more due work: claim again at once. A partial one took all
       // that was due; what falls due next announces itself (this process's steps, another's
       // notification), and a lease that runs out is seen within IDLE_WAIT_MS.
       if (claimed.purchases.length < CLAIM_BATCH) yield* idle(null)
     })))
   yield* fibers.supervise("purchase-handover", (beat) =>
-    Effect.forever(Effect.flatMap(handover.take, (row) => Effect.zipRight(stepInTurn(row), beat))))
+    Effect.forever(Effect.gen(function*() {
+      const first = yield* handover.take
+      yield* Effect.sleep(HANDOVER_GATHER)
+      const more = yield* handover.takeUpTo(HANDOVER_BATCH - 1)
+      yield* stepInTurn([first, ...more])
+      yield* beat
+    })))
 
   const byStatus = metrics.gauge({ name: "purchases", help: "Purchases by status", labelNames: ["status"] })
   const queueDepth = metrics.gauge({ name: "purchase_worker_queue_depth", help: "In-flight purchases due for a worker step" })

@@ -90,6 +90,23 @@ export class Outbox extends Effect.Service<Outbox>()("Outbox", {
       return eventStep(event, prepared, sql`${head} || trim_scale(available_cents::numeric / 100)::text || ${tail}`, from)
     }
 
-    return { enqueue, step, stepWithBalanceAfter } as const
+    /**
+     * Writes several events as the step `events` of the caller's statement (WITH ...): each only if
+     * the statement's CTE `from` has a row whose `id` is the event's order id (its change happened).
+     */
+    const stepsByOrder = (events: ReadonlyArray<NewEvent & { readonly orderId: string }>, from: string) => {
+      const prepared = events.map(prepare)
+      return sql`
+        events AS (
+          INSERT INTO webhook_events (id, merchant_id, event_type, order_id, body, created_at)
+          SELECT e.id, e.merchant_id, e.event_type, e.order_id, e.body, e.created_at
+          FROM unnest(${prepared.map((p) => p.id)}::uuid[], ${events.map((e) => e.merchantId)}::uuid[],
+                      ${events.map((e) => e.type)}::text[], ${events.map((e) => e.orderId)}::uuid[],
+                      ${prepared.map((p) => p.body)}::text[], ${prepared.map((p) => p.createdAt.toISOString())}::timestamptz[])
+            AS e(id, merchant_id, event_type, order_id, body, created_at)
+          WHERE e.order_id IN (SELECT id FROM ${sql(from)}))`
+    }
+
+    return { enqueue, step, stepWithBalanceAfter, stepsByOrder } as const
   })
 }) {}

@@ -132,36 +132,56 @@ export const ProviderSimLive = Layer.effect(PurchaseProvider, Effect.gen(functio
       return statusAt(order, yield* Clock.currentTimeMillis)
     }).pipe(Effect.orDie, Effect.withSpan("ProviderSim.orderStatus"))
 
+  /** The order the simulator makes of a request placed at `now`: its plan's outcome and times. */
+  const orderOf = (request: OrderRequest, now: number) => {
+    const p = plan(request, settings.simTimeScale, buySyncWaitMs)
+    const at = (ms: number) => new Date(now + ms)
+    const ack = p.topUpMs + p.ackMs
+    const offer = ack + p.offerMs
+    const decision = p.beforeAck ? p.ackMs : offer + p.decisionMs
+    return {
+      request_id: request.requestId,
+      purchase_id: request.purchaseId,
+      outcome: p.outcome,
+      failure_code: p.failureCode,
+      acknowledged_at: p.beforeAck ? null : at(ack),
+      topup_until: p.topUpMs > 0 ? at(p.topUpMs) : null,
+      offer_at: p.beforeAck ? null : at(offer),
+      decision_at: at(decision),
+      reversal_at: p.reversalMs === null ? null : at(decision + p.reversalMs),
+      trade_offer_id: p.beforeAck
+        ? null
+        : String(BigInt("0x" + createHash("sha256").update(request.requestId).digest("hex").slice(0, 12)) % 10_000_000_000n + 1_000_000_000n)
+    }
+  }
+
   /**
-   * Writes the order and reads it back in one statement. An order placed before is read by the
+   * Writes the orders and reads them back in one statement. An order placed before is read by the
    * same statement, unless it was placed concurrently (committed after the statement's snapshot):
    * then it is read on its own.
    */
-  const placeOrder = (request: OrderRequest) =>
+  const placeOrders = (requests: ReadonlyArray<OrderRequest>) =>
     Effect.gen(function*() {
+      if (requests.length === 0) return []
       const now = yield* Clock.currentTimeMillis
-      const p = plan(request, settings.simTimeScale, buySyncWaitMs)
-      const at = (ms: number) => new Date(now + ms)
-      const ack = p.topUpMs + p.ackMs
-      const offer = ack + p.offerMs
-      const decision = p.beforeAck ? p.ackMs : offer + p.decisionMs
-      const offerId = p.beforeAck ? null : String(BigInt("0x" + createHash("sha256").update(request.requestId).digest("hex").slice(0, 12)) % 10_000_000_000n + 1_000_000_000n)
       const rows = yield* sql`
         WITH placed AS (
-          INSERT INTO sim_provider_orders (request_id, purchase_id, outcome, failure_code, acknowledged_at, topup_until,
-            offer_at, decision_at, reversal_at, trade_offer_id)
-          VALUES (${request.requestId}, ${request.purchaseId}, ${p.outcome}, ${p.failureCode},
-            ${p.beforeAck ? null : at(ack)}, ${p.topUpMs > 0 ? at(p.topUpMs) : null}, ${p.beforeAck ? null : at(offer)},
-            ${at(decision)}, ${p.reversalMs === null ? null : at(decision + p.reversalMs)}, ${offerId})
+          INSERT INTO sim_provider_orders ${sql.insert(requests.map((request) => orderOf(request, now)))}
           ON CONFLICT (request_id) DO NOTHING
           RETURNING ${sql.literal(ORDER_COLUMNS)})
         SELECT * FROM placed
         UNION ALL
         SELECT ${sql.literal(ORDER_COLUMNS)} FROM sim_provider_orders
-        WHERE request_id = ${request.requestId} AND NOT EXISTS (SELECT 1 FROM placed)`.pipe(Effect.flatMap(decodeOrderRows))
-      const order = rows[0]
-      return order === undefined ? yield* orderStatus(request.requestId) : statusAt(order, yield* Clock.currentTimeMillis)
-    }).pipe(Effect.orDie, Effect.withSpan("ProviderSim.placeOrder"))
+        WHERE request_id IN ${sql.in(requests.map((r) => r.requestId))} AND request_id NOT IN (SELECT "requestId" FROM placed)`.pipe(
+        Effect.flatMap(decodeOrderRows)
+      )
+      const byRequest = new Map(rows.map((order) => [order.requestId, order]))
+      const readAt = yield* Clock.currentTimeMillis
+      return yield* Effect.forEach(requests, (request) => {
+        const order = byRequest.get(request.requestId)
+        return order === undefined ? orderStatus(request.requestId) : Effect.succeed(statusAt(order, readAt))
+      })
+    }).pipe(Effect.orDie, Effect.withSpan("ProviderSim.placeOrders"))
 
-  return { placeOrder, orderStatus }
+  return { placeOrders, orderStatus }
 }))
