@@ -30,8 +30,9 @@ export type DirectQuery = (text: string, values: ReadonlyArray<unknown>) => Prom
 export interface DirectSession {
   readonly query: DirectQuery
   /**
-   * The transaction's last statement, sent together with COMMIT: no round trip between them, so
-   * the locks it takes are held only inside PostgreSQL. The statement must raise an error when it
+   * The transaction's last statement, with COMMIT queued behind it: node-postgres sends the COMMIT
+   * as soon as the statement's answer arrives, before any other work of the event loop, so the
+   * locks it takes are held for about one round trip. The statement must raise an error when it
    * did not do its work (`assert_true`): the transaction is then aborted and its COMMIT is a
    * ROLLBACK. Its rows if it committed, undefined if it rolled back.
    */
@@ -40,7 +41,7 @@ export interface DirectSession {
 
 /**
  * A transaction straight on one client of the pool, for the fast lane's buy: `work` runs after
- * BEGIN (sent with its first statements, no round trip of its own) and ends it with
+ * BEGIN (queued with its first statements) and ends it with
  * `queryAndCommit`; when it returns undefined instead, the transaction is rolled back. When `work`
  * throws, the client is rolled back and discarded, and the error is thrown on.
  */

@@ -253,9 +253,9 @@ export class Purchases extends Effect.Service<Purchases>()("Purchases", {
 
     /**
      * /buy on the fast lane's direct transaction (PostgreSQL only): the same statements as
-     * `createById` and the same checks, in two round trips: BEGIN, the idempotency record and the
-     * item's lock sent at once, then the buy statement with its COMMIT (the balance row is not held
-     * across a round trip). It buys only when nothing stands in the
+     * `createById` and the same checks: BEGIN, the idempotency record and the item's lock issued at
+     * once, then the buy statement with its COMMIT queued behind it (the balance row is held for
+     * about one round trip). It buys only when nothing stands in the
      * way; anything else (a repeated custom_id, a refusal, a failed statement) is rolled back and
      * undefined, and `createById` then answers it, having seen nothing change.
      */
