@@ -10,10 +10,11 @@
  *   WITH debit (UPDATE balances), its ledger row, INSERT purchases, INSERT webhook_events (balance_after
  *   from the debit), UPDATE catalogue_items, INSERT catalogue_reservations, assert_true that it
  *   bought; COMMIT
- * issued as the service's fast lane issues them: the first three at once, then the last two at once.
- * node-postgres sends a client's queries one at a time (each after the previous one's answer), so
- * both make 5 round trips. The work the service does after the commit (logging the reservation,
- * the purchase worker) is not part of the baseline.
+ * sent as the service's fast lane sends them (src/Db/Pipeline.ts, plain node-postgres): the first
+ * three at once, then the last two at once, so 2 round trips, and the balance row is held inside
+ * PostgreSQL only. (Until 2026-11-23 both issued them at once through client.query, which
+ * node-postgres sends one after the other: 5 round trips.) The work the service does after the
+ * commit (logging the reservation, the purchase worker) is not part of the baseline.
  *
  * Forked by run.mjs (DATABASE_URL in the environment), driven over IPC:
  *   init {merchantIds, tradeUrl, steamId, items: [id...]}   (worker i buys for merchantIds[i mod M])
@@ -22,6 +23,7 @@
  */
 import { randomUUID } from "node:crypto"
 import pg from "pg"
+import { pipelined } from "../../dist/src/Db/Pipeline.js"
 
 const now = () => performance.now()
 const PURCHASE_COLUMNS = `
@@ -42,17 +44,17 @@ let state
 const buy = async (pool, { merchantId, itemId, customId, tradeUrl, steamId, maxPriceCents }) => {
   const client = await pool.connect()
   try {
-    const [, inserted, locked] = await Promise.all([
-      client.query("BEGIN"),
-      client.query(
-        `INSERT INTO purchase_requests (merchant_id, custom_id, kind, item_id, target_trade_url, target_steam_id)
+    const first = await pipelined(client, [
+      ["BEGIN", []],
+      [`INSERT INTO purchase_requests (merchant_id, custom_id, kind, item_id, target_trade_url, target_steam_id)
           VALUES ($1, $2, 'by_id', $3, $4, $5)
           ON CONFLICT (merchant_id, custom_id) DO NOTHING RETURNING custom_id`,
-        [merchantId, customId, itemId, tradeUrl, steamId]),
-      client.query(
-        `SELECT status, price_cents AS "priceCents", provider_price_cents AS "providerPriceCents", item, sim
-          FROM catalogue_items WHERE id = $1 FOR UPDATE`, [itemId])
+        [merchantId, customId, itemId, tradeUrl, steamId]],
+      [`SELECT status, price_cents AS "priceCents", provider_price_cents AS "providerPriceCents", item, sim
+          FROM catalogue_items WHERE id = $1 FOR UPDATE`, [itemId]]
     ])
+    if (first._tag === "failed") throw first.error
+    const [, inserted, locked] = first.results
     if (inserted.rows.length === 0) throw new Error("duplicate custom_id")
     const row = locked.rows[0]
     if (row === undefined) throw new Error("ITEM_NOT_FOUND")
@@ -75,7 +77,7 @@ const buy = async (pool, { merchantId, itemId, customId, tradeUrl, steamId, maxP
     }).filter(([, v]) => v !== undefined && v !== null))
     const body = JSON.stringify({ event_id: eventId, event_type: "purchase.created", created_at: createdAt.toISOString(), data })
     const mark = body.lastIndexOf(JSON.stringify(MARK))
-    const [bought] = await Promise.all([client.query(
+    const second = await pipelined(client, [[
       `WITH debit AS (
           UPDATE balances SET available_cents = available_cents - $1, on_hold_cents = on_hold_cents + $2,
                  total_spent_cents = total_spent_cents + $3, updated_at = now()
@@ -110,9 +112,10 @@ const buy = async (pool, { merchantId, itemId, customId, tradeUrl, steamId, maxP
         randomUUID(),
         eventId, merchantId, "purchase.created", purchaseId, body.slice(0, mark), body.slice(mark + JSON.stringify(MARK).length),
         createdAt,
-        itemId]), client.query("COMMIT")])
-    // assert_true raised (the COMMIT was a ROLLBACK) unless it bought
-    const purchase = bought.rows[0]
+        itemId]], ["COMMIT", []]])
+    // assert_true raised (PostgreSQL skipped the COMMIT) unless it bought
+    if (second._tag === "failed") throw second.error
+    const purchase = second.results[0].rows[0]
     const after = Number(purchase.balanceAfterCents)
     return { purchase, after }
   } catch (e) {

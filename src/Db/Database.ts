@@ -10,6 +10,7 @@ import { join } from "node:path"
 import pg from "pg"
 import { Settings } from "../Config.js"
 import * as Pglite from "./Pglite.js"
+import { pipelined, type PipelinedStatement } from "./Pipeline.js"
 import { migrate } from "./Migrations.js"
 
 export const DatabaseKind = (settings: Settings) => Option.isSome(settings.databaseUrl) ? "postgresql" : "pglite"
@@ -24,26 +25,27 @@ export type DirectRead = (text: string, values: ReadonlyArray<unknown>) => Promi
  */
 export class DirectReads extends Context.Tag("DirectReads")<DirectReads, Option.Option<DirectRead>>() {}
 
-/** One statement in a direct transaction: its rows. Several may be issued at once; pg sends them in order. */
-export type DirectQuery = (text: string, values: ReadonlyArray<unknown>) => Promise<ReadonlyArray<unknown>>
-
 export interface DirectSession {
-  readonly query: DirectQuery
   /**
-   * The transaction's last statement, with COMMIT queued behind it: node-postgres sends the COMMIT
-   * as soon as the statement's answer arrives, before any other work of the event loop, so the
-   * locks it takes are held for about one round trip. The statement must raise an error when it
-   * did not do its work (`assert_true`): the transaction is then aborted and its COMMIT is a
-   * ROLLBACK. Its rows if it committed, undefined if it rolled back.
+   * Statements sent at once (one round trip; the transaction's BEGIN goes with the first ones).
+   * Their rows, in order; undefined when one of them failed, which ends the transaction (rolled
+   * back).
+   */
+  readonly queries: (statements: ReadonlyArray<PipelinedStatement>) => Promise<ReadonlyArray<ReadonlyArray<unknown>> | undefined>
+  /**
+   * The transaction's last statement, sent together with its COMMIT: one round trip, so the locks
+   * it takes are held inside PostgreSQL only. The statement must raise an error when it did not do
+   * its work (`assert_true`): PostgreSQL then skips the COMMIT and the transaction is rolled back.
+   * Its rows if it committed, undefined if it was rolled back.
    */
   readonly queryAndCommit: (text: string, values: ReadonlyArray<unknown>) => Promise<ReadonlyArray<unknown> | undefined>
 }
 
 /**
- * A transaction straight on one client of the pool, for the fast lane's buy: `work` runs after
- * BEGIN (queued with its first statements) and ends it with
- * `queryAndCommit`; when it returns undefined instead, the transaction is rolled back. When `work`
- * throws, the client is rolled back and discarded, and the error is thrown on.
+ * A transaction straight on one client of the pool, for the fast lane's buy: `work` issues its
+ * statements with `queries` and ends the transaction with `queryAndCommit`; when it returns
+ * without (undefined, say), the transaction is rolled back. When `work` throws, the client is
+ * rolled back and discarded, and the error is thrown on.
  */
 export type DirectTransaction = <A>(work: (session: DirectSession) => Promise<A | undefined>) => Promise<A | undefined>
 
@@ -52,20 +54,36 @@ export class DirectTransactions
   extends Context.Tag("DirectTransactions")<DirectTransactions, Option.Option<DirectTransaction>>()
 {}
 
-const directTransaction = (pool: pg.Pool): DirectTransaction => async (work) => {
+export const directTransaction = (pool: pg.Pool): DirectTransaction => async (work) => {
   const client = await pool.connect()
+  let begun = false
   let ended = false
-  const query: DirectQuery = (text, values) => client.query(text, [...values]).then((result) => result.rows)
-  const queryAndCommit = async (text: string, values: ReadonlyArray<unknown>) => {
+  const rollback = async () => {
     ended = true
-    const [statement, commit] = await Promise.allSettled([query(text, values), client.query("COMMIT")])
+    await client.query("ROLLBACK")
+  }
+  const queries = async (statements: ReadonlyArray<PipelinedStatement>) => {
+    const outcome = await pipelined(client, begun ? statements : [["BEGIN", []], ...statements])
+    const skipped = begun ? 0 : 1
+    begun = true
+    if (outcome._tag === "failed") return rollback().then(() => undefined)
+    return outcome.results.slice(skipped).map((result) => result.rows)
+  }
+  const queryAndCommit = async (text: string, values: ReadonlyArray<unknown>) => {
+    const outcome = await pipelined(client, [[text, values], ["COMMIT", []]])
+    if (outcome._tag === "done") {
+      ended = true
+      return outcome.results[1]!.command === "COMMIT" ? outcome.results[0]!.rows : undefined
+    }
+    // the statement failed and PostgreSQL skipped the COMMIT: the transaction is to be rolled back
+    if (outcome.at === 0) return rollback().then(() => undefined)
     // no answer to the COMMIT: whether it committed is unknown, and the session is not reusable
-    if (commit.status === "rejected") throw commit.reason
-    return statement.status === "fulfilled" && commit.value.command === "COMMIT" ? statement.value : undefined
+    ended = true
+    throw outcome.error
   }
   try {
-    const [, value] = await Promise.all([client.query("BEGIN"), work({ query, queryAndCommit })])
-    if (!ended) await client.query("ROLLBACK")
+    const value = await work({ queries, queryAndCommit })
+    if (!ended) await rollback()
     client.release()
     return value
   } catch (error) {

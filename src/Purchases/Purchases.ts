@@ -253,17 +253,17 @@ export class Purchases extends Effect.Service<Purchases>()("Purchases", {
 
     /**
      * /buy on the fast lane's direct transaction (PostgreSQL only): the same statements as
-     * `createById` and the same checks: BEGIN, the idempotency record and the item's lock issued at
-     * once, then the buy statement with its COMMIT queued behind it (the balance row is held for
-     * about one round trip). It buys only when nothing stands in the
+     * `createById` and the same checks, in two round trips: BEGIN, the idempotency record and the
+     * item's lock sent at once, then the buy statement with its COMMIT (the balance row is held
+     * inside PostgreSQL only, never across a round trip). It buys only when nothing stands in the
      * way; anything else (a repeated custom_id, a refusal, a failed statement) is rolled back and
      * undefined, and `createById` then answers it, having seen nothing change.
      */
     const createByIdDirect = Option.map(directTransactions, (transaction) => (input: BuyByIdRequest) =>
-      transaction(async ({ query, queryAndCommit }) => {
-        const [inserted, locked] = await Promise.all([query(...insertRequest(input).compile()), query(...lockItem(input.itemId).compile())])
-        const row = Either.getOrUndefined(decodeLockedItems(locked))?.[0]
-        if (inserted.length === 0 || row === undefined || itemRefusal(row, input) !== undefined) return undefined
+      transaction(async ({ queries, queryAndCommit }) => {
+        const [inserted, locked] = (await queries([insertRequest(input).compile(), lockItem(input.itemId).compile()])) ?? []
+        const row = locked === undefined ? undefined : Either.getOrUndefined(decodeLockedItems(locked))?.[0]
+        if (inserted === undefined || inserted.length === 0 || row === undefined || itemRefusal(row, input) !== undefined) return undefined
         const rows = await queryAndCommit(...buyStatement({ ...input, attempt: 1 }, row, true).compile())
         // committed, the rows are the purchase's (a decoding failure would be a defect of the statement)
         if (rows === undefined) return undefined

@@ -1,0 +1,108 @@
+/**
+ * Several statements sent to PostgreSQL at once, on one node-postgres client: one write and one
+ * round trip instead of one per statement (node-postgres sends a client's queries one after the
+ * other, each once the previous one is answered). They run in order, in the extended protocol
+ * (unnamed statements, parameters bound as node-postgres binds them), and end with one Sync: the
+ * first error skips the rest (PostgreSQL discards everything up to the Sync). Outside a
+ * transaction they are one implicit transaction, so they stand or fall together. It is
+ * node-postgres's own extension point (a "submittable", as pg-cursor is), with its own Result for
+ * each statement's rows.
+ */
+import { createRequire } from "node:module"
+import type pg from "pg"
+
+const require = createRequire(import.meta.url)
+
+/** node-postgres's result builder (pg/lib/result.js): parses rows with the client's type parsers. */
+interface ResultBuilder {
+  readonly rows: Array<unknown>
+  command: string | null
+  addFields(fields: ReadonlyArray<unknown>): void
+  parseRow(fields: ReadonlyArray<unknown>): unknown
+  addRow(row: unknown): void
+  addCommandComplete(message: unknown): void
+}
+const Result: new(rowMode: undefined, types: undefined) => ResultBuilder = require("pg/lib/result.js")
+/** node-postgres's mapping of a parameter to its text (or bytes), as it binds a query's values. */
+const { prepareValue }: { prepareValue: (value: unknown) => Buffer | string | null | undefined } = require("pg/lib/utils.js")
+
+export type PipelinedStatement = readonly [text: string, values: ReadonlyArray<unknown>]
+
+/** The statements' rows and command tags, in order; or the error of the first that failed and its place. */
+export type PipelineOutcome =
+  | { readonly _tag: "done"; readonly results: ReadonlyArray<{ readonly rows: ReadonlyArray<unknown>; readonly command: string | null }> }
+  | { readonly _tag: "failed"; readonly at: number; readonly error: unknown }
+
+class Pipeline implements pg.Submittable {
+  private readonly results: Array<ResultBuilder>
+  private current = 0
+  private settled = false
+
+  constructor(
+    private readonly statements: ReadonlyArray<PipelinedStatement>,
+    private readonly settle: (outcome: PipelineOutcome) => void
+  ) {
+    this.results = statements.map(() => new Result(undefined, undefined))
+  }
+
+  submit(connection: pg.Connection): void {
+    connection.stream.cork()
+    try {
+      for (const [text, values] of this.statements) {
+        connection.parse({ text, name: "", types: [] }, false)
+        connection.bind({ portal: "", statement: "", values: values.map((value) => prepareValue(value)) }, false)
+        connection.describe({ type: "P", name: "" }, false)
+        connection.execute({ portal: "" }, false)
+      }
+      connection.sync()
+    } finally {
+      connection.stream.uncork()
+    }
+  }
+
+  handleRowDescription(message: { fields: ReadonlyArray<unknown> }): void {
+    this.results[this.current]!.addFields(message.fields)
+  }
+
+  handleDataRow(message: { fields: ReadonlyArray<unknown> }): void {
+    const result = this.results[this.current]!
+    result.addRow(result.parseRow(message.fields))
+  }
+
+  handleCommandComplete(message: unknown): void {
+    this.results[this.current]!.addCommandComplete(message)
+    this.current++
+  }
+
+  handleEmptyQuery(): void {
+    this.current++
+  }
+
+  /** The first failure (node-postgres forgets the active query after an error: nothing more comes here). */
+  handleError(error: unknown): void {
+    this.finish({ _tag: "failed", at: this.current, error })
+  }
+
+  handleReadyForQuery(): void {
+    this.finish({ _tag: "done", results: this.results.map((r) => ({ rows: r.rows, command: r.command })) })
+  }
+
+  handlePortalSuspended(): void {}
+  handleCopyInResponse(): void {}
+  handleCopyData(): void {}
+
+  private finish(outcome: PipelineOutcome) {
+    if (this.settled) return
+    this.settled = true
+    this.settle(outcome)
+  }
+}
+
+/**
+ * Sends the statements at once on `client` and reports their rows, or where they failed (a broken
+ * connection is such a failure: node-postgres reports it to the query in flight).
+ */
+export const pipelined = (client: pg.ClientBase, statements: ReadonlyArray<PipelinedStatement>): Promise<PipelineOutcome> =>
+  new Promise((resolve) => {
+    client.query(new Pipeline(statements, resolve))
+  })

@@ -1,0 +1,116 @@
+/**
+ * Statements sent at once (src/Db/Pipeline.ts) and the fast lane's direct transaction built on
+ * them (src/Db/Database.ts), on a real PostgreSQL server (DATABASE_URL only: PGlite has no pool):
+ * one round trip for several statements, rows as node-postgres gives them, the first failure
+ * skipping the rest, and a transaction's last statement committed with it or rolled back whole.
+ */
+import pg from "pg"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { directTransaction } from "../../src/Db/Database.js"
+import { pipelined } from "../../src/Db/Pipeline.js"
+import { type FreshDatabase, freshDatabase } from "../support/database.js"
+
+describe.runIf(!!process.env["DATABASE_URL"])("statements sent at once (DATABASE_URL only)", () => {
+  let database: FreshDatabase
+  let pool: pg.Pool
+  beforeAll(async () => {
+    database = await freshDatabase()
+    pool = new pg.Pool({ connectionString: database.url, max: 2 })
+    await pool.query("CREATE TABLE notes (id bigint PRIMARY KEY, body text NOT NULL)")
+    await pool.query(`CREATE FUNCTION must(ok boolean) RETURNS boolean LANGUAGE plpgsql AS $$
+      BEGIN IF ok IS NOT TRUE THEN RAISE EXCEPTION 'must'; END IF; RETURN true; END $$`)
+  })
+  afterAll(async () => {
+    await pool?.end()
+    await database?.drop()
+  })
+
+  /** A client that counts the ReadyForQuery messages it receives: one per round trip. */
+  const countingClient = async () => {
+    const client = new pg.Client({ connectionString: database.url })
+    await client.connect()
+    let roundTrips = 0
+    client.connection.on("readyForQuery", () => { roundTrips++ })
+    return { client, roundTrips: () => roundTrips, done: () => client.end() }
+  }
+
+  it("answers several statements in one round trip, each with the rows node-postgres would give", async () => {
+    const { client, roundTrips, done } = await countingClient()
+    try {
+      const statements = [
+        ["INSERT INTO notes (id, body) VALUES ($1, $2), ($3, $4) RETURNING id, body", [1, "one", 2, "two"]],
+        ["SELECT id, body, now() AS at, $1::int8 AS big, $2::jsonb AS doc FROM notes ORDER BY id", ["9007199254740993", { a: [1, "é"] }]],
+        ["SELECT count(*) AS n FROM notes WHERE id = ANY($1::int8[])", [[1, 2, 3]]]
+      ] as const
+      const outcome = await pipelined(client, statements)
+      expect(roundTrips()).toBe(1)
+      expect(outcome._tag).toBe("done")
+      if (outcome._tag !== "done") return
+      expect(outcome.results.map((r) => r.command)).toEqual(["INSERT", "SELECT", "SELECT"])
+      // the same statements one by one: the same rows (int8 as text, timestamps as Dates, jsonb parsed)
+      await client.query("DELETE FROM notes")
+      const one = await client.query(statements[0][0], [...statements[0][1]])
+      expect(outcome.results[0]!.rows).toEqual(one.rows)
+      const two = await client.query(statements[1][0], [...statements[1][1]])
+      expect(outcome.results[1]!.rows.map((r) => ({ ...(r as object), at: null }))).toEqual(two.rows.map((r) => ({ ...r, at: null })))
+      expect((outcome.results[1]!.rows[0] as { at: unknown }).at).toBeInstanceOf(Date)
+      expect(outcome.results[2]!.rows).toEqual([{ n: "2" }])
+    } finally {
+      await client.query("DELETE FROM notes")
+      await done()
+    }
+  })
+
+  it("stops at the first failing statement: outside a transaction they are one implicit transaction, rolled back whole; the client goes on", async () => {
+    const { client, roundTrips, done } = await countingClient()
+    try {
+      const outcome = await pipelined(client, [
+        ["INSERT INTO notes (id, body) VALUES (10, 'kept')", []],
+        ["SELECT must(false)", []],
+        ["INSERT INTO notes (id, body) VALUES (11, 'skipped')", []]
+      ])
+      expect(outcome).toMatchObject({ _tag: "failed", at: 1 })
+      // statements up to one Sync are one implicit transaction: the first was rolled back, the third never ran
+      expect((await client.query("SELECT id FROM notes ORDER BY id")).rows).toEqual([])
+      expect((await client.query("SELECT 1 AS one")).rows).toEqual([{ one: 1 }])
+      // the failure is reported at once; its round trip ends before the next query's two
+      expect(roundTrips()).toBe(3)
+    } finally {
+      await client.query("DELETE FROM notes")
+      await done()
+    }
+  })
+
+  it("a direct transaction commits its last statement with it, or rolls everything back", async () => {
+    const transaction = directTransaction(pool)
+    const committed = await transaction(async ({ queries, queryAndCommit }) => {
+      const first = await queries([["INSERT INTO notes (id, body) VALUES (20, 'a') RETURNING id", []], ["SELECT count(*) AS n FROM notes", []]])
+      expect(first).toEqual([[{ id: "20" }], [{ n: "1" }]])
+      return queryAndCommit("INSERT INTO notes (id, body) SELECT 21, 'b' WHERE must(true) RETURNING id", [])
+    })
+    expect(committed).toEqual([{ id: "21" }])
+
+    const refused = await transaction(async ({ queries, queryAndCommit }) => {
+      await queries([["INSERT INTO notes (id, body) VALUES (22, 'c')", []]])
+      return queryAndCommit("INSERT INTO notes (id, body) SELECT 23, 'd' WHERE must(false) RETURNING id", [])
+    })
+    expect(refused).toBeUndefined()
+
+    const failedEarly = await transaction(async ({ queries, queryAndCommit }) => {
+      const rows = await queries([["INSERT INTO notes (id, body) VALUES (24, 'e')", []], ["INSERT INTO notes (id, body) VALUES (20, 'dup')", []]])
+      return rows === undefined ? undefined : queryAndCommit("SELECT 1", [])
+    })
+    expect(failedEarly).toBeUndefined()
+
+    const abandoned = await transaction(async ({ queries }) => {
+      await queries([["INSERT INTO notes (id, body) VALUES (25, 'f')", []]])
+      return undefined
+    })
+    expect(abandoned).toBeUndefined()
+
+    expect((await pool.query("SELECT id FROM notes ORDER BY id")).rows).toEqual([{ id: "20" }, { id: "21" }])
+    // every client went back to the pool idle, outside any transaction
+    const states = await pool.query("SELECT state FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()")
+    for (const { state } of states.rows) expect(state).toBe("idle")
+  })
+})
