@@ -16,7 +16,7 @@ const BATCH = 500
  * the log, and to every engine and feed client, as one batch instead of one at a time. The item is
  * already unavailable to every buy; only lists show it this much longer.
  */
-const GATHER = "20 millis"
+const GATHER = "50 millis"
 const POLL_INTERVAL = "1 second"
 
 export class CatalogueReservations extends Effect.Service<CatalogueReservations>()("CatalogueReservations", {

@@ -1,6 +1,7 @@
 /**
- * Purchase change notifications: every transaction that changes a purchase sends
- * pg_notify('purchase_changed', id), delivered at commit to every process; here they fan out to
+ * Purchase change notifications: every transaction that changes purchases sends
+ * pg_notify('purchase_changed', ids) (their ids, comma-separated), delivered at commit to every
+ * process; here they fan out, one id at a time, to
  * in-process waiters (buy-sync, buy-by-name) and wake the purchase worker: each one is a step's
  * end with its next schedule, which may give it work. A step of this process's own worker, which
  * knows the schedule it wrote, does not wake it.
@@ -31,12 +32,17 @@ export class PurchaseNotifications extends Effect.Service<PurchaseNotifications>
     }
 
     yield* fibers.supervise("purchase-notifications", (beat) =>
-      pg.listen(PURCHASE_CHANGED).pipe(Stream.runForEach((purchaseId) =>
-        Effect.all([
-          PubSub.publish(changes, purchaseId),
-          madeHere(purchaseId) ? Effect.void : Queue.offer(work, undefined),
-          beat
-        ], { discard: true })
+      pg.listen(PURCHASE_CHANGED).pipe(Stream.runForEach((payload) =>
+        Effect.suspend(() => {
+          const ids = payload.split(",")
+          // every id's mark is taken, even when an earlier one already decided to wake the worker
+          const elsewhere = ids.map(madeHere).includes(false)
+          return Effect.all([
+            PubSub.publishAll(changes, ids),
+            elsewhere ? Queue.offer(work, undefined) : Effect.void,
+            beat
+          ], { discard: true })
+        })
       )))
 
     /**
@@ -52,9 +58,10 @@ export class PurchaseNotifications extends Effect.Service<PurchaseNotifications>
 
     /**
      * The notification as an SQL expression, to put in a statement of the transaction that changes
-     * the purchase (it is sent at commit; no round trip of its own).
+     * the purchase (it is sent at commit; no round trip of its own). `purchaseIds`: an id, or an
+     * expression of several, comma-separated (one notification for a statement's purchases).
      */
-    const notifying = (purchaseId: string | Statement.Fragment) => sql`pg_notify(${PURCHASE_CHANGED}, ${purchaseId})`
+    const notifying = (purchaseIds: string | Statement.Fragment) => sql`pg_notify(${PURCHASE_CHANGED}, ${purchaseIds})`
 
     /** A subscription to changed purchase ids (scoped). */
     const subscribe = PubSub.subscribe(changes)

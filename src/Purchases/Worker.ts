@@ -30,7 +30,7 @@ import { decodeRows, purchaseColumns, purchaseEventData, type PurchaseRow } from
 const STEP_CONCURRENCY = 8
 const CLAIM_BATCH = 8
 /** After a purchase is handed over, how long to let more buys commit before their first steps are taken together. */
-const HANDOVER_GATHER = "20 millis"
+const HANDOVER_GATHER = "50 millis"
 const HANDOVER_BATCH = 64
 const IDLE_WAIT_MS = 1_000
 /** A completed purchase is watched this long after the provider's last announced change. */
@@ -235,7 +235,7 @@ export const PurchaseWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
           FROM next WHERE purchases.id = next.id AND purchases.lease_owner = ${owner} AND purchases.status = 'created'
           RETURNING purchases.id),
         ${outbox.stepsByOrder(events, "moved")}
-        SELECT moved.id, ${notifications.notifying(sql`moved.id::text`)} FROM moved`
+        SELECT moved.id, (SELECT ${notifications.notifying(sql`string_agg(id::text, ',')`)} FROM moved) FROM moved`
       const moved = new Set(rows.map((r) => r.id))
       for (let i = 0; i < taken.length; i++) if (moved.has(taken[i]!.row.id)) yield* dueBy(nextSteps[i]!)
       return moved
@@ -271,10 +271,8 @@ export const PurchaseWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
     Effect.gen(function*() {
       const statuses = yield* provider.placeOrders(yield* Effect.forEach(rows, orderRequestOf))
       const moved = yield* startProcessing(rows.flatMap((row, i) => onlyTaken(statuses[i]!) ? [{ row, status: statuses[i]! }] : []))
-      yield* Effect.forEach(rows, (row, i) => moved.has(row.id) ? Effect.void : logFailure([row.id])(apply(row.id, statuses[i]!)), {
-        concurrency: "unbounded",
-        discard: true
-      })
+      const rest = rows.flatMap((row, i) => moved.has(row.id) ? [] : [{ id: row.id, status: statuses[i]! }])
+      yield* Effect.forEach(rest, ({ id, status }) => logFailure([id])(apply(id, status)), { concurrency: "unbounded", discard: true })
     }).pipe(
       logFailure(rows.map((row) => row.id)),
       Effect.withSpan("PurchaseWorker.start", { attributes: { purchases: rows.length } })

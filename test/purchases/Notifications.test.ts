@@ -1,0 +1,67 @@
+/**
+ * Purchase change notifications (src/Purchases/Notifications.ts) on a fresh test database (PGlite,
+ * or PostgreSQL when DATABASE_URL is set): one notification may carry several purchase ids; each
+ * reaches the subscribers on its own, and it wakes the worker unless every id in it was announced
+ * as this process's own change (`changingHere`).
+ */
+import * as Reactivity from "@effect/experimental/Reactivity"
+import { expect, layer } from "@effect/vitest"
+import { SqlClient } from "@effect/sql"
+import { PgClient } from "@effect/sql-pg"
+import { Effect, Layer, Option, Redacted } from "effect"
+import { migrate } from "../../src/Db/Migrations.js"
+import * as Pglite from "../../src/Db/Pglite.js"
+import { PurchaseNotifications } from "../../src/Purchases/Notifications.js"
+import { freshDatabase } from "../support/database.js"
+
+const DatabaseTest = Layer.unwrapScoped(Effect.gen(function*() {
+  const database = yield* Effect.acquireRelease(Effect.promise(freshDatabase), (db) => Effect.promise(db.drop))
+  if (database.url === undefined) return Pglite.layer(`${database.dataDir}/pg`)
+  const client = PgClient.layer({ url: Redacted.make(database.url) }).pipe(Layer.provide(Reactivity.layer))
+  return Layer.provideMerge(Layer.effectDiscard(migrate), client)
+}))
+
+const NotificationsTest = Layer.provideMerge(PurchaseNotifications.Default, DatabaseTest)
+
+/** Waits until the process listens (its LISTEN connection is set up a moment after the layer is). */
+const listening = Effect.scoped(Effect.gen(function*() {
+  const notifications = yield* PurchaseNotifications
+  const sql = yield* SqlClient.SqlClient
+  const subscription = yield* notifications.subscribe
+  for (;;) {
+    yield* sql`SELECT ${notifications.notifying("probe")}`
+    const got = yield* subscription.take.pipe(Effect.timeoutOption("200 millis"))
+    if (Option.isSome(got)) return
+  }
+}))
+
+layer(NotificationsTest, { timeout: 60_000, excludeTestServices: true })("purchase change notifications", (it) => {
+  it.effect("a notification of several ids reaches subscribers as each id, in order", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const notifications = yield* PurchaseNotifications
+      const sql = yield* SqlClient.SqlClient
+      yield* listening
+      const subscription = yield* notifications.subscribe
+      yield* sql`SELECT ${notifications.notifying("a1,b2,c3")}`
+      yield* sql`SELECT ${notifications.notifying("d4")}`
+      const seen: Array<string> = []
+      for (let i = 0; i < 4; i++) seen.push(yield* subscription.take.pipe(Effect.timeoutFail({ duration: "10 seconds", onTimeout: () => new Error(`got ${seen}`) })))
+      expect(seen).toEqual(["a1", "b2", "c3", "d4"])
+    })))
+
+  it.effect("wakes the worker unless every id of the notification is this process's own change", () =>
+    Effect.gen(function*() {
+      const notifications = yield* PurchaseNotifications
+      const sql = yield* SqlClient.SqlClient
+      yield* listening
+      // drain any wake-up left by earlier notifications
+      yield* notifications.awaitWork.pipe(Effect.timeoutOption("300 millis"))
+      yield* notifications.changingHere("own-1")
+      yield* notifications.changingHere("own-2")
+      yield* sql`SELECT ${notifications.notifying("own-1,own-2")}`
+      expect(yield* notifications.awaitWork.pipe(Effect.timeoutOption("1 second"))).toEqual(Option.none())
+      yield* notifications.changingHere("own-3")
+      yield* sql`SELECT ${notifications.notifying("own-3,other")}`
+      expect(Option.isSome(yield* notifications.awaitWork.pipe(Effect.timeoutOption("10 seconds")))).toBe(true)
+    }))
+})
