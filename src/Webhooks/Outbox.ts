@@ -3,7 +3,7 @@
  * change it reports, so an event exists exactly when its change does. The body is stored as the
  * exact bytes every attempt and replay will send.
  */
-import { SqlClient, type Statement } from "@effect/sql"
+import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import { randomUUID } from "node:crypto"
 
@@ -61,25 +61,11 @@ export class Outbox extends Effect.Service<Outbox>()("Outbox", {
         return id
       })
 
-    /** The CTE `event` of the caller's statement: writes `body` if the statement's CTE `from` has a row. */
-    const eventStep = (event: NewEvent, prepared: PreparedEvent, body: Statement.Fragment, from: string) => sql`
-      event AS (
-        INSERT INTO webhook_events (id, merchant_id, event_type, order_id, body, created_at)
-        SELECT ${prepared.id}, ${event.merchantId}, ${event.type}, ${event.orderId}, ${body}, ${prepared.createdAt}
-        FROM ${sql(from)})`
-
     /**
-     * Writes an event as a step of the caller's statement (WITH ...), together with the state
-     * change it reports: only if the statement's CTE `from` has a row (the change happened).
-     */
-    const step = (event: NewEvent, from: string) => {
-      const prepared = prepare(event)
-      return eventStep(event, prepared, sql`${prepared.body}`, from)
-    }
-
-    /**
-     * As `step`, for a state change whose resulting balance only that statement knows: the CTE
-     * `from`'s `available_cents` becomes the data's last field, balance_after.
+     * Writes an event as the step `event` of the caller's statement (WITH ...), together with the
+     * state change it reports (only if the statement's CTE `from` has a row: the change happened),
+     * for a change whose resulting balance only that statement knows: the CTE `from`'s
+     * `available_cents` becomes the data's last field, balance_after.
      */
     const stepWithBalanceAfter = (event: NewEvent, from: string) => {
       const prepared = prepare({ ...event, data: { ...event.data, balance_after: BALANCE_MARK } })
@@ -87,7 +73,12 @@ export class Outbox extends Effect.Service<Outbox>()("Outbox", {
       const head = prepared.body.slice(0, mark)
       const tail = prepared.body.slice(mark + JSON.stringify(BALANCE_MARK).length)
       // the amount as JSON.stringify writes cents / 100: no trailing zeros, no exponent
-      return eventStep(event, prepared, sql`${head} || trim_scale(available_cents::numeric / 100)::text || ${tail}`, from)
+      return sql`
+        event AS (
+          INSERT INTO webhook_events (id, merchant_id, event_type, order_id, body, created_at)
+          SELECT ${prepared.id}, ${event.merchantId}, ${event.type}, ${event.orderId},
+            ${head} || trim_scale(available_cents::numeric / 100)::text || ${tail}, ${prepared.createdAt}
+          FROM ${sql(from)})`
     }
 
     /**
@@ -107,6 +98,6 @@ export class Outbox extends Effect.Service<Outbox>()("Outbox", {
           WHERE e.order_id IN (SELECT id FROM ${sql(from)}))`
     }
 
-    return { enqueue, step, stepWithBalanceAfter, stepsByOrder } as const
+    return { enqueue, stepWithBalanceAfter, stepsByOrder } as const
   })
 }) {}
