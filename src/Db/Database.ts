@@ -33,17 +33,20 @@ export interface DirectSession {
    */
   readonly queries: (statements: ReadonlyArray<PipelinedStatement>) => Promise<ReadonlyArray<ReadonlyArray<unknown>> | undefined>
   /**
-   * The transaction's last statement, sent together with its COMMIT: one round trip, so the locks
-   * it takes are held inside PostgreSQL only. The statement must raise an error when it did not do
-   * its work (`assert_true`): PostgreSQL then skips the COMMIT and the transaction is rolled back.
-   * Its rows if it committed, undefined if it was rolled back.
+   * The transaction's last statements, sent together with its COMMIT: one round trip, so the locks
+   * they take are held inside PostgreSQL only. A statement that must not commit unless it did its
+   * work raises an error (`assert_true`): PostgreSQL then skips the rest and the COMMIT, and the
+   * transaction is rolled back. Their rows, in order, if it committed; undefined if it was rolled
+   * back.
    */
-  readonly queryAndCommit: (text: string, values: ReadonlyArray<unknown>) => Promise<ReadonlyArray<unknown> | undefined>
+  readonly queriesAndCommit: (
+    statements: ReadonlyArray<PipelinedStatement>
+  ) => Promise<ReadonlyArray<ReadonlyArray<unknown>> | undefined>
 }
 
 /**
  * A transaction straight on one client of the pool, for the fast lane's buy: `work` issues its
- * statements with `queries` and ends the transaction with `queryAndCommit`; when it returns
+ * statements with `queries` and ends the transaction with `queriesAndCommit`; when it returns
  * without (undefined, say), the transaction is rolled back. When `work` throws, the client is
  * rolled back and discarded, and the error is thrown on.
  */
@@ -69,20 +72,21 @@ export const directTransaction = (pool: pg.Pool): DirectTransaction => async (wo
     if (outcome._tag === "failed") return rollback().then(() => undefined)
     return outcome.results.slice(skipped).map((result) => result.rows)
   }
-  const queryAndCommit = async (text: string, values: ReadonlyArray<unknown>) => {
-    const outcome = await pipelined(client, [[text, values], ["COMMIT", []]])
+  const queriesAndCommit = async (statements: ReadonlyArray<PipelinedStatement>) => {
+    const outcome = await pipelined(client, [...statements, ["COMMIT", []]])
     if (outcome._tag === "done") {
       ended = true
-      return outcome.results[1]!.command === "COMMIT" ? outcome.results[0]!.rows : undefined
+      const committed = outcome.results[statements.length]!.command === "COMMIT"
+      return committed ? outcome.results.slice(0, statements.length).map((result) => result.rows) : undefined
     }
-    // the statement failed and PostgreSQL skipped the COMMIT: the transaction is to be rolled back
-    if (outcome.at === 0) return rollback().then(() => undefined)
+    // a statement failed and PostgreSQL skipped the COMMIT: the transaction is to be rolled back
+    if (outcome.at < statements.length) return rollback().then(() => undefined)
     // no answer to the COMMIT: whether it committed is unknown, and the session is not reusable
     ended = true
     throw outcome.error
   }
   try {
-    const value = await work({ queries, queryAndCommit })
+    const value = await work({ queries, queriesAndCommit })
     if (!ended) await rollback()
     client.release()
     return value

@@ -12,13 +12,15 @@ import { randomUUID } from "node:crypto"
 import { ChangeLog } from "../Catalogue/ChangeLog.js"
 import { CatalogueReservations } from "../Catalogue/Reservations.js"
 import type { CatalogItem } from "../Domain/CatalogItem.js"
-import { DirectTransactions } from "../Db/Database.js"
+import { batches } from "../Db/Batches.js"
+import { type DirectSession, DirectTransactions } from "../Db/Database.js"
 import { CreatedAtIdPosition, decodeCursor, encodeCursor } from "../Domain/Cursor.js"
 import { Int8 } from "../Domain/Db.js"
 import { Conflict, DuplicateCustomId, InsufficientBalance, ItemNotFound, ItemUnavailable, PriceChanged } from "../Domain/Errors.js"
 import { compareCents } from "../Domain/Money.js"
 import type { PurchaseStatus } from "../Domain/Purchase.js"
 import { Ledger } from "../Ledger/Ledger.js"
+import { Metrics } from "../Ops/Metrics.js"
 import { Outbox } from "../Webhooks/Outbox.js"
 import { LEASE_SECONDS, PurchaseHandover } from "./Handover.js"
 import { PurchaseNotifications } from "./Notifications.js"
@@ -53,6 +55,7 @@ interface BuyItemInput {
 }
 
 const LockedItem = Schema.Struct({
+  id: Schema.String,
   status: Schema.String,
   priceCents: Int8,
   providerPriceCents: Schema.NullOr(Int8),
@@ -108,6 +111,16 @@ const boughtOf = (
         ? Either.left<ItemUnavailable | ParseResult.ParseError>(new ItemUnavailable({ message: "The item is no longer available (sold, reserved or removed)." }))
         : Either.map(decodeRows(rows), (purchases) => ({ purchase: purchases[0]!, balanceCents: result.balanceAfterCents, dueNow: result.dueNow })))
 
+/**
+ * Batches of the fast lane's buys running at once, and buys in one batch at most: two batches
+ * overlap one's round trips with the other's; more would only queue on the same balance rows.
+ */
+const BUY_BATCHES_IN_FLIGHT = 2
+const BUY_BATCH_MAX = 32
+
+/** Orders texts by code unit, the same in every process (the lock order of batches). */
+const compareText = (a: string, b: string) => a < b ? -1 : a > b ? 1 : 0
+
 /** Serialization failures and deadlocks are the real concurrent-update conflicts. */
 const isConflict = (error: SqlError.SqlError) => {
   const code = (error.cause as { code?: unknown } | undefined)?.code
@@ -134,6 +147,15 @@ export class Purchases extends Effect.Service<Purchases>()("Purchases", {
     const directTransactions = yield* DirectTransactions
     const handover = yield* PurchaseHandover
     const reservations = yield* CatalogueReservations
+    const metrics = yield* Metrics
+    const buyTransactions = metrics.counter({
+      name: "purchases_buy_transactions_total",
+      help: "Transactions of the fast lane's /buy, each buying the buys that arrived while earlier ones ran"
+    })
+    const buysInTransactions = metrics.counter({
+      name: "purchases_buy_transaction_purchases_total",
+      help: "Purchases created by the fast lane's /buy transactions (over purchases_buy_transactions_total: buys per commit)"
+    })
 
     const byId = (merchantId: string, purchaseId: string) =>
       sql`SELECT ${purchaseColumns(sql)} FROM purchases WHERE id = ${purchaseId} AND merchant_id = ${merchantId}`.pipe(
@@ -169,18 +191,28 @@ export class Purchases extends Effect.Service<Purchases>()("Purchases", {
           VALUES (${input.merchantId}, ${input.customId}, 'by_id', ${input.itemId}, ${input.recipient.tradeUrl}, ${input.recipient.steamId})
           ON CONFLICT (merchant_id, custom_id) DO NOTHING RETURNING custom_id`
 
-    const lockItem = (itemId: string) =>
-      sql`SELECT status, price_cents AS "priceCents", provider_price_cents AS "providerPriceCents", item, sim
-          FROM catalogue_items WHERE id = ${itemId} FOR UPDATE`
+    const lockedItemColumns = sql`id, status, price_cents AS "priceCents", provider_price_cents AS "providerPriceCents", item, sim`
+
+    const lockItem = (itemId: string) => sql`SELECT ${lockedItemColumns} FROM catalogue_items WHERE id = ${itemId} FOR UPDATE`
+
+    /** Several items locked in the order of their ids (as every batch locks them: two batches never deadlock on items). */
+    const lockItems = (itemIds: ReadonlyArray<string>) =>
+      sql`SELECT ${lockedItemColumns} FROM catalogue_items WHERE id IN ${sql.in(itemIds)} ORDER BY id FOR UPDATE`
+
+    /** Takes back the idempotency record of a buy that bought nothing, in its batch's transaction. */
+    const deleteRequest = (input: BuyByIdRequest) =>
+      sql`DELETE FROM purchase_requests WHERE merchant_id = ${input.merchantId} AND custom_id = ${input.customId}`
 
     /**
      * The debit and its ledger row, the purchase, `purchase.created` and the reservation, as one
      * statement. So the merchant's balance row, which orders the merchant's buys, is held for this
-     * round trip and the commit only (no other buy waits for it). When `failUnlessBought`,
-     * a statement that buys nothing raises an error instead of returning no row (to be sent with
-     * its COMMIT, which then rolls back).
+     * round trip and the commit only (no other buy waits for it). When `undoRequestUnlessBought`
+     * (the batches of the fast lane, whose transaction commits the buys that succeeded), a
+     * statement that buys nothing also deletes its idempotency record, so that it leaves nothing
+     * behind; and one that debited without reserving raises an error, which rolls the batch back
+     * (its items are locked and distinct, so it cannot happen).
      */
-    const buyStatement = (input: BuyItemInput, row: LockedItem, failUnlessBought = false) => {
+    const buyStatement = (input: BuyItemInput, row: LockedItem, undoRequestUnlessBought = false) => {
       const purchaseId = randomUUID()
       const item = JSON.parse(row.item) as CatalogItem
       const created = {
@@ -219,9 +251,11 @@ export class Purchases extends Effect.Service<Purchases>()("Purchases", {
           SELECT inserted.*, debit.available_cents AS "balanceAfterCents", EXISTS (SELECT 1 FROM reserved) AS reserved
           FROM inserted, debit)
         ${
-        failUnlessBought
-          ? sql`SELECT bought.* FROM (SELECT 1) AS one LEFT JOIN bought ON true
-                WHERE assert_true(bought.reserved, 'nothing bought')`
+        undoRequestUnlessBought
+          ? sql`, undone AS (
+                  DELETE FROM purchase_requests WHERE merchant_id = ${input.merchantId} AND custom_id = ${input.customId}
+                  AND NOT EXISTS (SELECT 1 FROM debit))
+                SELECT * FROM bought WHERE assert_true(reserved, 'debited without reserving')`
           : sql`SELECT * FROM bought`
       }`
     }
@@ -252,25 +286,67 @@ export class Purchases extends Effect.Service<Purchases>()("Purchases", {
       sql.withTransaction(buyItem(input)).pipe(Effect.tap(afterCommit))
 
     /**
-     * /buy on the fast lane's direct transaction (PostgreSQL only): the same statements as
-     * `createById` and the same checks, in two round trips: BEGIN, the idempotency record and the
-     * item's lock sent at once, then the buy statement with its COMMIT (the balance row is held
-     * inside PostgreSQL only, never across a round trip). It buys only when nothing stands in the
-     * way; anything else (a repeated custom_id, a refusal, a failed statement) is rolled back and
-     * undefined, and `createById` then answers it, having seen nothing change.
+     * /buy on the fast lane's direct transactions (PostgreSQL only), in batches: the buys that
+     * arrive while others run are bought together in one transaction (one commit, as a group
+     * commit), with the same statements and checks as `createById`, in two round trips: BEGIN,
+     * the idempotency records and the items' locks sent at once, then the buy statements with the
+     * COMMIT (balance rows are held inside PostgreSQL only, never across a round trip). Each buy
+     * acts as if the batch's buys had run one after the other; one that cannot buy (a repeated
+     * custom_id, a refusal, too little balance) leaves nothing behind and is undefined, and
+     * `createById` then answers it, having seen nothing change. A batch that fails is rolled back
+     * whole and each of its buys is undefined.
      */
-    const createByIdDirect = Option.map(directTransactions, (transaction) => (input: BuyByIdRequest) =>
-      transaction(async ({ queries, queryAndCommit }) => {
-        const [inserted, locked] = (await queries([insertRequest(input).compile(), lockItem(input.itemId).compile()])) ?? []
-        const row = locked === undefined ? undefined : Either.getOrUndefined(decodeLockedItems(locked))?.[0]
-        if (inserted === undefined || inserted.length === 0 || row === undefined || itemRefusal(row, input) !== undefined) return undefined
-        const rows = await queryAndCommit(...buyStatement({ ...input, attempt: 1 }, row, true).compile())
-        // committed, the rows are the purchase's (a decoding failure would be a defect of the statement)
-        if (rows === undefined) return undefined
-        const bought = Either.getOrThrow(boughtOf(rows, row))
-        afterCommit(bought)
-        return bought
-      }))
+    const createByIdDirect = Option.map(directTransactions, (transaction) =>
+      batches(
+        (inputs: ReadonlyArray<BuyByIdRequest>) =>
+          transaction((session) => buyBatch(session, inputs)).then((bought) => {
+            buyTransactions.inc()
+            buysInTransactions.inc(bought?.size ?? 0)
+            return inputs.map((input) => bought?.get(input))
+          }),
+        {
+          maxInFlight: BUY_BATCHES_IN_FLIGHT,
+          maxBatch: BUY_BATCH_MAX,
+          // one buy per item and per custom_id in a batch: the buy statements assume the item and the record are theirs alone
+          compatible: (batch, input) =>
+            batch.every((other) => other.itemId !== input.itemId && (other.merchantId !== input.merchantId || other.customId !== input.customId))
+        }
+      ))
+
+    /** One batch's transaction: the buys it committed, by their inputs; undefined when it committed none. */
+    const buyBatch = async ({ queries, queriesAndCommit }: DirectSession, inputs: ReadonlyArray<BuyByIdRequest>) => {
+      // every batch takes its locks in one order (idempotency records, items, balance rows), so two never deadlock
+      const requests = [...inputs].sort((a, b) => compareText(a.merchantId, b.merchantId) || compareText(a.customId, b.customId))
+      const first = await queries([...requests.map((input) => insertRequest(input).compile()), lockItems(requests.map((r) => r.itemId)).compile()])
+      const lockedRows = first === undefined ? undefined : Either.getOrUndefined(decodeLockedItems(first[requests.length]))
+      if (first === undefined || lockedRows === undefined) return undefined
+      const locked = new Map(lockedRows.map((row) => [row.id, row]))
+      const toBuy: Array<{ readonly input: BuyByIdRequest; readonly row: LockedItem }> = []
+      const toUndo: Array<BuyByIdRequest> = []
+      requests.forEach((input, i) => {
+        if (first[i]!.length === 0) return // the custom_id is taken: a repeat, or a concurrent duplicate
+        const row = locked.get(input.itemId)
+        if (row === undefined || itemRefusal(row, input) !== undefined) toUndo.push(input)
+        else toBuy.push({ input, row })
+      })
+      if (toBuy.length === 0) return undefined
+      toBuy.sort((a, b) => compareText(a.input.merchantId, b.input.merchantId))
+      const rows = await queriesAndCommit([
+        ...toUndo.map((input) => deleteRequest(input).compile()),
+        ...toBuy.map(({ input, row }) => buyStatement({ ...input, attempt: 1 }, row, true).compile())
+      ])
+      if (rows === undefined) return undefined
+      // committed: each buy's rows are its purchase, or none if it bought nothing (a decoding failure would be a defect)
+      const bought = new Map<BuyByIdRequest, { readonly purchase: PurchaseRow; readonly balanceCents: number; readonly dueNow: boolean }>()
+      toBuy.forEach(({ input, row }, i) => {
+        const purchaseRows = rows[toUndo.length + i]!
+        if (purchaseRows.length === 0) return
+        const created = Either.getOrThrow(boughtOf(purchaseRows, row))
+        afterCommit(created)
+        bought.set(input, created)
+      })
+      return bought
+    }
 
     const mapSqlErrors = <A, E, R>(effect: Effect.Effect<A, E | SqlError.SqlError, R>) =>
       Effect.catchIf(effect, (e): e is SqlError.SqlError => e instanceof SqlError.SqlError, (e) =>
@@ -354,6 +430,6 @@ export class Purchases extends Effect.Service<Purchases>()("Purchases", {
 
     return { createById, createByIdDirect, buyAttempt, byId, latestByCustomId, request, availableCents, list, waitFor, mapSqlErrors } as const
   }),
-  dependencies: [Ledger.Default, Outbox.Default, ChangeLog.Default, PurchaseHandover.Default, CatalogueReservations.Default]
+  dependencies: [Ledger.Default, Outbox.Default, ChangeLog.Default, PurchaseHandover.Default, CatalogueReservations.Default, Metrics.Default]
 }) {}
 

@@ -81,24 +81,31 @@ describe.runIf(!!process.env["DATABASE_URL"])("statements sent at once (DATABASE
     }
   })
 
-  it("a direct transaction commits its last statement with it, or rolls everything back", async () => {
+  it("a direct transaction commits its last statements with it, or rolls everything back", async () => {
     const transaction = directTransaction(pool)
-    const committed = await transaction(async ({ queries, queryAndCommit }) => {
+    const committed = await transaction(async ({ queries, queriesAndCommit }) => {
       const first = await queries([["INSERT INTO notes (id, body) VALUES (20, 'a') RETURNING id", []], ["SELECT count(*) AS n FROM notes", []]])
       expect(first).toEqual([[{ id: "20" }], [{ n: "1" }]])
-      return queryAndCommit("INSERT INTO notes (id, body) SELECT 21, 'b' WHERE must(true) RETURNING id", [])
+      return queriesAndCommit([
+        ["INSERT INTO notes (id, body) SELECT 21, 'b' WHERE must(true) RETURNING id", []],
+        ["SELECT count(*) AS n FROM notes", []]
+      ])
     })
-    expect(committed).toEqual([{ id: "21" }])
+    expect(committed).toEqual([[{ id: "21" }], [{ n: "2" }]])
 
-    const refused = await transaction(async ({ queries, queryAndCommit }) => {
+    const refused = await transaction(async ({ queries, queriesAndCommit }) => {
       await queries([["INSERT INTO notes (id, body) VALUES (22, 'c')", []]])
-      return queryAndCommit("INSERT INTO notes (id, body) SELECT 23, 'd' WHERE must(false) RETURNING id", [])
+      // the first of the last statements succeeds, the second refuses: neither commits
+      return queriesAndCommit([
+        ["INSERT INTO notes (id, body) VALUES (26, 'g')", []],
+        ["INSERT INTO notes (id, body) SELECT 23, 'd' WHERE must(false) RETURNING id", []]
+      ])
     })
     expect(refused).toBeUndefined()
 
-    const failedEarly = await transaction(async ({ queries, queryAndCommit }) => {
+    const failedEarly = await transaction(async ({ queries, queriesAndCommit }) => {
       const rows = await queries([["INSERT INTO notes (id, body) VALUES (24, 'e')", []], ["INSERT INTO notes (id, body) VALUES (20, 'dup')", []]])
-      return rows === undefined ? undefined : queryAndCommit("SELECT 1", [])
+      return rows === undefined ? undefined : queriesAndCommit([["SELECT 1", []]])
     })
     expect(failedEarly).toBeUndefined()
 

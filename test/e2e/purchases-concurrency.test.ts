@@ -22,7 +22,7 @@ import {
   PURCHASE_ENV
 } from "../support/purchases.js"
 import type { JsonResponse } from "../support/server.js"
-import { fastLaneAnswers, type RunningServer, startServer } from "../support/server.js"
+import { fastLaneAnswers, metricValue, type RunningServer, startServer } from "../support/server.js"
 
 let server: RunningServer
 beforeAll(async () => { server = await startServer({ env: PURCHASE_ENV }) })
@@ -43,6 +43,10 @@ const tally = (responses: ReadonlyArray<JsonResponse>) => {
   }
   return out
 }
+
+/** The fast lane's buy transactions and the purchases they created so far (/metrics). */
+const buyTransactions = () =>
+  Promise.all([metricValue(server, "purchases_buy_transactions_total"), metricValue(server, "purchases_buy_transaction_purchases_total")])
 
 const onPostgreSql = process.env["DATABASE_URL"] !== undefined && process.env["DATABASE_URL"] !== ""
 
@@ -147,5 +151,62 @@ describe.each(paths)("concurrent purchases (%s)", (path) => {
     const unsold = itemIds.filter((id) => !list.some((p) => p.item.id === id))
     expect(unsold).toHaveLength(40)
     expectPurchaseCreated(await buy(server, other, buyBody({ itemId: unsold[0]!, maxPrice: 10 })), 201)
+  })
+
+  it("25 mixed buys of one merchant at once: each answered as if alone; on the fast lane, several bought per transaction", async () => {
+    const m = await fundedMerchant(server, 10_000)
+    const [cheap, pricey, huge] = [itemOf(500), itemOf(700), itemOf(20_000)]
+    const ids = await loadItems(server, [...Array.from({ length: 14 }, () => cheap), pricey, pricey, pricey, huge, huge])
+    const [distinct, [contested, repeated], [...aboveMax], tooDear] = [ids.slice(0, 12), ids.slice(12, 14), ids.slice(14, 17), ids.slice(17)]
+    const repeatBody = buyBody({ itemId: repeated!, maxPrice: 5, customId: `rep-${randomUUID()}` })
+    const requests = [
+      ...distinct.map((itemId) => ({ body: buyBody({ itemId, maxPrice: 5 }), expected: "201" })),
+      ...Array.from({ length: 4 }, () => ({ body: buyBody({ itemId: contested!, maxPrice: 5 }), expected: "201 or 409 MERCHANT_ITEM_UNAVAILABLE" })),
+      ...Array.from({ length: 3 }, () => ({ body: repeatBody, expected: "201" })),
+      ...aboveMax.map((itemId) => ({ body: buyBody({ itemId, maxPrice: 6 }), expected: "409 MERCHANT_PRICE_CHANGED" })),
+      ...tooDear.map((itemId) => ({ body: buyBody({ itemId, maxPrice: 300 }), expected: "402 MERCHANT_INSUFFICIENT_BALANCE" })),
+      { body: buyBody({ itemId: randomUUID(), maxPrice: 5 }), expected: "404 MERCHANT_ITEM_NOT_FOUND" }
+    ]
+    const fastLaneMade = await prepareKeys(path, [m])
+    const [transactionsBefore, boughtBefore] = await buyTransactions()
+    const responses = await Promise.all(requests.map(({ body }) => buy(server, m, body)))
+    // 12 distinct, 1 of the contested item, 1 for the repeated custom_id
+    await fastLaneMade(14)
+    const counts = tally(responses)
+    expect(counts, JSON.stringify(counts)).toEqual({
+      "201": 12 + 1 + 3,
+      "409 MERCHANT_ITEM_UNAVAILABLE": 3,
+      "409 MERCHANT_PRICE_CHANGED": 3,
+      "402 MERCHANT_INSUFFICIENT_BALANCE": 2,
+      "404 MERCHANT_ITEM_NOT_FOUND": 1
+    })
+    requests.forEach(({ expected }, i) => {
+      const got = `${responses[i]!.status} ${responses[i]!.json?.error?.code ?? ""}`.trim()
+      expect(expected.split(" or "), `request ${i}: ${got}`).toContain(got)
+      if (responses[i]!.status >= 400) expectError(responses[i]!, responses[i]!.status, responses[i]!.json.error.code)
+    })
+    const created = responses.map((r) => r.status === 201 ? expectPurchaseCreated(r, 201) : undefined)
+    // one purchase per custom_id; each debit's balance_after is its own step of the balance (a
+    // repeat answers the balance of its time, also one of the steps)
+    expect(new Set(created.flatMap((c) => c === undefined ? [] : [c.purchase_id])).size).toBe(14)
+    const steps = Array.from({ length: 14 }, (_, i) => i * 5 + 30)
+    for (const c of created) if (c !== undefined) expect(steps).toContain(c.balance_after)
+    const firstBuys = created.filter((c, i) => c !== undefined && requests[i]!.body !== repeatBody)
+    expect(new Set(firstBuys.map((c) => c!.balance_after)).size).toBe(13)
+    const [transactionsAfter, boughtAfter] = await buyTransactions()
+    if (path === "fast lane") {
+      expect(boughtAfter - boughtBefore).toBe(14)
+      expect(transactionsAfter - transactionsBefore, "buys that arrive together share a transaction").toBeLessThan(14)
+    }
+    const list = await allSettled(m)
+    expect(list).toHaveLength(14)
+    expect(new Set(list.map((p) => p.item.id))).toEqual(new Set([...distinct, contested, repeated]))
+    expect(await balanceOf(server, m)).toEqual({ available: 3_000, onHold: 0, totalDeposited: 10_000, totalSpent: 7_000 })
+    // what was refused is still for sale, and its custom_ids were left free
+    const other = await fundedMerchant(server, 1_000)
+    expectPurchaseCreated(await buy(server, other, buyBody({ itemId: aboveMax[0]!, maxPrice: 7 })), 201)
+    const [tooDearBody, notFoundBody] = [requests[requests.length - 3]!.body, requests[requests.length - 1]!.body]
+    expectPurchaseCreated(await buy(server, m, { ...tooDearBody, item_id: aboveMax[1]!, max_price: 7 }), 201)
+    expectPurchaseCreated(await buy(server, m, { ...notFoundBody, item_id: aboveMax[2]!, max_price: 7 }), 201)
   })
 })

@@ -148,9 +148,13 @@ export const startServer = async (options: StartOptions = {}): Promise<RunningSe
   return { baseUrl, opsUrl, adminToken: ADMIN_TOKEN, database, output: () => output, api, admin, createMerchant, deposit, stop, process: child }
 }
 
-/** Responses the fast lane answered so far for a merchant API route (e.g. `/buy`), from /metrics. */
-export const fastLaneAnswers = async (server: RunningServer, route: string) => {
+/** The value of a metric's line (its name with any labels, e.g. `name{route="/x"}`) in /metrics; 0 when absent. */
+export const metricValue = async (server: RunningServer, series: string) => {
   const text = await fetch(`${server.opsUrl}/metrics`).then((r) => r.text())
-  const line = text.split("\n").find((l) => l.startsWith(`http_fast_lane_responses_total{route="/api/v1/merchant${route}"}`))
+  const line = text.split("\n").find((l) => l.startsWith(`${series} `))
   return line === undefined ? 0 : Number(line.slice(line.lastIndexOf(" ") + 1))
 }
+
+/** Responses the fast lane answered so far for a merchant API route (e.g. `/buy`), from /metrics. */
+export const fastLaneAnswers = (server: RunningServer, route: string) =>
+  metricValue(server, `http_fast_lane_responses_total{route="/api/v1/merchant${route}"}`)
