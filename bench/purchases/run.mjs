@@ -174,6 +174,18 @@ const loadService = async (service, merchants, items, { concurrency, warmup, dur
 
 // ---- one measured run -----------------------------------------------------------------------------
 
+/** The service's fast-lane buy transactions and the purchases they created so far, and its event loop's delay (its /metrics). */
+const buyBatchMetrics = async (service) => {
+  const text = await fetch(`${service.opsUrl}/metrics`).then((res) => res.text())
+  const value = (name) => Number(text.split("\n").find((line) => line.startsWith(`${name} `))?.split(" ")[1] ?? NaN)
+  return {
+    transactions: value("purchases_buy_transactions_total"),
+    purchases: value("purchases_buy_transaction_purchases_total"),
+    loopP99: value("nodejs_eventloop_lag_p99_seconds"),
+    loopMax: value("nodejs_eventloop_lag_max_seconds")
+  }
+}
+
 const measure = async (which, ctx, concurrency) => {
   const busyBefore = await waitQuiet(`${which} at ${concurrency}`, { maxSeconds: opts.waitQuiet, quietBusy: opts.quietBusy })
   const pid = which === "service" ? ctx.service.child.pid : ctx.bare.child.pid
@@ -194,10 +206,19 @@ const measure = async (which, ctx, concurrency) => {
   }
   const prefix = `${which}-${concurrency}-${Date.now()}`
   let r
+  let batching = ""
   if (which === "service") {
+    const batchesBefore = await buyBatchMetrics(ctx.service)
+    // a scrape at the warm-up's end resets prom-client's event-loop delay histogram
+    const loopProbe = setTimeout(() => fetch(`${ctx.service.opsUrl}/metrics`).then((res) => res.text()), opts.warmup * 1000)
     r = await loadService(ctx.service, ctx.merchants, ctx.serviceItems, {
       concurrency, warmup: opts.warmup, duration: opts.duration, prefix, onMeasuring, onWindowEnd
     })
+    clearTimeout(loopProbe)
+    const batchesAfter = await buyBatchMetrics(ctx.service)
+    const [transactions, purchases] = [batchesAfter.transactions - batchesBefore.transactions, batchesAfter.purchases - batchesBefore.purchases]
+    batching = `\n              fast lane (warm-up included): ${purchases} purchases in ${transactions} transactions, ${round(purchases / transactions, 2)} per transaction` +
+      `; event loop delay since the warm-up: p99 ${round(batchesAfter.loopP99 * 1000, 1)} ms, max ${round(batchesAfter.loopMax * 1000, 1)} ms`
   } else {
     const measuringListener = (m) => {
       if (m && m.measuring) onMeasuring()
@@ -242,7 +263,7 @@ const measure = async (which, ctx, concurrency) => {
     `\n              CPU ${round(res.cpuMsPerBuy * 1000)} µs/buy in the ${which} process; cores: machine ${res.cores.machine} = ${which} ${res.cores.server}` +
     ` + its postgres backends ${res.cores.postgres}${which === "service" ? ` + load generator ${res.cores.loadGenerator}` : " (its own workers included)"}` +
     ` + rest ${round(res.cores.machine - res.cores.server - res.cores.postgres - res.cores.loadGenerator, 2)}` +
-    `\n              backends (mean count): ${Object.entries(activity).map(([k, v]) => `${k} ${v}`).join("; ")}`)
+    `\n              backends (mean count): ${Object.entries(activity).map(([k, v]) => `${k} ${v}`).join("; ")}${batching}`)
   return res
 }
 

@@ -4,9 +4,11 @@
  * other, each once the previous one is answered). They run in order, in the extended protocol
  * (unnamed statements, parameters bound as node-postgres binds them), and end with one Sync: the
  * first error skips the rest (PostgreSQL discards everything up to the Sync). Outside a
- * transaction they are one implicit transaction, so they stand or fall together. It is
- * node-postgres's own extension point (a "submittable", as pg-cursor is), with its own Result for
- * each statement's rows.
+ * transaction they are one implicit transaction, so they stand or fall together. Each distinct
+ * text is prepared once per connection, as a named statement (as node-postgres does for a query
+ * given a name): the statements of the hot paths are long, and parsing and planning them for
+ * every execution cost the server more than running them. It is node-postgres's own extension
+ * point (a "submittable", as pg-cursor is), with its own Result for each statement's rows.
  */
 import { createRequire } from "node:module"
 import type pg from "pg"
@@ -28,6 +30,28 @@ const { prepareValue }: { prepareValue: (value: unknown) => Buffer | string | nu
 
 export type PipelinedStatement = readonly [text: string, values: ReadonlyArray<unknown>]
 
+/** The prepared statements of a connection, as node-postgres records them: name -> text. */
+interface PreparingConnection extends pg.Connection {
+  readonly parsedStatements: Record<string, string>
+}
+
+/**
+ * Statement names by text; a text never seen before gets a new name, never given to another text
+ * (the map is bounded, though the texts are the code's own, few).
+ */
+const names = new Map<string, string>()
+const MAX_NAMES = 1_000
+let named = 0
+const statementName = (text: string) => {
+  let name = names.get(text)
+  if (name === undefined) {
+    if (names.size >= MAX_NAMES) names.clear()
+    name = `pipelined_${named++}`
+    names.set(text, name)
+  }
+  return name
+}
+
 /** The statements' rows and command tags, in order; or the error of the first that failed and its place. */
 export type PipelineOutcome =
   | { readonly _tag: "done"; readonly results: ReadonlyArray<{ readonly rows: ReadonlyArray<unknown>; readonly command: string | null }> }
@@ -37,6 +61,14 @@ class Pipeline implements pg.Submittable {
   private readonly results: Array<ResultBuilder>
   private current = 0
   private settled = false
+  /** The statements this pipeline prepares, in order; each is recorded once PostgreSQL confirms it. */
+  private readonly preparing: Array<readonly [name: string, text: string]> = []
+  private confirmed = 0
+  private connection: PreparingConnection | undefined
+  private readonly onParseComplete = () => {
+    const statement = this.preparing[this.confirmed++]
+    if (statement !== undefined) this.connection!.parsedStatements[statement[0]] = statement[1]
+  }
 
   constructor(
     private readonly statements: ReadonlyArray<PipelinedStatement>,
@@ -45,12 +77,20 @@ class Pipeline implements pg.Submittable {
     this.results = statements.map(() => new Result(undefined, undefined))
   }
 
-  submit(connection: pg.Connection): void {
+  submit(pgConnection: pg.Connection): void {
+    const connection = pgConnection as PreparingConnection
+    this.connection = connection
+    connection.on("parseComplete", this.onParseComplete)
     connection.stream.cork()
     try {
       for (const [text, values] of this.statements) {
-        connection.parse({ text, name: "", types: [] }, false)
-        connection.bind({ portal: "", statement: "", values: values.map((value) => prepareValue(value)) }, false)
+        const name = statementName(text)
+        // a name already sent in this pipeline is prepared by then (a second Parse of it would fail)
+        if (connection.parsedStatements[name] !== text && !this.preparing.some(([sent]) => sent === name)) {
+          connection.parse({ text, name, types: [] }, false)
+          this.preparing.push([name, text])
+        }
+        connection.bind({ portal: "", statement: name, values: values.map((value) => prepareValue(value)) }, false)
         connection.describe({ type: "P", name: "" }, false)
         connection.execute({ portal: "" }, false)
       }
@@ -94,6 +134,7 @@ class Pipeline implements pg.Submittable {
   private finish(outcome: PipelineOutcome) {
     if (this.settled) return
     this.settled = true
+    this.connection?.off("parseComplete", this.onParseComplete)
     this.settle(outcome)
   }
 }

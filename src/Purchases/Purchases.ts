@@ -112,10 +112,11 @@ const boughtOf = (
         : Either.map(decodeRows(rows), (purchases) => ({ purchase: purchases[0]!, balanceCents: result.balanceAfterCents, dueNow: result.dueNow })))
 
 /**
- * Batches of the fast lane's buys running at once, and buys in one batch at most: two batches
- * overlap one's round trips with the other's; more would only queue on the same balance rows.
+ * Batches of the fast lane's buys running at once, and buys in one batch at most. One at a time
+ * measured best (bench/purchases, RESULTS.md): a second batch at once queues on the first's
+ * balance rows, and its buys would have joined the next batch anyway.
  */
-const BUY_BATCHES_IN_FLIGHT = 2
+const BUY_BATCHES_IN_FLIGHT = 1
 const BUY_BATCH_MAX = 32
 
 /** Orders texts by code unit, the same in every process (the lock order of batches). */

@@ -2,7 +2,8 @@
  * Statements sent at once (src/Db/Pipeline.ts) and the fast lane's direct transaction built on
  * them (src/Db/Database.ts), on a real PostgreSQL server (DATABASE_URL only: PGlite has no pool):
  * one round trip for several statements, rows as node-postgres gives them, the first failure
- * skipping the rest, and a transaction's last statement committed with it or rolled back whole.
+ * skipping the rest, each text prepared once per connection, and a transaction's last statements
+ * committed with it or rolled back whole.
  */
 import pg from "pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -75,6 +76,34 @@ describe.runIf(!!process.env["DATABASE_URL"])("statements sent at once (DATABASE
       expect((await client.query("SELECT 1 AS one")).rows).toEqual([{ one: 1 }])
       // the failure is reported at once; its round trip ends before the next query's two
       expect(roundTrips()).toBe(3)
+    } finally {
+      await client.query("DELETE FROM notes")
+      await done()
+    }
+  })
+
+  it("prepares each text once per connection; what a failure kept from being prepared is prepared next time", async () => {
+    const { client, done } = await countingClient()
+    const prepared = async () =>
+      (await client.query("SELECT statement FROM pg_prepared_statements ORDER BY statement")).rows.map((r: { statement: string }) => r.statement)
+    const insert = "INSERT INTO notes (id, body) VALUES ($1, $2)"
+    const count = "SELECT count(*) AS n FROM notes"
+    try {
+      // the same text twice in one pipeline and again in the next: prepared once, run every time
+      expect(await pipelined(client, [[insert, [30, "a"]], [insert, [31, "b"]]])).toMatchObject({ _tag: "done" })
+      expect(await pipelined(client, [[insert, [32, "c"]], [count, []]])).toMatchObject({ _tag: "done", results: [{}, { rows: [{ n: "3" }] }] })
+      expect(await prepared()).toEqual([count, insert].sort())
+      // the first statement fails when run (it was prepared); the second's Parse is skipped by the server
+      const late = "SELECT $1::text AS late"
+      expect(await pipelined(client, [["SELECT must(false)", []], [late, ["x"]]])).toMatchObject({ _tag: "failed", at: 0 })
+      expect(await pipelined(client, [["SELECT must(true)", []], [late, ["y"]]])).toMatchObject({ _tag: "done", results: [{}, { rows: [{ late: "y" }] }] })
+      expect(await prepared()).toEqual([count, insert, late, "SELECT must(false)", "SELECT must(true)"].sort())
+      // a text that does not parse fails each time with its own error, never a missing or duplicate statement
+      for (let i = 0; i < 2; i++) {
+        const outcome = await pipelined(client, [["SELEC 1", []]])
+        expect(outcome._tag).toBe("failed")
+        if (outcome._tag === "failed") expect(String((outcome.error as Error).message)).toMatch(/syntax error/)
+      }
     } finally {
       await client.query("DELETE FROM notes")
       await done()
