@@ -57,19 +57,32 @@ export class DirectTransactions
   extends Context.Tag("DirectTransactions")<DirectTransactions, Option.Option<DirectTransaction>>()
 {}
 
+/**
+ * Errors that leave a connection's prepared statements unusable: a cached plan whose result type
+ * changed (a migration altered a table), a statement the connection should have and has not, or
+ * has and should not. Such a connection is dropped, and the next one prepares afresh.
+ */
+const STALE_STATEMENT_CODES: ReadonlySet<unknown> = new Set(["0A000", "26000", "42P05"])
+const stalePreparedStatements = (error: unknown) => STALE_STATEMENT_CODES.has((error as { code?: unknown } | undefined)?.code)
+
 export const directTransaction = (pool: pg.Pool): DirectTransaction => async (work) => {
   const client = await pool.connect()
   let begun = false
   let ended = false
+  let stale = false
   const rollback = async () => {
     ended = true
     await client.query("ROLLBACK")
+  }
+  const failed = (error: unknown) => {
+    stale ||= stalePreparedStatements(error)
+    return rollback().then(() => undefined)
   }
   const queries = async (statements: ReadonlyArray<PipelinedStatement>) => {
     const outcome = await pipelined(client, begun ? statements : [["BEGIN", []], ...statements])
     const skipped = begun ? 0 : 1
     begun = true
-    if (outcome._tag === "failed") return rollback().then(() => undefined)
+    if (outcome._tag === "failed") return failed(outcome.error)
     return outcome.results.slice(skipped).map((result) => result.rows)
   }
   const queriesAndCommit = async (statements: ReadonlyArray<PipelinedStatement>) => {
@@ -80,7 +93,7 @@ export const directTransaction = (pool: pg.Pool): DirectTransaction => async (wo
       return committed ? outcome.results.slice(0, statements.length).map((result) => result.rows) : undefined
     }
     // a statement failed and PostgreSQL skipped the COMMIT: the transaction is to be rolled back
-    if (outcome.at < statements.length) return rollback().then(() => undefined)
+    if (outcome.at < statements.length) return failed(outcome.error)
     // no answer to the COMMIT: whether it committed is unknown, and the session is not reusable
     ended = true
     throw outcome.error
@@ -88,7 +101,7 @@ export const directTransaction = (pool: pg.Pool): DirectTransaction => async (wo
   try {
     const value = await work({ queries, queriesAndCommit })
     if (!ended) await rollback()
-    client.release()
+    client.release(stale ? new Error("its prepared statements are out of date") : undefined)
     return value
   } catch (error) {
     // the session may be mid-transaction or broken: never hand it back to the pool

@@ -2,13 +2,15 @@
  * Several statements sent to PostgreSQL at once, on one node-postgres client: one write and one
  * round trip instead of one per statement (node-postgres sends a client's queries one after the
  * other, each once the previous one is answered). They run in order, in the extended protocol
- * (unnamed statements, parameters bound as node-postgres binds them), and end with one Sync: the
+ * (parameters bound as node-postgres binds them), and end with one Sync: the
  * first error skips the rest (PostgreSQL discards everything up to the Sync). Outside a
  * transaction they are one implicit transaction, so they stand or fall together. Each distinct
  * text is prepared once per connection, as a named statement (as node-postgres does for a query
  * given a name): the statements of the hot paths are long, and parsing and planning them for
- * every execution cost the server more than running them. It is node-postgres's own extension
- * point (a "submittable", as pg-cursor is), with its own Result for each statement's rows.
+ * every execution cost the server more than running them. (A connection whose prepared statements
+ * went out of date, after a migration, is dropped by its user: Database.ts.) It is
+ * node-postgres's own extension point (a "submittable", as pg-cursor is), with its own Result for
+ * each statement's rows.
  */
 import { createRequire } from "node:module"
 import type pg from "pg"

@@ -110,6 +110,24 @@ describe.runIf(!!process.env["DATABASE_URL"])("statements sent at once (DATABASE
     }
   })
 
+  it("a direct transaction drops a connection whose prepared statements went out of date; the next one prepares afresh", async () => {
+    const single = new pg.Pool({ connectionString: database.url, max: 1 })
+    try {
+      await single.query("CREATE TABLE shapes (id bigint PRIMARY KEY, body text NOT NULL)")
+      await single.query("INSERT INTO shapes VALUES (1, 'a')")
+      const transaction = directTransaction(single)
+      const read = () => transaction(async ({ queries }) => (await queries([["SELECT * FROM shapes ORDER BY id", []]]))?.[0])
+      expect(await read()).toEqual([{ id: "1", body: "a" }])
+      // a migration changes the prepared statement's result type: that transaction fails, its connection goes
+      await single.query("ALTER TABLE shapes ADD COLUMN extra text")
+      expect(await read()).toBeUndefined()
+      expect(await read()).toEqual([{ id: "1", body: "a", extra: null }])
+    } finally {
+      await single.query("DROP TABLE IF EXISTS shapes")
+      await single.end()
+    }
+  })
+
   it("a direct transaction commits its last statements with it, or rolls everything back", async () => {
     const transaction = directTransaction(pool)
     const committed = await transaction(async ({ queries, queriesAndCommit }) => {
