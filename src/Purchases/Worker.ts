@@ -126,8 +126,11 @@ export const PurchaseWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
   const nextStepAfter = (status: OrderStatus, inFlight: boolean) =>
     status.nextChangeAt ?? (inFlight ? new Date(Date.now() + 1_000) : null)
 
-  /** The SET of a step's end: the lease released and the next look scheduled. */
-  const released = (nextStep: Date | null, watchUntil: Date | null) =>
+  /**
+   * The SET of a step's end: the lease released and the next look scheduled (`nextStep`: a time, or
+   * an expression of the statement, for several purchases at once).
+   */
+  const released = (nextStep: Date | null | Statement.Fragment, watchUntil: Date | null) =>
     sql`lease_owner = NULL, lease_until = NULL, updated_at = now(),
         next_step_at = coalesce(${nextStep}, next_step_at), watch_until = ${watchUntil}`
 
@@ -228,10 +231,9 @@ export const PurchaseWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
       const rows = yield* sql<{ id: string }>`
         WITH next AS (
           SELECT * FROM unnest(${taken.map(({ row }) => row.id)}::uuid[], ${nextSteps.map((d) => d.toISOString())}::timestamptz[])
-            AS next(id, next_step_at)),
+            AS next(id, due_at)),
         moved AS (
-          UPDATE purchases SET status = 'processing', lease_owner = NULL, lease_until = NULL, updated_at = now(),
-            next_step_at = next.next_step_at, watch_until = NULL
+          UPDATE purchases SET status = 'processing', ${released(sql`next.due_at`, null)}
           FROM next WHERE purchases.id = next.id AND purchases.lease_owner = ${owner} AND purchases.status = 'created'
           RETURNING purchases.id),
         ${outbox.stepsByOrder(events, "moved")}
