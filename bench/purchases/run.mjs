@@ -18,7 +18,8 @@
  * 3. For each level, --rounds rounds alternating (service, bare, bare, service, ...), each a
  *    --warmup then a --duration window. The service is loaded from this process over keep-alive
  *    HTTP connections (one per client, each client sending its next request when the last one
- *    answered); every request a distinct custom_id and item_id, max_price above any price, the
+ *    answered; bench/lib/http-connection.mjs, a minimal client like autocannon's: node:http's
+ *    own client cost about 0.5 ms of CPU per request here, in the measured latency); every request a distinct custom_id and item_id, max_price above any price, the
  *    trade URL https://steamcommunity.com/tradeoffer/new/?partner=12345678&token=abcdEFGH. The bare
  *    runs the same statements with a pg Pool of as many connections as clients.
  * 4. Beside the figures: CPU time per buy of the server process (service or bare), the cores used
@@ -34,12 +35,12 @@
  * --profile: one more service run at --profileAt (16) clients under `node --cpu-prof`; a summary of the window
  *    is printed and the profile kept in bench/purchases/out/.
  */
-import http from "node:http"
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import pg from "pg"
 import { printSummary, summarise } from "../http/cpuprofile-summary.mjs"
+import { openConnection } from "../lib/http-connection.mjs"
 import {
   admin, argOptions, atInterrupt, buildIfNeeded, connectClient, cpuMs, createDatabase, forkChild, log, machineInfo, machineTicks, mean,
   percentileSorted, PG_SERVER_URL, pgBackendCpu, pgCpuDelta, round, rpc, sleep, startService, waitQuiet, withAdminClient, CLK_TCK
@@ -108,8 +109,8 @@ const activitySampler = async (database) => {
 // ---- the service's load ---------------------------------------------------------------------------
 
 const loadService = async (service, merchants, items, { concurrency, warmup, duration, prefix, onMeasuring, onWindowEnd }) => {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency })
   const url = new URL(service.baseUrl)
+  const connections = await Promise.all(Array.from({ length: concurrency }, () => openConnection(url.hostname, Number(url.port))))
   let measuring = false
   let stop = false
   const latencies = []
@@ -117,21 +118,9 @@ const loadService = async (service, merchants, items, { concurrency, warmup, dur
   let errors = 0
   const errorKinds = {}
   let seq = 0
-  const post = (body, apiKey) => new Promise((resolve, reject) => {
-    const req = http.request({
-      host: url.hostname, port: url.port, path: BUY_PATH, method: "POST", agent,
-      headers: { authorization: `Bearer ${apiKey}`, "content-type": "application/json", "content-length": Buffer.byteLength(body) }
-    }, (res) => {
-      const chunks = []
-      res.on("data", (c) => chunks.push(c))
-      res.on("end", () => resolve({ status: res.statusCode, body: Buffer.concat(chunks).toString() }))
-      res.on("error", reject)
-    })
-    req.on("error", reject)
-    req.end(body)
-  })
   const worker = async (w) => {
     const merchant = merchants[w % merchants.length]
+    const headers = { authorization: `Bearer ${merchant.api_key}`, "content-type": "application/json" }
     while (!stop) {
       if (items.next >= items.ids.length) throw new Error(`service: out of items after ${items.next}`)
       const itemId = items.ids[items.next++]
@@ -140,7 +129,7 @@ const loadService = async (service, merchants, items, { concurrency, warmup, dur
       let ok = false
       let kind
       try {
-        const res = await post(body, merchant.api_key)
+        const res = await connections[w].request("POST", BUY_PATH, headers, body)
         ok = res.status === 201
         if (!ok) kind = `${res.status} ${res.body.slice(0, 120)}`
       } catch (e) {
@@ -168,9 +157,18 @@ const loadService = async (service, merchants, items, { concurrency, warmup, dur
   measuring = false
   onWindowEnd()
   await Promise.all(workers)
-  agent.destroy()
+  connections.forEach((connection) => connection.close())
   return { count, errors, errorKinds, seconds, latencies }
 }
+
+/**
+ * The server's WAL so far: bytes (from the insert position), records, full-page images and flushes
+ * (pg_stat_wal, whose counters backends report within about a second). The server is shared.
+ */
+const walStats = () => withAdminClient((c) => c.query(
+  `SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::float8 AS bytes, wal_records::float8 AS records, wal_fpi::float8 AS fpi,
+          wal_sync::float8 AS syncs FROM pg_stat_wal`)).then((q) => q.rows[0])
+const walDelta = (a, b) => ({ bytes: b.bytes - a.bytes, records: b.records - a.records, fpi: b.fpi - a.fpi, syncs: b.syncs - a.syncs })
 
 // ---- one measured run -----------------------------------------------------------------------------
 
@@ -196,13 +194,17 @@ const measure = async (which, ctx, concurrency) => {
   const onMeasuring = () => {
     before = { hr: Number(process.hrtime.bigint() / 1000n), t: performance.now(), cpu: cpuMs(pid), ticks: machineTicks(), self: process.cpuUsage() }
     pgBefore = pgBackendCpu(database)
+    walBefore = walStats()
     sampler.start()
   }
   let after
   let pgAfter
+  let walBefore
+  let walAfter
   const onWindowEnd = () => {
     after = { hr: Number(process.hrtime.bigint() / 1000n), t: performance.now(), cpu: cpuMs(pid), ticks: machineTicks(), self: process.cpuUsage(before.self) }
     pgAfter = pgBackendCpu(database)
+    walAfter = walStats()
   }
   const prefix = `${which}-${concurrency}-${Date.now()}`
   let r
@@ -233,6 +235,7 @@ const measure = async (which, ctx, concurrency) => {
     ctx.bare.child.off("message", measuringListener)
   }
   const pgMs = pgCpuDelta(await pgBefore, await pgAfter)
+  const wal = walDelta(await walBefore, await walAfter)
   const activity = await sampler.stop()
   const seconds = (after.t - before.t) / 1000
   const sorted = Float64Array.from(r.latencies).sort()
@@ -254,6 +257,7 @@ const measure = async (which, ctx, concurrency) => {
       machine: cores(((after.ticks.busy - before.ticks.busy) * 1000) / CLK_TCK)
     },
     activity,
+    walPerBuy: { bytes: wal.bytes / r.count, records: wal.records / r.count, fullPageImages: wal.fpi / r.count, syncs: wal.syncs / r.count },
     poolMax: r.poolMax,
     machineBusyBefore: busyBefore,
     window: { from: before.hr, to: after.hr }
@@ -263,6 +267,8 @@ const measure = async (which, ctx, concurrency) => {
     `\n              CPU ${round(res.cpuMsPerBuy * 1000)} µs/buy in the ${which} process; cores: machine ${res.cores.machine} = ${which} ${res.cores.server}` +
     ` + its postgres backends ${res.cores.postgres}${which === "service" ? ` + load generator ${res.cores.loadGenerator}` : " (its own workers included)"}` +
     ` + rest ${round(res.cores.machine - res.cores.server - res.cores.postgres - res.cores.loadGenerator, 2)}` +
+    `\n              WAL per buy (whole server): ${round(res.walPerBuy.bytes)} bytes, ${round(res.walPerBuy.records, 1)} records, ` +
+    `${round(res.walPerBuy.fullPageImages, 2)} full-page images, ${round(res.walPerBuy.syncs, 2)} flushes` +
     `\n              backends (mean count): ${Object.entries(activity).map(([k, v]) => `${k} ${v}`).join("; ")}${batching}`)
   return res
 }
