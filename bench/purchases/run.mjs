@@ -19,14 +19,16 @@
  *    --warmup then a --duration window. The service is loaded from this process over keep-alive
  *    HTTP connections (one per client, each client sending its next request when the last one
  *    answered; bench/lib/http-connection.mjs, a minimal client like autocannon's: node:http's
- *    own client cost about 0.5 ms of CPU per request here, in the measured latency); every request a distinct custom_id and item_id, max_price above any price, the
- *    trade URL https://steamcommunity.com/tradeoffer/new/?partner=12345678&token=abcdEFGH. The bare
- *    runs the same statements with a pg Pool of as many connections as clients.
- * 4. Beside the figures: CPU time per buy of the server process (service or bare), the cores used
- *    by the PostgreSQL backends of the database under test (the server is shared with other
- *    databases; its WAL writer and checkpointer are left out) and the machine, and what the PostgreSQL backends of the
- *    database under test were doing (pg_stat_activity sampled every 10 ms: executing, waiting for
- *    a lock, or idle in transaction = waiting for the client's next statement).
+ *    own client cost about 0.5 ms of CPU per request here, in the measured latency); every
+ *    request a distinct custom_id and item_id, max_price above any price, the trade URL
+ *    https://steamcommunity.com/tradeoffer/new/?partner=12345678&token=abcdEFGH. The bare runs the
+ *    same statements with a pg Pool of as many connections as clients.
+ * 4. Beside the figures: CPU time per buy of the server process (service or bare), the WAL
+ *    written per buy (the whole server's), the cores used by the PostgreSQL backends of the
+ *    database under test (the server is shared with other databases; its WAL writer and
+ *    checkpointer are left out) and the machine, and what the PostgreSQL backends of the database
+ *    under test were doing (pg_stat_activity sampled every 10 ms: executing, waiting for a lock,
+ *    or idle in transaction = waiting for the client's next statement).
  * --worker deferred: a trigger (in both databases) sets each new purchase's next_step_at a day
  *    ahead, so the purchase worker leaves the new purchases alone during the run: the /buy path
  *    alone, to tell its cost from the worker's. Default `on`.
