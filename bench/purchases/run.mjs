@@ -193,6 +193,7 @@ const measure = async (which, ctx, concurrency) => {
   const database = which === "service" ? ctx.dbName : ctx.bareDbName
   let before
   let pgBefore
+  let walBefore
   const onMeasuring = () => {
     before = { hr: Number(process.hrtime.bigint() / 1000n), t: performance.now(), cpu: cpuMs(pid), ticks: machineTicks(), self: process.cpuUsage() }
     pgBefore = pgBackendCpu(database)
@@ -201,7 +202,6 @@ const measure = async (which, ctx, concurrency) => {
   }
   let after
   let pgAfter
-  let walBefore
   let walAfter
   const onWindowEnd = () => {
     after = { hr: Number(process.hrtime.bigint() / 1000n), t: performance.now(), cpu: cpuMs(pid), ticks: machineTicks(), self: process.cpuUsage(before.self) }
