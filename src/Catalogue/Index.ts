@@ -204,16 +204,31 @@ export class CatalogueIndex {
     this.interner = interner ?? new Interner()
   }
 
+  /** Moves `old`'s place in the list of its key to `entry`, which may have another key. */
+  private static move(map: Map<string, SortedList<Entry>>, old: Entry, oldKey: string | null, entry: Entry, key: string | null) {
+    if (key !== null && key === oldKey && map.get(key)?.replace(old, entry) === true) return
+    CatalogueIndex.drop(map, oldKey, old)
+    CatalogueIndex.add(map, key, entry)
+  }
+
   upsert(entry: Entry): void {
     const old = this.byId.get(entry.id)
-    if (old !== undefined) this.unindex(old)
     this.rebucket(entry.id, old, entry)
     this.byId.set(entry.id, entry)
-    this.all.insert(entry)
-    CatalogueIndex.add(this.secondary.name, entry.name, entry)
-    CatalogueIndex.add(this.secondary.category, entry.category, entry)
-    CatalogueIndex.add(this.secondary.exterior, entry.exterior, entry)
-    CatalogueIndex.add(this.secondary.rarity, entry.rarity, entry)
+    if (old === undefined) {
+      this.all.insert(entry)
+      CatalogueIndex.add(this.secondary.name, entry.name, entry)
+      CatalogueIndex.add(this.secondary.category, entry.category, entry)
+      CatalogueIndex.add(this.secondary.exterior, entry.exterior, entry)
+      CatalogueIndex.add(this.secondary.rarity, entry.rarity, entry)
+      return
+    }
+    // a changed item (mostly its price) moves in each list rather than leaving and entering it
+    if (!this.all.replace(old, entry)) this.all.insert(entry)
+    CatalogueIndex.move(this.secondary.name, old, old.name, entry, entry.name)
+    CatalogueIndex.move(this.secondary.category, old, old.category, entry, entry.category)
+    CatalogueIndex.move(this.secondary.exterior, old, old.exterior, entry, entry.exterior)
+    CatalogueIndex.move(this.secondary.rarity, old, old.rarity, entry, entry.rarity)
   }
 
   remove(id: string): boolean {

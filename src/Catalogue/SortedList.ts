@@ -79,6 +79,40 @@ export class SortedList<E extends Keyed> {
   }
 
   /**
+   * Puts `entry` in the place of the entry with `old`'s key (a changed price moves it); false if
+   * that key is absent. When the entry stays within its chunk (most price changes do), it is moved
+   * there in one shift: one search, no splice.
+   */
+  replace(old: Keyed, entry: E): boolean {
+    if (this.chunks.length === 0) return false
+    const c = this.chunkFor(old)
+    const chunk = this.chunks[c]!
+    const i = SortedList.lowerBound(chunk, old)
+    if (i >= chunk.length || compareKeys(chunk[i]!, old) !== 0) return false
+    const previous = this.chunks[c - 1]
+    const next = this.chunks[c + 1]
+    const staysInChunk = (previous === undefined || compareKeys(previous[previous.length - 1]!, entry) < 0) &&
+      (next === undefined || compareKeys(entry, next[0]!) < 0)
+    if (!staysInChunk) {
+      chunk.splice(i, 1)
+      this.count--
+      if (chunk.length === 0) this.chunks.splice(c, 1)
+      this.insert(entry)
+      return true
+    }
+    // the entries between the old place and the new one shift by one toward the old place
+    const to = SortedList.lowerBound(chunk, entry)
+    if (to > i) {
+      for (let k = i; k < to - 1; k++) chunk[k] = chunk[k + 1]!
+      chunk[to - 1] = entry
+    } else {
+      for (let k = i; k > to; k--) chunk[k] = chunk[k - 1]!
+      chunk[to] = entry
+    }
+    return true
+  }
+
+  /**
    * Visits entries in ascending order, starting at the first entry > `from` (or >= `from` if
    * inclusive), until `visit` returns false. A plain loop: a page walk is on every list request.
    */

@@ -165,4 +165,40 @@ describe("SortedList", () => {
       { numRuns: 15 }
     )
   })
+
+  it("replace moves an entry to its new key, within its chunk or across chunks, like remove then insert", () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 0, max: 2 ** 31 - 1 }),
+        fc.integer({ min: 1, max: 3000 }),
+        fc.array(fc.tuple(fc.nat(), fc.integer({ min: -60, max: 60 }), fc.boolean()), { minLength: 1, maxLength: 400 }),
+        (seed, n, moves) => {
+          const keys = bigKeys(seed, n)
+          const list = new SortedList<E>()
+          for (const k of keys) list.insert(k)
+          const model = new Map(keys.map((k) => [k.id + "|" + k.tag, k]))
+          const current = [...keys]
+          for (const [pick, shift, far] of moves) {
+            const at = pick % current.length
+            const old = current[at]!
+            // small shifts mostly stay in the chunk; far ones cross chunks (prices span 0..50)
+            const price = far ? (old.price + shift + 120) % 120 : Math.max(0, old.price + Math.sign(shift))
+            const moved: E = { price, id: old.id, tag: old.tag }
+            if ([...model.values()].some((k) => k !== old && compareKeys(k, moved) === 0)) continue
+            expect(list.replace(old, moved)).toBe(true)
+            model.set(old.id + "|" + old.tag, moved)
+            current[at] = moved
+          }
+          const kept = [...model.values()]
+          expect(list.size).toBe(kept.length)
+          expect(keysOf(list)).toEqual(keysOf(naiveAscending(kept)))
+          expect(keysOf(list.descending())).toEqual(keysOf(naiveDescending(kept)))
+          // an absent key is not replaced, and nothing changes
+          expect(list.replace({ price: 1_000, id: "absent" }, { price: 1, id: "absent", tag: -1 })).toBe(false)
+          expect(list.size).toBe(kept.length)
+        }
+      ),
+      { numRuns: 25 }
+    )
+  })
 })
