@@ -44,7 +44,12 @@ const TAIL_BATCH = 200
  * (bench/RESULTS.md); a small catalogue applies a whole read in one slice.
  */
 const SLICE_MS = 10
-const POLL_INTERVAL = "1 second"
+/**
+ * The tail is woken by pg_notify; this slow poll is only a safety net (a notification lost while
+ * the LISTEN connection was down). Every poll is a query: at 1 s, the three idle polls of a process
+ * (this, the reservations', the worker's) were half its CPU with nothing to do (bench/RESULTS.md).
+ */
+const POLL_INTERVAL = "5 seconds"
 /** Recent changes kept in memory for resuming clients; older ones are read from the log. */
 const RING_SIZE = 50_000
 
@@ -190,6 +195,8 @@ export class CatalogueEngine extends Effect.Service<CatalogueEngine>()("Catalogu
     // The index loads in the tail fiber, so the process listens (and answers /health) meanwhile;
     // /ready stays 503 and readers wait for the first load (`awaitLoaded`).
     const wake = yield* Queue.sliding<void>(1)
+    // every notification wakes the tail, and so does (re)listening (Listen.ts: LISTENING), so what
+    // was logged while no LISTEN was in force is read then
     yield* fibers.supervise("catalogue-notifications", (beat) =>
       pg.listen(CHANGES_CHANNEL).pipe(Stream.runForEach(() => Effect.zipRight(beat, Queue.offer(wake, undefined)))))
     yield* fibers.supervise("catalogue-tail", (beat) =>

@@ -17,7 +17,8 @@ const BATCH = 500
  * already unavailable to every buy; only lists show it this much longer.
  */
 const GATHER = "50 millis"
-const POLL_INTERVAL = "1 second"
+/** Only for a dead process's leftovers: this process's own buys announce theirs. */
+const POLL_INTERVAL = "5 seconds"
 
 export class CatalogueReservations extends Effect.Service<CatalogueReservations>()("CatalogueReservations", {
   scoped: Effect.gen(function*() {

@@ -9,6 +9,7 @@ import { mkdirSync } from "node:fs"
 import { join } from "node:path"
 import pg from "pg"
 import { Settings } from "../Config.js"
+import { listenOnOwnConnection } from "./Listen.js"
 import * as Pglite from "./Pglite.js"
 import { pipelined, type PipelinedStatement } from "./Pipeline.js"
 import { migrate } from "./Migrations.js"
@@ -136,7 +137,11 @@ const postgresql = (url: string) =>
     }))
     const read: DirectRead = (text, values) => pool.query(text, [...values]).then((result) => result.rows)
     return Layer.mergeAll(
-      PgClient.layerFromPool({ acquire: Effect.succeed(pool), applicationName: "merchant-purchasing-service" }),
+      // its LISTEN replaced by one that fails when its connection is lost (Listen.ts)
+      Layer.tap(
+        PgClient.layerFromPool({ acquire: Effect.succeed(pool), applicationName: "merchant-purchasing-service" }),
+        (context) => Effect.sync(() => Object.assign(Context.get(context, PgClient.PgClient), { listen: listenOnOwnConnection(pool) }))
+      ),
       Layer.succeed(DirectReads, Option.some(read)),
       Layer.succeed(DirectTransactions, Option.some(directTransaction(pool)))
     )

@@ -11,6 +11,7 @@ import { Context, Effect, Layer, Scope, Stream } from "effect"
 import { createRequire } from "node:module"
 import { pathToFileURL } from "node:url"
 import { Worker } from "node:worker_threads"
+import { LISTENING } from "./Listen.js"
 import type { PgliteError, PgliteMessage, PgliteReply, PgliteRequest, PgliteWorkerData } from "./PgliteWorker.js"
 
 const PgJson = Statement.custom<Statement.Custom<"PgJson", unknown>>("PgJson")
@@ -146,7 +147,10 @@ export const make = (dataDir: string) =>
         Effect.acquireRelease(
           Effect.scoped(Effect.zipRight(
             lock,
-            Effect.tryPromise({ try: () => db.listen(channel, (payload) => emit.single(payload)), catch: fail("Failed to listen") })
+            Effect.tryPromise({
+              try: () => db.listen(channel, (payload) => { if (payload) emit.single(payload) }),
+              catch: fail("Failed to listen")
+            }).pipe(Effect.tap(() => emit.single(LISTENING)))
           )),
           (listener) => Effect.promise(() => db.request({ op: "unlisten", listener }).catch(() => undefined))
         )

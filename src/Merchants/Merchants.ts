@@ -9,6 +9,7 @@ import { Clock, Effect, Option, Schema, Stream } from "effect"
 import { randomUUID } from "node:crypto"
 import { Timestamp } from "../Domain/Db.js"
 import { type AuthenticatedMerchant, Merchant, MerchantId, MerchantStatus } from "../Domain/Merchant.js"
+import { LISTENING } from "../Db/Listen.js"
 import { Fibers } from "../Ops/Fibers.js"
 import { generateApiKey, generateWebhookSecret, hashApiKey, isWellFormedApiKey, last4 } from "./Keys.js"
 
@@ -59,10 +60,12 @@ export class Merchants extends Effect.Service<Merchants>()("Merchants", {
         Effect.zipRight(sql`SELECT pg_notify(${AUTH_CHANGED_CHANNEL}, ${merchantId})`)
       )
 
-    // Other processes' changes arrive here; a lost listener is restarted by the fiber supervisor.
+    // Other processes' changes arrive here; a lost listener is restarted by the fiber supervisor,
+    // and what was cached before it listens again may have changed unheard: the cache starts empty.
     yield* fibers.supervise("merchant-auth-invalidation", (beat) =>
       pg.listen(AUTH_CHANGED_CHANNEL).pipe(
-        Stream.runForEach((merchantId) => Effect.zipRight(beat, Effect.sync(() => forget(merchantId))))
+        Stream.runForEach((merchantId) =>
+          Effect.zipRight(beat, Effect.sync(() => merchantId === LISTENING ? cache.clear() : forget(merchantId))))
       ))
 
     const findById = SqlSchema.findOne({

@@ -9,6 +9,7 @@
 import { SqlClient, type Statement } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { Effect, PubSub, Queue, Stream } from "effect"
+import { LISTENING } from "../Db/Listen.js"
 import { Fibers } from "../Ops/Fibers.js"
 
 export const PURCHASE_CHANGED = "purchase_changed"
@@ -34,6 +35,8 @@ export class PurchaseNotifications extends Effect.Service<PurchaseNotifications>
     yield* fibers.supervise("purchase-notifications", (beat) =>
       pg.listen(PURCHASE_CHANGED).pipe(Stream.runForEach((payload) =>
         Effect.suspend(() => {
+          // (re)listening: another process's changes meanwhile went unheard; the worker looks again
+          if (payload === LISTENING) return Effect.zipRight(Queue.offer(work, undefined), beat)
           const ids = payload.split(",")
           // every id's mark is taken, even when an earlier one already decided to wake the worker
           const elsewhere = ids.map(madeHere).includes(false)

@@ -32,7 +32,12 @@ const CLAIM_BATCH = 8
 /** After a purchase is handed over, how long to let more buys commit before their first steps are taken together. */
 const HANDOVER_GATHER = "50 millis"
 const HANDOVER_BATCH = 64
-const IDLE_WAIT_MS = 1_000
+/**
+ * The longest the claimer idles: what falls due announces itself (this process's steps, other
+ * processes' notifications, the next due time or lease end the claim saw); this only bounds a
+ * missed notification. Each wake-up is a claim query.
+ */
+const IDLE_WAIT_MS = 5_000
 /** A completed purchase is watched this long after the provider's last announced change. */
 const REVERSAL_WATCH_SLACK_MS = 60_000
 
@@ -79,9 +84,10 @@ export const PurchaseWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
         FOR UPDATE SKIP LOCKED)
       RETURNING ${purchaseColumns(sql)})
     SELECT claimed.*, (
-      SELECT min(next_step_at) FROM purchases
+      -- a leased purchase is next due when its lease runs out (its process may have died)
+      SELECT min(GREATEST(next_step_at, COALESCE(lease_until, next_step_at))) FROM purchases
       WHERE (status IN ('created', 'processing', 'sent_to_steam') OR watch_until IS NOT NULL)
-        AND (lease_until IS NULL OR lease_until < now()) AND NOT EXISTS (SELECT 1 FROM claimed)) AS "nextDue"
+        AND NOT EXISTS (SELECT 1 FROM claimed)) AS "nextDue"
     FROM (SELECT 1) AS one LEFT JOIN claimed ON true`.pipe(
     Effect.flatMap((rows) => {
       const leased = rows.filter((row) => row["id"] !== null)
@@ -328,7 +334,7 @@ export const PurchaseWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
       yield* stepInTurn(claimed.purchases)
       // A full batch may have left more due work: claim again at once. A partial one took all
       // that was due; what falls due next announces itself (this process's steps, another's
-      // notification), and a lease that runs out is seen within IDLE_WAIT_MS.
+      // notification), and a lease that runs out is seen when the next claim's due time says.
       if (claimed.purchases.length < CLAIM_BATCH) yield* idle(null)
     })))
   yield* fibers.supervise("purchase-handover", (beat) =>

@@ -9,8 +9,9 @@ import * as Reactivity from "@effect/experimental/Reactivity"
 import { describe, expect, it } from "@effect/vitest"
 import { SqlClient, type SqlError } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
-import { Chunk, Effect, Exit, Fiber, Layer, Stream } from "effect"
+import { Chunk, Deferred, Effect, Exit, Fiber, Layer, Stream } from "effect"
 import { cpSync, mkdtempSync, rmSync } from "node:fs"
+import { LISTENING } from "../../src/Db/Listen.js"
 import * as Pglite from "../../src/Db/Pglite.js"
 import { PGLITE_TEMPLATE, TMP } from "../support/paths.js"
 
@@ -85,14 +86,20 @@ describe("PGlite in its worker thread", () => {
         expect(values).toEqual([[1, "two", null]])
       }))
 
-    it.effect("LISTEN delivers pg_notify payloads in order", () =>
+    it.effect("LISTEN says when it is in force, then delivers pg_notify payloads in order", () =>
       Effect.gen(function*() {
         const pg = yield* PgClient.PgClient
-        const received = yield* Stream.runCollect(Stream.take(pg.listen("adapter_channel"), 3)).pipe(Effect.fork)
-        // the listener is registered once the stream's LISTEN ran; notify until all three arrived
-        yield* wallClockSleep(200)
+        const listening = yield* Deferred.make<void>()
+        const received = yield* pg.listen("adapter_channel").pipe(
+          Stream.tap((payload) => payload === LISTENING ? Deferred.succeed(listening, undefined) : Effect.void),
+          Stream.take(4),
+          Stream.runCollect,
+          Effect.fork
+        )
+        // notified only once the stream said its LISTEN is in force: none may be missed
+        yield* Deferred.await(listening)
         for (const payload of ["one", "two", "three"]) yield* pg.notify("adapter_channel", payload)
-        expect(Chunk.toReadonlyArray(yield* Fiber.join(received))).toEqual(["one", "two", "three"])
+        expect(Chunk.toReadonlyArray(yield* Fiber.join(received))).toEqual([LISTENING, "one", "two", "three"])
       }))
   })
 

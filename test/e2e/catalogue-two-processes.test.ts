@@ -2,10 +2,12 @@
  * Two processes on one PostgreSQL behave as one catalogue (CONTRACT 1, 3: "any node resumes any
  * valid cursor"): a dump's cursor and epoch from one node resume on the other, and a client that
  * read the feed up to a cursor on one node gets exactly the following changes on the other; items
- * bought through both nodes at once leave the catalogue once each, in one gapless log.
+ * bought through both nodes at once leave the catalogue once each, in one gapless log. A node
+ * whose LISTEN connections die listens again.
  * PostgreSQL only: on PGlite two processes cannot share a database.
  */
 import { randomUUID } from "node:crypto"
+import pg from "pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import {
   applyChanges,
@@ -152,6 +154,42 @@ describe.runIf(!!process.env["DATABASE_URL"])("catalogue on two processes sharin
       expect(reference.changes()).toEqual(expected)
       resumed.close()
       reference.close()
+    }
+  })
+
+  it("a node whose LISTEN connections were killed listens again and hears the other node's changes at once", async () => {
+    const { cursor, epoch } = await dumpAtHead(a)
+    const onB = await open(b, cursor, epoch)
+    const admin = new pg.Client({ connectionString: database.url })
+    await admin.connect()
+    try {
+      const channels = ["catalogue_changes", "purchase_changed", "merchant_auth_changed"]
+      const listeners = async () =>
+        (await admin.query<{ pid: number; query: string }>(
+          "SELECT pid, query FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN %'"
+        )).rows
+      const before = await listeners()
+      // one LISTEN connection per channel on each node
+      for (const channel of channels) expect(before.filter((l) => l.query === `LISTEN "${channel}"`), channel).toHaveLength(2)
+      await admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN %'")
+
+      // each node's supervisor listens again on new connections
+      await eventually(async () => {
+        const after = await listeners()
+        for (const channel of channels) {
+          const now = after.filter((l) => l.query === `LISTEN "${channel}"`)
+          expect(now, channel).toHaveLength(2)
+          for (const l of now) expect(before.map((b) => b.pid), channel).not.toContain(l.pid)
+        }
+      }, 20_000, 100)
+
+      // a change through A reaches B's feed by notification, well within B's 5 s safety poll
+      const changes = await someChanges(a, 3_000)
+      await onB.waitFor(() => onB.changes().length >= changes.length, "the changes made through A", 3_000)
+      expect(onB.changes()).toEqual(changes)
+    } finally {
+      await admin.end()
+      onB.close()
     }
   })
 
