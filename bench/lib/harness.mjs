@@ -272,16 +272,16 @@ export const serviceEnv = ({ port, opsPort, databaseUrl, dataDir, extra = {} }) 
 }
 
 /**
- * Starts `node [nodeArgs] dist/src/main.js` and waits until /ready on the ops port answers 200,
+ * Starts `node [nodeArgs] dist/src/main.js` (or `entry`) and waits until /ready on the ops port answers 200,
  * then, with `untilIdle`, until the process spends under 5 % of a core over a second (60 s at
  * most: in-flight purchases keep a worker busy). A restart on a populated database is ready at
  * once while its sync leader still reconciles the catalogue in the background (seconds of CPU at
  * 100,000 items), which a measurement must not include.
  */
-export const startService = async ({ databaseUrl, dataDir, nodeArgs = [], extra = {}, readyTimeoutMs = 120_000, untilIdle = false }) => {
+export const startService = async ({ databaseUrl, dataDir, nodeArgs = [], extra = {}, readyTimeoutMs = 120_000, untilIdle = false, entry = MAIN }) => {
   const port = await freePort()
   const opsPort = await freePort()
-  const proc = startChild([...nodeArgs, MAIN], serviceEnv({ port, opsPort, databaseUrl, dataDir, extra }), "service")
+  const proc = startChild([...nodeArgs, entry], serviceEnv({ port, opsPort, databaseUrl, dataDir, extra }), "service")
   const deadline = Date.now() + readyTimeoutMs
   for (;;) {
     if (proc.child.exitCode !== null) throw new Error(`service exited with ${proc.child.exitCode}:\n${proc.output()}`)
