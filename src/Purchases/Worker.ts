@@ -69,9 +69,12 @@ export const PurchaseWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
     })
 
   /**
-   * Leases up to CLAIM_BATCH due purchases and reads them in the same round trip. When there are
-   * none, the one row it returns says when the next purchase nobody holds falls due (a held one
-   * wakes the claimer when its step ends).
+   * Leases up to CLAIM_BATCH due purchases and reads them in the same round trip, with when the
+   * next purchase it did not take falls due: one nobody holds at its next step, one held at its
+   * lease's end (its process may have died; this process's own steps announce their next look
+   * through `dueBy` when they end). Only purchases already due can be held, so both minimums walk
+   * the due index's early end. The claim's own rows are left out: the statement's subqueries see
+   * them as they were before its UPDATE.
    */
   const claim = sql`
     WITH claimed AS (
@@ -83,15 +86,18 @@ export const PurchaseWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
         ORDER BY next_step_at LIMIT ${CLAIM_BATCH}
         FOR UPDATE SKIP LOCKED)
       RETURNING ${purchaseColumns(sql)})
-    SELECT claimed.*, (
-      -- a leased purchase is next due when its lease runs out (its process may have died)
-      SELECT min(GREATEST(next_step_at, COALESCE(lease_until, next_step_at))) FROM purchases
-      WHERE (status IN ('created', 'processing', 'sent_to_steam') OR watch_until IS NOT NULL)
-        AND NOT EXISTS (SELECT 1 FROM claimed)) AS "nextDue"
+    SELECT claimed.*, LEAST(
+      (SELECT min(next_step_at) FROM purchases
+       WHERE (status IN ('created', 'processing', 'sent_to_steam') OR watch_until IS NOT NULL)
+         AND (lease_until IS NULL OR lease_until < now()) AND id NOT IN (SELECT id FROM claimed)),
+      (SELECT min(lease_until) FROM purchases
+       WHERE (status IN ('created', 'processing', 'sent_to_steam') OR watch_until IS NOT NULL)
+         AND next_step_at <= now() AND lease_until >= now() AND id NOT IN (SELECT id FROM claimed))
+    ) AS "nextDue"
     FROM (SELECT 1) AS one LEFT JOIN claimed ON true`.pipe(
     Effect.flatMap((rows) => {
       const leased = rows.filter((row) => row["id"] !== null)
-      const due = leased.length === 0 ? decodeNextDue(rows[0]).nextDue : null
+      const due = decodeNextDue(rows[0]).nextDue
       return Effect.map(decodeRows(leased), (purchases) => ({ purchases, due }))
     })
   )
@@ -333,9 +339,9 @@ export const PurchaseWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
       if (claimed.purchases.length === 0) return yield* idle(claimed.due)
       yield* stepInTurn(claimed.purchases)
       // A full batch may have left more due work: claim again at once. A partial one took all
-      // that was due; what falls due next announces itself (this process's steps, another's
-      // notification), and a lease that runs out is seen when the next claim's due time says.
-      if (claimed.purchases.length < CLAIM_BATCH) yield* idle(null)
+      // that was due; what falls due next is what the claim saw (`due`: steps announced before it
+      // began are in it), or is announced by this process's steps or another's notification.
+      if (claimed.purchases.length < CLAIM_BATCH) yield* idle(claimed.due)
     })))
   yield* fibers.supervise("purchase-handover", (beat) =>
     Effect.forever(Effect.gen(function*() {

@@ -362,6 +362,17 @@ describe("the state machine of every simulator token (spec 2.2, 3.1, 7.3; CONTRA
     expectError(await buy(server, m, buyBody({ itemId: failed, maxPrice: 3 })), 409, "MERCHANT_ITEM_UNAVAILABLE")
   })
 
+  it("/buy-sync one after another: each is acknowledged within its wait, every step taken when it falls due", async () => {
+    // the provider acknowledges 20-60 ms after pickup here (SIM_TIME_SCALE 0.02) and the wait is 2 s:
+    // a 202 means the worker let a due step wait (its claimer once forgot a step announced while it
+    // idled, and slept its whole idle wait)
+    const m = await fundedMerchant(server, 10_000)
+    const itemIds = await loadItems(server, Array.from({ length: 15 }, () => itemOf(100)))
+    const statuses: Array<number> = []
+    for (const itemId of itemIds) statuses.push((await buy(server, m, buyBody({ itemId, maxPrice: 1 }), "/buy-sync")).status)
+    expect(statuses).toEqual(itemIds.map(() => 200))
+  })
+
   it("a new purchase is handed to the worker of the process that bought it (its purchase-handover fiber beats)", async () => {
     const decodeFiberList = Schema.decodeUnknownSync(Schema.Struct({
       fibers: Schema.Array(Schema.Struct({ name: Schema.String, state: Schema.String, last_heartbeat: Schema.NullOr(Schema.String) }))
