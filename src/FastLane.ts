@@ -59,10 +59,10 @@ export interface FastPostRoute {
   /** Whether the merchant may use the route at all; the body is not read otherwise. */
   readonly admits: (merchant: AuthenticatedMerchant) => boolean
   /**
-   * The answer to the parsed JSON body, or undefined (having changed nothing) to leave the request
-   * to HttpApi, which reads the same body and answers whatever it meets.
+   * The answer to the parsed JSON body (`text`: as sent), or undefined (having changed nothing) to
+   * leave the request to HttpApi, which reads the same body and answers whatever it meets.
    */
-  readonly answer: (body: unknown, merchant: AuthenticatedMerchant) => Promise<FastAnswer | undefined>
+  readonly answer: (body: unknown, merchant: AuthenticatedMerchant, text: string) => Promise<FastAnswer | undefined>
 }
 
 const INCOMING_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
@@ -236,14 +236,15 @@ export const makeFastLane = (routes: ReadonlyArray<FastRoute>, postRoutes: Reado
       request.on("end", () => {
         const bytes = Buffer.concat(chunks)
         const back = passOn(authenticated.merchant.id, () => fallback(replayOf(request, bytes)))
+        const text = bytes.toString("utf8")
         let body: unknown
         try {
-          body = JSON.parse(bytes.toString("utf8"))
+          body = JSON.parse(text)
         } catch {
           return back()
         }
         settle(
-          route.answer(body, authenticated.merchant),
+          route.answer(body, authenticated.merchant, text),
           response,
           (answered) => send(request, response, request.url!, started, authenticated.headers, answered.body, answered.status),
           back

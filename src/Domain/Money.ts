@@ -73,3 +73,85 @@ export const centsFloor = (n: number): number => {
   const q = numerator / denominator
   return Number(numerator % denominator !== 0n && numerator < 0n ? q - 1n : q)
 }
+
+/** A JSON number literal (as a client wrote it) as an exact decimal; undefined if it is not one. */
+export const decimalOfLiteral = (text: string): Decimal | undefined => {
+  const match = text.match(/^(-?)(\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?$/)
+  if (!match) return undefined
+  const [, sign, whole, fraction = "", exponentText = "0"] = match
+  // no amount of money needs more: refusing it bounds the BigInt work an input can cause
+  if (text.length > 400 || exponentText.replace(/^[+-]/, "").length > 4) return undefined
+  let digits = BigInt(sign + whole + fraction)
+  let scale = fraction.length - Number(exponentText)
+  if (scale < 0) {
+    digits = digits * 10n ** BigInt(-scale)
+    scale = 0
+  }
+  return { digits, scale }
+}
+
+/**
+ * The literal text of the number at top-level `key` of a JSON object text (the last one, as
+ * JSON.parse keeps), or undefined. Strings, nested values and escaped keys are read as JSON reads
+ * them; the text is assumed to be JSON already (JSON.parse accepted it).
+ */
+export const topLevelNumberText = (json: string, key: string): string | undefined => {
+  let found: string | undefined
+  let depth = 0
+  let i = 0
+  let pendingKey: string | undefined
+  const n = json.length
+  const stringEnd = (from: number) => {
+    let j = from + 1
+    while (j < n && json[j] !== "\"") j += json[j] === "\\" ? 2 : 1
+    return j + 1
+  }
+  while (i < n) {
+    const c = json[i]!
+    if (c === "\"") {
+      const end = stringEnd(i)
+      // a string right after `{` or `,` at the top level is a key
+      if (depth === 1 && pendingKey === "") pendingKey = JSON.parse(json.slice(i, end)) as string
+      i = end
+      continue
+    }
+    if (c === "{" || c === "[") {
+      depth++
+      pendingKey = depth === 1 ? "" : undefined
+    } else if (c === "}" || c === "]") {
+      depth--
+    } else if (c === "," && depth === 1) {
+      pendingKey = ""
+    } else if (c === ":" && depth === 1 && pendingKey !== undefined) {
+      let j = i + 1
+      while (j < n && " \t\r\n".includes(json[j]!)) j++
+      let k = j
+      while (k < n && "+-.0123456789eE".includes(json[k]!)) k++
+      if (pendingKey === key) found = k > j ? json.slice(j, k) : undefined
+      pendingKey = undefined
+      i = k > j ? k : i + 1
+      continue
+    }
+    i++
+  }
+  return found
+}
+
+/**
+ * A money field as the handlers compare it with whole cents. JSON.parse reads a number into the
+ * nearest binary double, which loses digits past about 16 (0.99999999999999999999 becomes 1);
+ * when the client's text says more than the double does, the value given instead compares with
+ * every whole number of cents exactly as the written one does: its cents rounded down, plus half
+ * a cent (never 0 for a positive amount). Literals of over 400 characters are taken as read.
+ */
+export const exactForCents = (parsed: number, literal: string | undefined): number => {
+  if (literal === undefined || !Number.isFinite(parsed)) return parsed
+  const written = decimalOfLiteral(literal)
+  if (written === undefined) return parsed
+  const read = decimalOf(parsed)
+  if (written.digits * pow10(read.scale) === read.digits * pow10(written.scale)) return parsed
+  const numerator = written.digits * 100n
+  const denominator = pow10(written.scale)
+  const floor = numerator / denominator - (numerator % denominator !== 0n && numerator < 0n ? 1n : 0n)
+  return (Number(floor) * 10 + 5) / 1000
+}

@@ -1,8 +1,9 @@
-import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
+import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect, Either, Option, Schema } from "effect"
 import { API_PREFIX, MerchantApi } from "../Api.js"
 import { Settings } from "../Config.js"
 import { PurchaseNotFound, SteamIdMismatch } from "../Domain/Errors.js"
+import { exactForCents, topLevelNumberText } from "../Domain/Money.js"
 import { parseTradeUrl } from "../Domain/TradeUrl.js"
 import { CurrentMerchant } from "../Merchants/Authentication.js"
 import type { FastPostRoute } from "../FastLane.js"
@@ -27,6 +28,16 @@ const failedAttemptCode = (row: PurchaseRow) =>
   : row.failureCode === "PRICE_CHANGED" ? "MERCHANT_PRICE_CHANGED"
   : "MERCHANT_PURCHASE_FAILED"
 
+/**
+ * max_price as the handlers compare it, exactly as the client wrote it (CONTRACT 6): the body's
+ * text is read again (the request keeps it) for the digits JSON.parse dropped.
+ */
+const maxPriceOf = (parsed: number) =>
+  Effect.map(
+    Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => Effect.orElseSucceed(request.text, () => "")),
+    (text) => exactForCents(parsed, topLevelNumberText(text, "max_price"))
+  )
+
 const decodeBuyRequest = Schema.decodeUnknownEither(BuyRequest)
 const encodePurchaseCreated = Schema.encodeEither(PurchaseCreated)
 
@@ -41,9 +52,11 @@ export const PurchasesFastRoutes = Effect.map(Purchases, (purchases): ReadonlyAr
     onSome: (createByIdDirect) => [{
       path: `${API_PREFIX}/buy`,
       admits: (merchant) => merchant.status === "active",
-      answer: async (body, merchant) => {
+      answer: async (body, merchant, text) => {
         const payload = Either.getOrUndefined(decodeBuyRequest(body))
         if (payload === undefined) return undefined
+        // a max_price that JSON.parse could not read exactly is the handler's (maxPriceOf)
+        if (exactForCents(payload.max_price, topLevelNumberText(text, "max_price")) !== payload.max_price) return undefined
         const recipient = Either.getOrUndefined(recipientOf(payload.target_trade_url, payload.target_steam_id))
         if (recipient === undefined) return undefined
         const created = await createByIdDirect({
@@ -70,14 +83,14 @@ export const PurchasesHttp = HttpApiBuilder.group(MerchantApi, "purchases", (han
 
     /** /buy and /buy-sync: created (or found) in full before anything else; a client that goes away cancels nothing. */
     const createById = (merchantId: string, payload: typeof BuyRequest.Type) =>
-      Effect.flatMap(recipientOf(payload.target_trade_url, payload.target_steam_id), (recipient) =>
-        Effect.uninterruptible(purchases.createById({
+      Effect.all([recipientOf(payload.target_trade_url, payload.target_steam_id), maxPriceOf(payload.max_price)]).pipe(
+        Effect.flatMap(([recipient, maxPrice]) => Effect.uninterruptible(purchases.createById({
           merchantId,
           itemId: payload.item_id,
-          maxPrice: payload.max_price,
+          maxPrice,
           customId: payload.custom_id,
           recipient
-        })))
+        }))))
 
     return handlers
       .handle("buy", ({ payload }) =>
@@ -108,7 +121,7 @@ export const PurchasesHttp = HttpApiBuilder.group(MerchantApi, "purchases", (han
           const outcome = yield* byName.buy({
             merchantId: merchant.id,
             marketHashName: payload.market_hash_name,
-            maxPrice: payload.max_price,
+            maxPrice: yield* maxPriceOf(payload.max_price),
             customId: payload.custom_id,
             recipient,
             estimatedTime: payload.estimated_time ?? null

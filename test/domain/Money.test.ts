@@ -1,7 +1,17 @@
 /** Exact money of src/Domain/Money.ts: decimals as written, exact comparisons, units, half-up percentages. */
 import { describe, expect, it } from "@effect/vitest"
 import fc from "fast-check"
-import { compareCents, decimalOf, MICROS_PER_CENT, percentOfMicrosInCents, toUnits, usd } from "../../src/Domain/Money.js"
+import {
+  compareCents,
+  decimalOf,
+  decimalOfLiteral,
+  exactForCents,
+  MICROS_PER_CENT,
+  percentOfMicrosInCents,
+  topLevelNumberText,
+  toUnits,
+  usd
+} from "../../src/Domain/Money.js"
 
 describe("decimalOf", () => {
   it("reads a number as the decimal it was written as", () => {
@@ -122,5 +132,54 @@ describe("percentOfMicrosInCents", () => {
 
   it("has 10^4 micros in a cent", () => {
     expect(MICROS_PER_CENT).toBe(10_000n)
+  })
+})
+
+describe("a money field exactly as the client wrote it (CONTRACT 6: max_price compared exactly)", () => {
+  it("finds the literal of a top-level key, as JSON.parse would keep it", () => {
+    expect(topLevelNumberText(`{"item_id":"x","max_price":9.99999999999999999999}`, "max_price")).toBe("9.99999999999999999999")
+    expect(topLevelNumberText(` { "max_price" : 1e-3 , "a":1}`, "max_price")).toBe("1e-3")
+    // escaped key, nested lookalikes, strings holding lookalikes, the last duplicate wins
+    expect(topLevelNumberText(`{"max\\u005fprice":2.5}`, "max_price")).toBe("2.5")
+    expect(topLevelNumberText(`{"o":{"max_price":1},"s":"\\"max_price\\":3","max_price":4,"l":[{"max_price":5}]}`, "max_price")).toBe("4")
+    expect(topLevelNumberText(`{"max_price":1,"max_price":7.25}`, "max_price")).toBe("7.25")
+    expect(topLevelNumberText(`{"max_price":"5"}`, "max_price")).toBeUndefined()
+    expect(topLevelNumberText(`{"price":5}`, "max_price")).toBeUndefined()
+    expect(topLevelNumberText(`[{"max_price":5}]`, "max_price")).toBeUndefined()
+  })
+
+  it("reads a literal as its exact decimal, and refuses what is no amount", () => {
+    expect(decimalOfLiteral("9.99999999999999999999")).toEqual({ digits: 999999999999999999999n, scale: 20 })
+    expect(decimalOfLiteral("12E+2")).toEqual({ digits: 1200n, scale: 0 })
+    expect(decimalOfLiteral("5e-400")).toEqual({ digits: 5n, scale: 400 })
+    expect(decimalOfLiteral("1e99999")).toBeUndefined()
+    expect(decimalOfLiteral("1".repeat(401))).toBeUndefined()
+    expect(decimalOfLiteral("abc")).toBeUndefined()
+  })
+
+  it("keeps a number JSON.parse read exactly, and replaces one it rounded", () => {
+    expect(exactForCents(9.99, "9.99")).toBe(9.99)
+    expect(exactForCents(10, "10.000")).toBe(10)
+    expect(exactForCents(10, undefined)).toBe(10)
+    const nines = "9.99999999999999999999"
+    expect(JSON.parse(nines)).toBe(10)
+    expect(compareCents(1000, exactForCents(10, nines))).toBe(1) // 10.00 is above 9.999…
+    expect(compareCents(999, exactForCents(10, nines))).toBe(-1)
+    expect(compareCents(1000, exactForCents(10, "10.00000000000000000001"))).toBe(-1)
+  })
+
+  it("property: compares with whole cents exactly as the written decimal does", () => {
+    const literal = fc.tuple(fc.integer({ min: 0, max: 100_000 }), fc.stringMatching(/^[0-9]{1,30}$/))
+      .map(([whole, fraction]) => `${whole}.${fraction}`)
+      .filter((text) => /[1-9]/.test(text))
+    fc.assert(fc.property(literal, fc.integer({ min: 0, max: 10_000_001 }), (text, cents) => {
+      const written = decimalOfLiteral(text)!
+      const left = BigInt(cents) * 10n ** BigInt(written.scale)
+      const right = written.digits * 100n
+      const exact = left < right ? -1 : left > right ? 1 : 0
+      const value = exactForCents(JSON.parse(text) as number, text)
+      expect(value).toBeGreaterThan(0)
+      expect(compareCents(cents, value)).toBe(exact)
+    }), { numRuns: 5000 })
   })
 })

@@ -32,6 +32,7 @@ import {
   sleep,
   steamIdOf,
   TOKENS,
+  uniqueName,
   tradeUrl,
   watchPurchase
 } from "../support/purchases.js"
@@ -184,6 +185,20 @@ describe("pre-checks against the live item (spec 4.3, 7.2; CONTRACT 6)", () => {
     for (const maxPrice of [9.999, 9.99, 9.9999999]) {
       expectError(await buy(server, m, buyBody({ itemId, maxPrice })), 409, "MERCHANT_PRICE_CHANGED")
     }
+    // more digits than a binary double holds: JSON.parse reads these as 10, the client wrote less
+    const written = (path: "/buy" | "/buy-sync", literal: string) =>
+      buy(server, m, JSON.stringify(buyBody({ itemId, maxPrice: 1 })).replace(`"max_price":1`, `"max_price":${literal}`), path)
+    for (const path of ["/buy", "/buy-sync"] as const) {
+      for (const literal of ["9.99999999999999999999", "9.999999999999999999999999999999e0", "999.999999999999999999999e-2"]) {
+        expectError(await written(path, literal), 409, "MERCHANT_PRICE_CHANGED")
+      }
+    }
+    // by name: a 0.01 item is above 0.00999…, which JSON.parse reads as 0.01
+    const name = uniqueName()
+    await loadItem(server, 1, { market_hash_name: name })
+    const byName = await buyByName(server, m, JSON.stringify(byNameBody({ name, maxPrice: 1 }))
+      .replace(`"max_price":1`, `"max_price":0.00999999999999999999999`))
+    expectError(byName, 400, "MERCHANT_NO_ITEMS_FOUND")
     expect(await balanceOf(server, m)).toMatchObject({ available: 10_000, totalSpent: 0 })
     const ok = expectPurchaseCreated(await buy(server, m, buyBody({ itemId, maxPrice: 10.001 })), 201)
     expect(ok.item.price).toBe(10)
