@@ -11,23 +11,19 @@ export interface TradeUrl {
   readonly steamId: string
 }
 
+/**
+ * Exactly the form above, character for character: "anything else" (CONTRACT 5.1) includes what a
+ * URL parser would forgive, such as the parameters in the other order, percent-encoded digits, an
+ * upper-case host or an empty fragment.
+ */
+const TRADE_URL = /^https:\/\/steamcommunity\.com\/tradeoffer\/new\/\?partner=([1-9]\d{0,9})&token=([A-Za-z0-9_-]{8})$/
+
 export const parseTradeUrl = (text: string): TradeUrl | undefined => {
-  let url: URL
-  try {
-    url = new URL(text)
-  } catch {
-    return undefined
-  }
-  if (url.protocol !== "https:" || url.hostname !== "steamcommunity.com" || url.pathname !== "/tradeoffer/new/") return undefined
-  if (url.username !== "" || url.password !== "" || url.port !== "" || url.hash !== "") return undefined
-  const keys = Array.from(url.searchParams.keys())
-  if (keys.length !== 2 || !keys.includes("partner") || !keys.includes("token")) return undefined
-  const partnerText = url.searchParams.get("partner")!
-  const token = url.searchParams.get("token")!
-  if (!/^[1-9]\d{0,9}$/.test(partnerText) || !/^[A-Za-z0-9_-]{8}$/.test(token)) return undefined
-  const partner = BigInt(partnerText)
-  if (partner < 1n || partner > MAX_ACCOUNT_ID) return undefined
-  return { partner, token, steamId: String(STEAM_ID64_BASE + partner) }
+  const match = TRADE_URL.exec(text)
+  if (match === null) return undefined
+  const partner = BigInt(match[1]!)
+  if (partner > MAX_ACCOUNT_ID) return undefined
+  return { partner, token: match[2]!, steamId: String(STEAM_ID64_BASE + partner) }
 }
 
 /** A SteamID64 of an individual account: 17 digits, within the account-id range. */

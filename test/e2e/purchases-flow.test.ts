@@ -76,6 +76,11 @@ describe("POST /buy and /buy-sync validation (spec 4.3, 7.2; CONTRACT 6)", () =>
     ["trade URL token with a bad char", { target_trade_url: url("12345678", "abcd!234") }, "MERCHANT_INVALID_TRADE_URL"],
     ["trade URL with an extra parameter", { target_trade_url: `${url("12345678")}&foo=bar` }, "MERCHANT_INVALID_TRADE_URL"],
     ["trade URL without token", { target_trade_url: "https://steamcommunity.com/tradeoffer/new/?partner=12345678" }, "MERCHANT_INVALID_TRADE_URL"],
+    // CONTRACT 5.1: "anything else", also what a URL parser would forgive
+    ["trade URL with token before partner", { target_trade_url: "https://steamcommunity.com/tradeoffer/new/?token=abcd1234&partner=12345678" }, "MERCHANT_INVALID_TRADE_URL"],
+    ["trade URL with a percent-encoded partner", { target_trade_url: url("%31%32%33") }, "MERCHANT_INVALID_TRADE_URL"],
+    ["trade URL with an upper-case host", { target_trade_url: "https://SteamCommunity.com/tradeoffer/new/?partner=12345678&token=abcd1234" }, "MERCHANT_INVALID_TRADE_URL"],
+    ["trade URL with an empty fragment", { target_trade_url: `${url("12345678")}#` }, "MERCHANT_INVALID_TRADE_URL"],
     ["trade URL missing", { target_trade_url: undefined }, "MERCHANT_INVALID_TRADE_URL"],
     ["trade URL not a URL", { target_trade_url: "steam please" }, "MERCHANT_INVALID_TRADE_URL"],
     ["target_steam_id too short", { target_steam_id: "123" }, "MERCHANT_INVALID_STEAM_ID"],
