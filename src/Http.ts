@@ -82,6 +82,9 @@ const malformedBody = (detail: string) =>
     error: { code: "MERCHANT_MALFORMED_JSON", message: detail }
   }, { status: 400, contentType: "application/problem+json" })
 
+const hasNoBody = (request: HttpServerRequest.HttpServerRequest) =>
+  request.headers["transfer-encoding"] === undefined && (request.headers["content-length"] ?? "0").trim() === "0"
+
 const notFound = (request: HttpServerRequest.HttpServerRequest) =>
   HttpServerResponse.text(
     Errors.errorBody("MERCHANT_NOT_FOUND", `No route for ${request.method} ${request.url.split("?")[0]}`),
@@ -108,6 +111,10 @@ const SpecErrors = HttpApiBuilder.middleware(MerchantApi, (app) =>
       const failure = Option.getOrUndefined(Cause.failureOption(cause))
       const defect = Option.getOrUndefined(Cause.dieOption(cause))
       const error: unknown = failure ?? defect
+      // an empty body is no JSON at all (CONTRACT 6), not a body missing its fields
+      if (error instanceof HttpApiError.HttpApiDecodeError && request.method === "POST" && hasNoBody(request)) {
+        return Effect.succeed(malformedBody("request body is empty: a JSON object is expected"))
+      }
       if (error instanceof HttpApiError.HttpApiDecodeError) return Effect.succeed(Errors.errorResponse(decodeFailure(request, error)))
       if (isRequestError(error)) return Effect.succeed(malformedBody(error.description ?? "request body is not valid JSON"))
       if (HttpServerError.isServerError(error) && error._tag === "RouteNotFound") return Effect.succeed(notFound(request))

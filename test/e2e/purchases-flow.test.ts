@@ -108,6 +108,11 @@ describe("POST /buy and /buy-sync validation (spec 4.3, 7.2; CONTRACT 6)", () =>
     expect(malformed.status).toBe(400)
     expect(malformed.headers.get("content-type") ?? "").toMatch(/^application\/problem\+json/)
     expect(malformed.json.status).toBe(400)
+    // an empty body is no JSON either
+    const empty = await buy(server, m, "", path)
+    expect(empty.status).toBe(400)
+    expect(empty.headers.get("content-type") ?? "").toMatch(/^application\/problem\+json/)
+    expect(empty.json.error.code).toBe("MERCHANT_MALFORMED_JSON")
 
     expect(await balanceOf(server, m)).toEqual(before)
     expect(await listPurchases(server, m)).toEqual([])
