@@ -173,6 +173,13 @@ const acceptsGzip = (header: string | undefined) =>
     return (coding === "gzip" || coding === "x-gzip") && (q === undefined || Number(q.slice(2)) > 0)
   })
 
+/** Weak tags without their W/ prefix: If-None-Match compares weakly (RFC 9110 13.1.2). */
+const opaqueTag = (tag: string) => tag.trim().replace(/^W\//, "")
+
+/** Whether If-None-Match names the current representation: `*`, or any of its tags, weakly compared. */
+const noneMatchHolds = (header: string, etag: string) =>
+  header.trim() === "*" || header.split(",").some((tag) => opaqueTag(tag) === opaqueTag(etag))
+
 export const CatalogueHttp = HttpApiBuilder.group(MerchantApi, "catalogue", (handlers) =>
   Effect.gen(function*() {
     const engine = yield* CatalogueEngine
@@ -192,7 +199,7 @@ export const CatalogueHttp = HttpApiBuilder.group(MerchantApi, "catalogue", (han
             onNone: () => ({}),
             onSome: (c) => ({ "x-catalog-cursor": String(c.cursor), "x-catalog-epoch": String(c.epoch) })
           })
-          if (headers["if-none-match"] !== undefined && headers["if-none-match"].split(",").map((t) => t.trim()).includes(d.etag)) {
+          if (headers["if-none-match"] !== undefined && noneMatchHolds(headers["if-none-match"], d.etag)) {
             return HttpServerResponse.empty({ status: 304, headers: { etag: d.etag, ...checkpoint } })
           }
           if (!(yield* dump.acquireDownload(d))) {
