@@ -40,7 +40,8 @@ export const ListParams = Schema.Struct({
 })
 
 export const SearchParams = Schema.Struct({
-  market_hash_name: Schema.String.annotations({ description: "Exact, case-sensitive" }),
+  // an empty name is as missing as an absent one (buy-by-name refuses it too)
+  market_hash_name: Schema.String.pipe(Schema.minLength(1)).annotations({ description: "Exact, case-sensitive; required, not empty" }),
   max_price: Schema.optional(Price),
   min_float: Schema.optional(Float),
   max_float: Schema.optional(Float),

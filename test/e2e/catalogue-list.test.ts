@@ -310,9 +310,9 @@ describe("catalogue list and search", () => {
     expectError(await get(`/items?limit=1&sort=price_desc&cursor=${asc.json.next_cursor}`), 400, "MERCHANT_INVALID_QUERY")
   })
 
-  it("search without market_hash_name, or with limit 0, 51 or a bad float, gives 400 MERCHANT_INVALID_QUERY", async () => {
+  it("search without market_hash_name (or an empty one), or with limit 0, 51 or a bad float, gives 400 MERCHANT_INVALID_QUERY", async () => {
     const name = encodeURIComponent(NAMES[0])
-    for (const q of ["", "?limit=5", `?market_hash_name=${name}&limit=51`, `?market_hash_name=${name}&limit=0`, `?market_hash_name=${name}&min_float=2`, `?market_hash_name=${name}&max_price=abc`]) {
+    for (const q of ["", "?limit=5", "?market_hash_name=", "?market_hash_name=&limit=5", `?market_hash_name=${name}&limit=51`, `?market_hash_name=${name}&limit=0`, `?market_hash_name=${name}&min_float=2`, `?market_hash_name=${name}&max_price=abc`]) {
       expectError(await get(`/items/search${q}`), 400, "MERCHANT_INVALID_QUERY")
     }
     expect((await get(`/items/search?market_hash_name=${name}&limit=50`)).status).toBe(200)
