@@ -117,7 +117,7 @@ export const topLevelNumberText = (json: string, key: string): string | undefine
     }
     if (c === "{" || c === "[") {
       depth++
-      pendingKey = depth === 1 ? "" : undefined
+      pendingKey = depth === 1 && c === "{" ? "" : undefined
     } else if (c === "}" || c === "]") {
       depth--
     } else if (c === "," && depth === 1) {

@@ -238,20 +238,29 @@ describe("a SIGKILLed server and a new one on the same database", () => {
   }, 300_000)
 })
 
+/**
+ * A server, a funded merchant, an item of 2.50 and a client of the database (PostgreSQL only) whose
+ * trigger holds every new purchase back a day, after `alsoSet` (PL/pgSQL assignments to NEW).
+ */
+const serveHoldingNewPurchases = async (alsoSet: string) => {
+  const database = await ownDatabase()
+  const server = await serve(database)
+  const m = await fundedMerchant(server, 10_000)
+  const [itemId] = await loadItems(server, [itemOf(250)])
+  const client = new pg.Client({ connectionString: database.url })
+  await client.connect()
+  cleanup.push(() => client.end())
+  await client.query(`CREATE FUNCTION held_purchase() RETURNS trigger AS $$
+    BEGIN ${alsoSet} NEW.next_step_at := now() + interval '1 day'; RETURN NEW; END $$ LANGUAGE plpgsql`)
+  await client.query("CREATE TRIGGER held_purchase BEFORE INSERT ON purchases FOR EACH ROW EXECUTE FUNCTION held_purchase()")
+  return { server, m, itemId: itemId!, client }
+}
+
 describe.runIf(!!process.env["DATABASE_URL"])("a purchase without a provider request id (DATABASE_URL only)", () => {
   it("gets one recorded before the provider is called, and is ordered exactly once under it", async () => {
-    const database = await ownDatabase()
-    const server = await serve(database)
-    const m = await fundedMerchant(server, 10_000)
-    const [itemId] = await loadItems(server, [itemOf(250)])
-    const client = new pg.Client({ connectionString: database.url })
-    await client.connect()
-    cleanup.push(() => client.end())
     // purchases as written before the request id was stored with them, held back a day meanwhile
-    await client.query(`CREATE FUNCTION legacy_purchase() RETURNS trigger AS $$
-      BEGIN NEW.provider_request_id := NULL; NEW.next_step_at := now() + interval '1 day'; RETURN NEW; END $$ LANGUAGE plpgsql`)
-    await client.query("CREATE TRIGGER legacy_purchase BEFORE INSERT ON purchases FOR EACH ROW EXECUTE FUNCTION legacy_purchase()")
-    const created = expectPurchaseCreated(await buy(server, m, buyBody({ itemId: itemId!, maxPrice: 5 })), 201)
+    const { server, m, itemId, client } = await serveHoldingNewPurchases("NEW.provider_request_id := NULL;")
+    const created = expectPurchaseCreated(await buy(server, m, buyBody({ itemId, maxPrice: 5 })), 201)
     const stored = () =>
       client.query<{ id: string | null }>("SELECT provider_request_id::text AS id FROM purchases WHERE id = $1", [created.purchase_id])
     expect((await stored()).rows[0]!.id).toBeNull()
@@ -271,18 +280,9 @@ describe.runIf(!!process.env["DATABASE_URL"])("a purchase without a provider req
 
 describe.runIf(!!process.env["DATABASE_URL"])("a purchase leased by a process that died (DATABASE_URL only)", () => {
   it("is taken over as soon as the lease runs out, not at the claimer's next idle look", async () => {
-    const database = await ownDatabase()
-    const server = await serve(database)
-    const m = await fundedMerchant(server, 10_000)
-    const [itemId] = await loadItems(server, [itemOf(250)])
-    const client = new pg.Client({ connectionString: database.url })
-    await client.connect()
-    cleanup.push(() => client.end())
     // the new purchase is held back a day, so this server's worker leaves it alone
-    await client.query(`CREATE FUNCTION held_purchase() RETURNS trigger AS $$
-      BEGIN NEW.next_step_at := now() + interval '1 day'; RETURN NEW; END $$ LANGUAGE plpgsql`)
-    await client.query("CREATE TRIGGER held_purchase BEFORE INSERT ON purchases FOR EACH ROW EXECUTE FUNCTION held_purchase()")
-    const created = expectPurchaseCreated(await buy(server, m, buyBody({ itemId: itemId!, maxPrice: 5 })), 201)
+    const { server, m, itemId, client } = await serveHoldingNewPurchases("")
+    const created = expectPurchaseCreated(await buy(server, m, buyBody({ itemId, maxPrice: 5 })), 201)
 
     // now due, but leased for 3 s more by a process that is gone; another process's step end wakes the claimer
     const leaseEnd = Number((await client.query<{ end: string }>(
