@@ -28,14 +28,14 @@ const failedAttemptCode = (row: PurchaseRow) =>
   : row.failureCode === "PRICE_CHANGED" ? "MERCHANT_PRICE_CHANGED"
   : "MERCHANT_PURCHASE_FAILED"
 
-/**
- * max_price as the handlers compare it, exactly as the client wrote it (CONTRACT 6): the body's
- * text is read again (the request keeps it) for the digits JSON.parse dropped.
- */
+/** max_price as compared with prices: exactly as the client wrote it in `body` (CONTRACT 6). */
+const exactMaxPrice = (parsed: number, body: string) => exactForCents(parsed, topLevelNumberText(body, "max_price"))
+
+/** The handlers' exactMaxPrice: the body's text is read again (the request keeps it). */
 const maxPriceOf = (parsed: number) =>
   Effect.map(
     Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => Effect.orElseSucceed(request.text, () => "")),
-    (text) => exactForCents(parsed, topLevelNumberText(text, "max_price"))
+    (text) => exactMaxPrice(parsed, text)
   )
 
 const decodeBuyRequest = Schema.decodeUnknownEither(BuyRequest)
@@ -56,7 +56,7 @@ export const PurchasesFastRoutes = Effect.map(Purchases, (purchases): ReadonlyAr
         const payload = Either.getOrUndefined(decodeBuyRequest(body))
         if (payload === undefined) return undefined
         // a max_price that JSON.parse could not read exactly is the handler's (maxPriceOf)
-        if (exactForCents(payload.max_price, topLevelNumberText(text, "max_price")) !== payload.max_price) return undefined
+        if (exactMaxPrice(payload.max_price, text) !== payload.max_price) return undefined
         const recipient = Either.getOrUndefined(recipientOf(payload.target_trade_url, payload.target_steam_id))
         if (recipient === undefined) return undefined
         const created = await createByIdDirect({

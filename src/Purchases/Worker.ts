@@ -336,11 +336,10 @@ export const PurchaseWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
       dueHere = Number.POSITIVE_INFINITY
       const claimed = yield* claim
       yield* beat
-      if (claimed.purchases.length === 0) return yield* idle(claimed.due)
-      yield* stepInTurn(claimed.purchases)
-      // A full batch may have left more due work: claim again at once. A partial one took all
-      // that was due; what falls due next is what the claim saw (`due`: steps announced before it
-      // began are in it), or is announced by this process's steps or another's notification.
+      if (claimed.purchases.length > 0) yield* stepInTurn(claimed.purchases)
+      // A full batch may have left more due work: claim again at once. A partial one (or none)
+      // took all that was due; what falls due next is what the claim saw (`due`: steps announced
+      // before it began are in it), or is announced by this process's steps or another's notification.
       if (claimed.purchases.length < CLAIM_BATCH) yield* idle(claimed.due)
     })))
   yield* fibers.supervise("purchase-handover", (beat) =>

@@ -32,8 +32,8 @@ import {
   sleep,
   steamIdOf,
   TOKENS,
-  uniqueName,
   tradeUrl,
+  uniqueName,
   watchPurchase
 } from "../support/purchases.js"
 import { type RunningServer, startServer } from "../support/server.js"
