@@ -175,17 +175,26 @@ export const makeNodeServer = (fastLane?: FastLane) => {
   const server = createServer()
   server.keepAliveTimeout = 65_000
   server.headersTimeout = 66_000
-  if (fastLane !== undefined) {
-    const emit = server.emit.bind(server)
-    server.emit = (event: string, ...args: Array<unknown>): boolean => {
-      const [request, response] = args
-      if (event === "request" && request instanceof IncomingMessage && response instanceof ServerResponse) {
-        if (fastLane.handle(request, response, (passed = request) => emit(event, passed, response))) return true
-      }
-      return emit(event, ...args)
+  const emit = server.emit.bind(server)
+  server.emit = (event: string, ...args: Array<unknown>): boolean => {
+    const [request, response] = args
+    if (event === "request" && request instanceof IncomingMessage && response instanceof ServerResponse) {
+      readBodyAsJson(request)
+      if (fastLane?.handle(request, response, (passed = request) => emit(event, passed, response)) === true) return true
     }
+    return emit(event, ...args)
   }
   return server
+}
+
+/**
+ * Every body the merchant API accepts is JSON (CONTRACT 6), whatever Content-Type says: a JSON
+ * body sent as text/plain (or with none) is read as JSON, and anything else is "not JSON" and gets
+ * problem details, instead of being read as a string and failing as its first field.
+ */
+const readBodyAsJson = (request: IncomingMessage) => {
+  if (request.method === "GET" || request.method === "HEAD" || !request.url?.startsWith(API_PREFIX)) return
+  if (!request.headers["content-type"]?.startsWith("application/json")) request.headers["content-type"] = "application/json"
 }
 
 const ApiLive = HttpApiBuilder.api(MerchantApi).pipe(

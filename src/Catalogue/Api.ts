@@ -6,7 +6,8 @@ import { PageLimit } from "../Deposits/Api.js"
 import { Wire } from "../Domain/Errors.js"
 import { Authentication } from "../Merchants/Authentication.js"
 
-const Price = Schema.NumberFromString.pipe(Schema.finite(), Schema.annotations({ description: "USD" }))
+/** A USD bound: a price is never negative, so a negative bound is a mistake, not "no bound". */
+const Price = Schema.NumberFromString.pipe(Schema.finite(), Schema.nonNegative(), Schema.annotations({ description: "USD, 0 or more" }))
 const Float = Schema.NumberFromString.pipe(Schema.finite(), Schema.between(0, 1))
 
 export const ItemPage = Schema.Struct({

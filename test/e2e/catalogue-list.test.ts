@@ -277,12 +277,12 @@ describe("catalogue list and search", () => {
     expect(again.status).toBe(404)
   })
 
-  it("limit 0, 201, abc, 1.5 or a bad filter value give 400 MERCHANT_INVALID_QUERY", async () => {
-    for (const q of ["limit=0", "limit=201", "limit=abc", "limit=1.5", "limit=-1", "min_float=2", "max_float=-0.1", "min_float=abc", "min_price=abc", "max_price=x1"]) {
+  it("limit 0, 201, abc, 1.5 or a bad filter value (a negative price bound too) give 400 MERCHANT_INVALID_QUERY", async () => {
+    for (const q of ["limit=0", "limit=201", "limit=abc", "limit=1.5", "limit=-1", "min_float=2", "max_float=-0.1", "min_float=abc", "min_price=abc", "max_price=x1", "min_price=-1", "max_price=-0.01"]) {
       expectError(await get(`/items?${q}`), 400, "MERCHANT_INVALID_QUERY")
     }
     // the bounds themselves are fine
-    for (const q of ["limit=1", "limit=200", "min_float=0", "max_float=1"]) expect((await get(`/items?${q}`)).status).toBe(200)
+    for (const q of ["limit=1", "limit=200", "min_float=0", "max_float=1", "min_price=0", "max_price=0"]) expect((await get(`/items?${q}`)).status).toBe(200)
   })
 
   it("a price bound that is not a finite number (NaN, Infinity, 1e400) gives 400 MERCHANT_INVALID_QUERY, not 500", async () => {
@@ -312,7 +312,7 @@ describe("catalogue list and search", () => {
 
   it("search without market_hash_name (or an empty one), or with limit 0, 51 or a bad float, gives 400 MERCHANT_INVALID_QUERY", async () => {
     const name = encodeURIComponent(NAMES[0])
-    for (const q of ["", "?limit=5", "?market_hash_name=", "?market_hash_name=&limit=5", `?market_hash_name=${name}&limit=51`, `?market_hash_name=${name}&limit=0`, `?market_hash_name=${name}&min_float=2`, `?market_hash_name=${name}&max_price=abc`]) {
+    for (const q of ["", "?limit=5", "?market_hash_name=", "?market_hash_name=&limit=5", `?market_hash_name=${name}&limit=51`, `?market_hash_name=${name}&limit=0`, `?market_hash_name=${name}&min_float=2`, `?market_hash_name=${name}&max_price=abc`, `?market_hash_name=${name}&max_price=-5`]) {
       expectError(await get(`/items/search${q}`), 400, "MERCHANT_INVALID_QUERY")
     }
     expect((await get(`/items/search?market_hash_name=${name}&limit=50`)).status).toBe(200)

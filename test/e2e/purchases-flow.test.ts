@@ -122,6 +122,34 @@ describe("POST /buy and /buy-sync validation (spec 4.3, 7.2; CONTRACT 6)", () =>
     expect(path === "/buy" ? [201] : [200, 202], ok.text).toContain(ok.status)
   })
 
+  it("reads a body as JSON whatever its Content-Type says: JSON as text/plain or with none is bought; text that is not JSON gets problem details", async () => {
+    const m = await fundedMerchant(server, 10_000)
+    const [a, b, c] = await loadItems(server, [itemOf(100), itemOf(100), itemOf(100)])
+    const before = await balanceOf(server, m)
+    const post = (body: string, contentType: string | undefined) =>
+      fetch(`${server.baseUrl}/api/v1/merchant/buy`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${m.apiKey}`, ...(contentType === undefined ? {} : { "content-type": contentType }) },
+        // bytes, not a string: fetch labels a string body text/plain itself
+        body: new TextEncoder().encode(body)
+      })
+    // text that is not JSON, whatever it is labelled: problem details, nothing bought
+    for (const contentType of ["text/plain", "application/x-www-form-urlencoded", undefined]) {
+      const res = await post("item_id=x&max_price=1", contentType)
+      expect([contentType, res.status, res.headers.get("content-type")?.split(";")[0], ((await res.json()) as any).error.code])
+        .toEqual([contentType, 400, "application/problem+json", "MERCHANT_MALFORMED_JSON"])
+    }
+    expect(await balanceOf(server, m)).toEqual(before)
+    // JSON labelled otherwise (or not at all) is read as JSON: a field's own code, and a purchase
+    const wrongField = await post(JSON.stringify({ ...buyBody({ itemId: a!, maxPrice: 1 }), item_id: 5 }), "text/plain")
+    expect([wrongField.status, ((await wrongField.json()) as any).error.code]).toEqual([400, "MERCHANT_INVALID_ITEM_ID"])
+    for (const [itemId, contentType] of [[b!, "text/plain;charset=UTF-8"], [c!, undefined]] as const) {
+      const res = await post(JSON.stringify(buyBody({ itemId, maxPrice: 1 })), contentType)
+      expect([contentType, res.status]).toEqual([contentType, 201])
+    }
+    expect((await listPurchases(server, m)).length).toBe(2)
+  })
+
   it("accepts the boundaries: partner 1 and 4294967295, a 100-character custom_id, the derived target_steam_id", async () => {
     const m = await fundedMerchant(server, 10_000)
     const [a, b, c] = await loadItems(server, [itemOf(100), itemOf(100), itemOf(100)])
