@@ -81,7 +81,7 @@ export class Deposits extends Effect.Service<Deposits>()("Deposits", {
 
     /**
      * Credits a confirmed payment once per tx_id. A repeat with the same tx_id returns the first
-     * deposit and credits nothing; the same tx_id for another merchant or amount is a conflict.
+     * deposit and credits nothing; the same tx_id for another merchant, network or amount is a conflict.
      */
     const credit = (request: CreditRequest) =>
       Effect.gen(function*() {
@@ -99,7 +99,7 @@ export class Deposits extends Effect.Service<Deposits>()("Deposits", {
         }
         const txId = request.txId ?? `internal-${randomUUID()}`
         const sameDeposit = (row: DepositRow) =>
-          row.merchantId === request.merchantId && BigInt(row.amountSentMicros) === sentMicros
+          row.merchantId === request.merchantId && row.network === request.network && BigInt(row.amountSentMicros) === sentMicros
             ? Effect.succeed(row)
             : Effect.fail(new DepositTxIdConflict({ txId }))
 

@@ -1,5 +1,6 @@
 /** Opaque pagination cursors: base64url JSON of a keyset position, validated by a schema. */
 import { Either, Schema } from "effect"
+import { isCalendarDateTime } from "./Db.js"
 import { InvalidQuery } from "./Errors.js"
 
 export const encodeCursor = (position: unknown): string => Buffer.from(JSON.stringify(position)).toString("base64url")
@@ -16,6 +17,6 @@ export const decodeCursor = <A, I>(schema: Schema.Schema<A, I>, cursor: string):
 
 /** The keyset position of lists ordered by creation time descending, then id ascending. */
 export const CreatedAtIdPosition = Schema.Tuple(
-  Schema.String.pipe(Schema.pattern(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/)),
+  Schema.String.pipe(Schema.pattern(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/), Schema.filter(isCalendarDateTime)),
   Schema.UUID
 )

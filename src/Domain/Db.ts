@@ -12,3 +12,48 @@ export const Timestamp = Schema.DateFromSelf
 
 /** ISO 8601 UTC with a Z suffix (spec 1). */
 export const iso = (date: Date): string => date.toISOString()
+
+/** PostgreSQL's text cannot hold U+0000; a string bound for a column must not contain it. */
+const NUL = "\u0000"
+const NUL_MESSAGE = "must not contain the NUL character (U+0000)"
+
+/** A string a text column can hold. */
+export const StorableString = Schema.String.pipe(Schema.filter((s) => !s.includes(NUL), { message: () => NUL_MESSAGE }))
+
+/** The path of the first string within `value` (objects and arrays, deep) that holds a NUL, if any. */
+export const nulPath = (value: unknown, path: ReadonlyArray<string | number> = []): ReadonlyArray<string | number> | undefined => {
+  if (typeof value === "string") return value.includes(NUL) ? path : undefined
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const found = nulPath(value[i], [...path, i])
+      if (found !== undefined) return found
+    }
+  } else if (typeof value === "object" && value !== null) {
+    for (const [key, v] of Object.entries(value)) {
+      const found = nulPath(v, [...path, key])
+      if (found !== undefined) return found
+    }
+  }
+  return undefined
+}
+
+/** What a NUL found by `nulPath` is reported as. */
+export const nulMessage = (path: ReadonlyArray<string | number>) => `${path.join(".") || "body"}: ${NUL_MESSAGE}`
+
+/**
+ * A calendar date-time PostgreSQL's timestamptz holds: `YYYY-MM-DDTHH:MM[:SS[.frac]]` with a real
+ * date (no February 30), hours 0 to 23, minutes and seconds 0 to 59, at an instant between the
+ * years 1 and 9999. JavaScript's Date would roll an impossible date over, and the database
+ * refuses year 0.
+ */
+export const isCalendarDateTime = (s: string): boolean => {
+  const parts = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2}))?/.exec(s)
+  const instant = Date.parse(s)
+  if (parts === null || Number.isNaN(instant)) return false
+  const [year, month, day, hour, minute, second = 0] = parts.slice(1).map((p) => (p === undefined ? 0 : Number(p))) as [number, number, number, number, number, number]
+  const date = new Date(0)
+  date.setUTCFullYear(year, month - 1, day)
+  const instantYear = new Date(instant).getUTCFullYear()
+  return date.getUTCFullYear() === year && date.getUTCMonth() === month - 1 && date.getUTCDate() === day &&
+    hour <= 23 && minute <= 59 && second <= 59 && instantYear >= 1 && instantYear <= 9999
+}

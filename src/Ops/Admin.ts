@@ -9,8 +9,9 @@ import { ChangeLog } from "../Catalogue/ChangeLog.js"
 import { CatalogueEngine } from "../Catalogue/Engine.js"
 import { DepositAmountInvalid, Deposits } from "../Deposits/Deposits.js"
 import { CatalogItemInput } from "../Domain/CatalogItem.js"
-import { toUnits } from "../Domain/Money.js"
+import { nulMessage, nulPath } from "../Domain/Db.js"
 import { errorBody } from "../Domain/Errors.js"
+import { toUnits } from "../Domain/Money.js"
 import type { Merchant } from "../Domain/Merchant.js"
 import { MerchantStatus } from "../Domain/Merchant.js"
 import { Merchants } from "../Merchants/Merchants.js"
@@ -58,14 +59,15 @@ const SimulatedDeposit = Schema.Struct({
   tx_id: Schema.optional(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200)))
 })
 
-/** The JSON body decoded by `schema`; unreadable or invalid bodies are 400. */
+/** The JSON body decoded by `schema`; unreadable or invalid bodies, or a NUL in any string (the database cannot hold one), are 400. */
 const body = <A, I>(schema: Schema.Schema<A, I>) =>
   HttpServerRequest.schemaBodyJson(schema, { onExcessProperty: "ignore" }).pipe(
     Effect.mapError((error) =>
       ParseResult.isParseError(error)
         ? invalid(ParseResult.TreeFormatter.formatErrorSync(error))
         : invalid("body must be JSON")
-    )
+    ),
+    Effect.filterOrElse((decoded) => nulPath(decoded) === undefined, (decoded) => Effect.fail(invalid(nulMessage(nulPath(decoded)!))))
   )
 
 const CatalogueItems = Schema.Struct({
@@ -151,7 +153,7 @@ export const AdminRoutes = Effect.gen(function*() {
         DepositMerchantNotFound: () => Effect.fail(notFound("merchant")),
         DepositAmountInvalid: (e: DepositAmountInvalid) => Effect.fail(invalid(e.message)),
         DepositTxIdConflict: (e) =>
-          Effect.fail(new AdminError({ status: 409, code: "ADMIN_CONFLICT", message: `tx_id ${e.txId} was credited with another merchant or amount` }))
+          Effect.fail(new AdminError({ status: 409, code: "ADMIN_CONFLICT", message: `tx_id ${e.txId} was credited with another merchant, network or amount` }))
       }))
       return json(deposit, 201)
     })),

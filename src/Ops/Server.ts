@@ -26,7 +26,8 @@ export const OpsServerLive = Layer.unwrapEffect(Effect.gen(function*() {
   )
   const app = Effect.catchTag(router, "RouteNotFound", () =>
     Effect.map(HttpServerRequest.HttpServerRequest, (request) =>
-      HttpServerResponse.text(errorBody("NOT_FOUND", `No route for ${request.method} ${request.url}`), {
+      // the admin API's own code for its unknown routes (README, "Admin API")
+      HttpServerResponse.text(errorBody(request.url.startsWith("/admin/") ? "ADMIN_NOT_FOUND" : "NOT_FOUND", `No route for ${request.method} ${request.url}`), {
         status: 404,
         contentType: "application/json"
       }))).pipe(

@@ -2,6 +2,7 @@
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { PageLimit } from "../Deposits/Api.js"
+import { isCalendarDateTime, StorableString } from "../Domain/Db.js"
 import { Wire } from "../Domain/Errors.js"
 import { FailureCode, PurchaseStatus } from "../Domain/Purchase.js"
 import { isSteamId64, parseTradeUrl } from "../Domain/TradeUrl.js"
@@ -18,7 +19,7 @@ const TradeUrl = Schema.String.pipe(
 const MaxPrice = Schema.Number.pipe(
   Schema.filter((n) => Number.isFinite(n) && n > 0, { message: () => "max_price must be greater than 0" })
 ).annotations({ description: "Consent ceiling in USD; compared exactly with the live price" })
-const CustomId = Schema.String.pipe(
+const CustomId = StorableString.pipe(
   Schema.filter((s) => [...s].length >= 1 && [...s].length <= 100, { message: () => "custom_id must be 1 to 100 characters" })
 )
 
@@ -27,13 +28,13 @@ export const BuyRequest = Schema.Struct({
   max_price: MaxPrice,
   custom_id: CustomId,
   target_trade_url: TradeUrl,
-  target_steam_id: Schema.optional(Schema.NullOr(Schema.String.pipe(
+  target_steam_id: Schema.optional(Schema.NullOr(StorableString.pipe(
     Schema.filter(isSteamId64, { message: () => "target_steam_id must be a SteamID64" })
   )))
 }).annotations({ identifier: "BuyRequest" })
 
 export const BuyByNameRequest = Schema.Struct({
-  market_hash_name: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200)),
+  market_hash_name: StorableString.pipe(Schema.minLength(1), Schema.maxLength(200)),
   max_price: MaxPrice,
   trade_url: TradeUrl,
   custom_id: CustomId,
@@ -101,7 +102,7 @@ export const PurchaseFailedResponse = Schema.Struct({
 }).annotations({ identifier: "PurchaseFailedResponse", ...HttpApiSchema.annotations({ status: 409 }) })
 
 const DateTime = Schema.String.pipe(
-  Schema.filter((s) => /^\d{4}-\d{2}-\d{2}T/.test(s) && !Number.isNaN(Date.parse(s)), { message: () => "an ISO 8601 date-time" })
+  Schema.filter(isCalendarDateTime, { message: () => "an ISO 8601 date-time of a real calendar date, years 1 to 9999" })
 )
 
 /** /buy and /buy-sync share the body, the validation and the pre-check errors (spec 4.3). */
@@ -134,8 +135,8 @@ export class PurchasesApi extends HttpApiGroup.make("purchases")
         cursor: Schema.optional(Schema.String),
         limit: Schema.optional(PageLimit),
         status: Schema.optional(PurchaseStatus),
-        custom_id: Schema.optional(Schema.String),
-        target_steam_id: Schema.optional(Schema.String),
+        custom_id: Schema.optional(StorableString),
+        target_steam_id: Schema.optional(StorableString),
         from: Schema.optional(DateTime),
         to: Schema.optional(DateTime)
       }))
