@@ -59,13 +59,17 @@ const SimulatedDeposit = Schema.Struct({
   tx_id: Schema.optional(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200)))
 })
 
+/** The first problem of a body, as `field.path: message` (the whole schema tree is too long to read). */
+const firstIssue = (error: ParseResult.ParseError) => {
+  const issue = ParseResult.ArrayFormatter.formatErrorSync(error)[0]
+  return issue === undefined ? "invalid body" : `${issue.path.length > 0 ? issue.path.join(".") : "body"}: ${issue.message}`
+}
+
 /** The JSON body decoded by `schema`; unreadable or invalid bodies, or a NUL in any string (the database cannot hold one), are 400. */
 const body = <A, I>(schema: Schema.Schema<A, I>) =>
   HttpServerRequest.schemaBodyJson(schema, { onExcessProperty: "ignore" }).pipe(
     Effect.mapError((error) =>
-      ParseResult.isParseError(error)
-        ? invalid(ParseResult.TreeFormatter.formatErrorSync(error))
-        : invalid("body must be JSON")
+      ParseResult.isParseError(error) ? invalid(firstIssue(error)) : invalid("body must be JSON")
     ),
     Effect.filterOrElse((decoded) => nulPath(decoded) === undefined, (decoded) => Effect.fail(invalid(nulMessage(nulPath(decoded)!))))
   )

@@ -20,6 +20,10 @@ const expectAdminError = (res: JsonResponse, status: number) => {
   expect(typeof res.json.error.code).toBe("string")
   expect(typeof res.json.error.message).toBe("string")
   expect(res.headers.get("content-type") ?? "").toMatch(/^application\/json/)
+  // the admin API's own codes (README, "Admin API"), and a message a person can read in one line
+  const codes: Record<number, string> = { 400: "ADMIN_INVALID_REQUEST", 401: "ADMIN_UNAUTHORIZED", 404: "ADMIN_NOT_FOUND", 409: "ADMIN_CONFLICT" }
+  if (codes[status] !== undefined) expect(res.json.error.code).toBe(codes[status])
+  expect(res.json.error.message.length).toBeLessThan(300)
 }
 
 const MERCHANT_VIEW_KEYS = ["created_at", "deposit_addresses", "merchant_id", "name", "status", "updated_at", "webhook_url"]
@@ -130,6 +134,9 @@ describe("POST /admin/merchants", () => {
       expect({ body, status: res.status }).toEqual({ body, status: 400 })
       expectAdminError(res, 400)
     }
+    // the message names the field at fault
+    const res = await server.admin("/admin/merchants", { method: "POST", body: { name: uniqueName(), webhook_url: 42 } })
+    expect(res.json.error.message).toMatch(/^webhook_url: /)
   })
 })
 
