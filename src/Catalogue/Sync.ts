@@ -17,7 +17,11 @@ const FOLLOWER_RETRY = "2 seconds"
 const LOCK_CHECK = "5 seconds"
 const CHANGE_BATCH = 500
 const CHANGE_WINDOW = "50 millis"
-const PRUNE_INTERVAL = "1 minute"
+/**
+ * How often the change log is pruned: a tenth of the retention, between 1 s and 1 minute, so that
+ * a cursor is refused as expired soon after its changes are past the retention, however short.
+ */
+const pruneIntervalMs = (retentionHours: number) => Math.min(60_000, Math.max(1_000, (retentionHours * 3_600_000) / 10))
 
 export const SyncLive = Layer.scopedDiscard(Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
@@ -65,7 +69,7 @@ export const SyncLive = Layer.scopedDiscard(Effect.gen(function*() {
         Stream.groupedWithin(CHANGE_BATCH, CHANGE_WINDOW),
         Stream.runForEach((batch) => Effect.zipRight(changeLog.apply(Chunk.toReadonlyArray(batch)), beat))
       )
-      const pruneForever = Effect.forever(Effect.zipRight(prune, Effect.sleep(PRUNE_INTERVAL)))
+      const pruneForever = Effect.forever(Effect.zipRight(prune, Effect.sleep(pruneIntervalMs(settings.feedRetentionHours))))
       yield* Effect.all([applyChanges, pruneForever], { concurrency: 2, discard: true })
     })
 

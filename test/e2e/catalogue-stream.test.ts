@@ -299,3 +299,41 @@ describe("catalogue realtime feed", () => {
     resumed.close()
   }, 180_000)
 })
+
+describe("catalogue realtime feed: retention", () => {
+  let server: RunningServer
+  // a retention of 3 s: the log is pruned every second
+  beforeAll(async () => { server = await startServer({ env: { ...ENV, FEED_RETENTION_HOURS: String(3 / 3600) } }) })
+  afterAll(async () => { await server?.stop() })
+
+  it("a cursor whose next changes are past the retention gets reset cursor_expired, then close 4409; the prune point itself still resumes", async () => {
+    const key = (await server.createMerchant()).apiKey
+    const ids = Array.from({ length: 3 }, () => randomUUID())
+    await putItems(server, ids.map((id, i) => simpleItem(id, 100 + i, "Retention item")) as never)
+    const dump = await eventually(async () => {
+      const res = await rawGet(`${server.baseUrl}/api/v1/merchant/items/full-dump`, { authorization: `Bearer ${key}` })
+      expect(JSON.parse(res.body.toString()).items_count).toBe(3)
+      return res
+    }, 60_000, 200)
+    const epoch = Number(dump.headers["x-catalog-epoch"])
+    const cursor = Number(dump.headers["x-catalog-cursor"])
+    expect(cursor).toBeGreaterThanOrEqual(3)
+    // right away, the cursor before the last change resumes
+    const early = await Feed.open(server, key, cursor - 1, epoch)
+    await early.waitForCursor(cursor)
+    early.ws.close()
+    // once its changes are pruned, it is expired; the cursor at the prune point is not
+    const expired = await eventually(async () => {
+      const feed = await Feed.open(server, key, cursor - 1, epoch)
+      const closed = await feed.waitForClose(5_000).catch(() => undefined)
+      if (closed === undefined) feed.ws.close()
+      expect(closed?.code).toBe(4409)
+      return feed
+    }, 30_000, 500)
+    expect(expired.messages).toEqual([{ type: "reset", reason: "cursor_expired" }])
+    const atHead = await Feed.open(server, key, cursor, epoch)
+    await atHead.waitFor((ms) => ms.length >= 1, "hello")
+    expect(atHead.messages[0]).toEqual({ type: "hello", epoch, cursor })
+    atHead.ws.close()
+  }, 90_000)
+})
