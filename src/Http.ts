@@ -4,6 +4,7 @@
  * through (X-Request-Id, metrics, errors in the spec's shape).
  */
 import {
+  HttpApi,
   HttpApiBuilder,
   HttpApiError,
   HttpApiScalar,
@@ -19,7 +20,7 @@ import { Cause, Effect, Layer, Option } from "effect"
 import { createServer, IncomingMessage, ServerResponse } from "node:http"
 import { API_PREFIX, MerchantApi } from "./Api.js"
 import { CatalogueFastRoutes, CatalogueHttp } from "./Catalogue/Http.js"
-import { StreamLive } from "./Catalogue/Stream.js"
+import { STREAM_PATH, StreamLive } from "./Catalogue/Stream.js"
 import { Settings } from "./Config.js"
 import { DepositsHttp } from "./Deposits/Http.js"
 import * as Errors from "./Domain/Errors.js"
@@ -126,18 +127,19 @@ const SpecErrors = HttpApiBuilder.middleware(MerchantApi, (app) =>
 // ---- every response: request id, metrics, last-resort 500 ----------------------------------------
 
 const UUID_SEGMENT = /\/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}(?=\/|$)/gi
-const MAX_ROUTE_LABELS = 100
 
-/** A route label of bounded cardinality: ids folded, unknown paths grouped. */
-const makeRouteLabeler = () => {
-  const seen = new Set<string>()
-  return (url: string) => {
-    const path = url.split("?")[0]!.replace(UUID_SEGMENT, "/:id")
-    if (seen.has(path)) return path
-    if (seen.size >= MAX_ROUTE_LABELS) return "other"
-    seen.add(path)
-    return path
-  }
+/**
+ * A route label of bounded cardinality: the route template a path matches (ids folded to `:id`,
+ * compared without case and repeated slashes, as the routers match), or `unmatched`; so no request,
+ * however many paths it makes up, adds a series.
+ */
+export const makeRouteLabeler = (templates: ReadonlyArray<string>) => {
+  const normal = (path: string) => path.replace(/\/{2,}/g, "/").toLowerCase()
+  const known = new Map(templates.map((t) => {
+    const folded = t.replace(/:[A-Za-z]+/g, ":id")
+    return [normal(folded), folded] as const
+  }))
+  return (url: string) => known.get(normal(url.split("?")[0]!.replace(UUID_SEGMENT, "/:id"))) ?? "unmatched"
 }
 
 /**
@@ -145,8 +147,8 @@ const makeRouteLabeler = () => {
  * by the platform before an outer middleware sees them, so this works through a pre-response
  * handler; it also gives a body to a bare 500 that escaped every other handler.
  */
-export const requestMiddleware = (server: string, metrics: Metrics) => {
-  const routeLabel = makeRouteLabeler()
+export const requestMiddleware = (server: string, metrics: Metrics, routes: ReadonlyArray<string>) => {
+  const routeLabel = makeRouteLabeler(routes)
   return HttpMiddleware.make((app) =>
     Effect.gen(function*() {
       const request = yield* HttpServerRequest.HttpServerRequest
@@ -202,9 +204,11 @@ const ApiLive = HttpApiBuilder.api(MerchantApi).pipe(
   Layer.provide(AuthenticationLive)
 )
 
+const OPENAPI_PATH = `${API_PREFIX}/openapi.json` as const
+const DOCS_PATH = "/docs" as const
 const Docs = Layer.mergeAll(
-  HttpApiBuilder.middlewareOpenApi({ path: `${API_PREFIX}/openapi.json` }),
-  HttpApiScalar.layer({ path: "/docs" })
+  HttpApiBuilder.middlewareOpenApi({ path: OPENAPI_PATH }),
+  HttpApiScalar.layer({ path: DOCS_PATH })
 )
 
 export const HttpLive = Layer.unwrapEffect(Effect.gen(function*() {
@@ -212,7 +216,9 @@ export const HttpLive = Layer.unwrapEffect(Effect.gen(function*() {
   const metrics = yield* Metrics
   const readiness = yield* Readiness
   const fastLane = yield* makeFastLane([...yield* BalanceFastRoutes, ...yield* CatalogueFastRoutes], yield* PurchasesFastRoutes)
-  return HttpApiBuilder.serve(requestMiddleware("api", metrics)).pipe(
+  const routes = [STREAM_PATH, OPENAPI_PATH, DOCS_PATH]
+  HttpApi.reflect(MerchantApi, { onGroup: () => undefined, onEndpoint: ({ endpoint }) => { routes.push(endpoint.path) } })
+  return HttpApiBuilder.serve(requestMiddleware("api", metrics, routes)).pipe(
     Layer.provide([Docs, SpecErrors, StreamLive]),
     Layer.provide(ApiLive),
     // Per-request spans cost about a quarter of a request's CPU; traces come from service spans.

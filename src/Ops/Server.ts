@@ -1,7 +1,7 @@
 /** The ops listener (CONTRACT 2): health, readiness, metrics, supervised fibers and the admin API. */
 import { HttpRouter, HttpServer, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
-import { Cause, Effect, Layer } from "effect"
+import { Cause, Chunk, Effect, Layer } from "effect"
 import { Settings } from "../Config.js"
 import { errorBody } from "../Domain/Errors.js"
 import { makeNodeServer, requestMiddleware } from "../Http.js"
@@ -40,7 +40,8 @@ export const OpsServerLive = Layer.unwrapEffect(Effect.gen(function*() {
         ))
   )
 
-  return HttpServer.serve(app, requestMiddleware("ops", metrics)).pipe(
+  const routes = Chunk.toReadonlyArray(router.routes).map((route) => route.path)
+  return HttpServer.serve(app, requestMiddleware("ops", metrics, routes)).pipe(
     HttpServer.withLogAddress,
     Layer.provide(NodeHttpServer.layer(makeNodeServer, { port: settings.opsPort, host: settings.opsHost }))
   )

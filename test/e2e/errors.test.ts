@@ -152,6 +152,23 @@ describe("ops endpoints", () => {
       expect(find(samples, "http_requests_total", { server: "ops", route: "/admin/merchants/:id", status: "200" })).toBeDefined()
     })
 
+    it("labels a path no route matches `unmatched`, so made-up paths add no series; a route's other spellings count as the route", async () => {
+      const marker = `made-up-${randomUUID().slice(0, 8)}`
+      for (let i = 0; i < 5; i++) {
+        await raw(`${server.baseUrl}/${marker}-${i}`)
+        await raw(`${server.opsUrl}/${marker}-${i}`)
+        await server.api(`/${marker}/${i}`, { key: merchant.apiKey })
+      }
+      const before = (await scrape()).samples
+      const upper = find(before, "http_requests_total", { server: "api", method: "GET", route: "/api/v1/merchant/balance", status: "200" })?.value ?? 0
+      expect((await raw(`${server.baseUrl}/api/v1/merchant/BALANCE`, { headers: { authorization: `Bearer ${merchant.apiKey}` } })).status).toBe(200)
+      const { text, samples } = await scrape()
+      expect(text).not.toContain(marker)
+      expect(find(samples, "http_requests_total", { server: "api", route: "unmatched", status: "404" })?.value).toBeGreaterThanOrEqual(10)
+      expect(find(samples, "http_requests_total", { server: "ops", route: "unmatched", status: "404" })?.value).toBeGreaterThanOrEqual(5)
+      expect(find(samples, "http_requests_total", { server: "api", method: "GET", route: "/api/v1/merchant/balance", status: "200" })?.value).toBe(upper + 1)
+    })
+
     it("reports Effect fiber counters and every supervised fiber's restarts", async () => {
       const { samples } = await scrape()
       expect(find(samples, "effect_fibers", { kind: "started" })?.value).toBeGreaterThan(0)
