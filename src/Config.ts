@@ -76,8 +76,9 @@ export const AppConfig: Config.Config<AppSettings> = Config.all({
   feedRetentionHours: seconds("FEED_RETENTION_HOURS", 24),
   rateLimitRps: seconds("RATE_LIMIT_RPS", 20),
   rateLimitBurst: positiveInt("RATE_LIMIT_BURST", 100),
-  authFailureRps: seconds("AUTH_FAILURE_RPS", 10),
-  authFailureBurst: positiveInt("AUTH_FAILURE_BURST", 100),
+  // a storm, not a client's mistakes: thousands of bad keys from one address
+  authFailureRps: seconds("AUTH_FAILURE_RPS", 100),
+  authFailureBurst: positiveInt("AUTH_FAILURE_BURST", 1000),
   webhookRetrySchedule: retrySchedule,
   webhookTimeoutSeconds: seconds("WEBHOOK_TIMEOUT_SECONDS", 10),
   webhookAllowPrivateTargets: Config.boolean("WEBHOOK_ALLOW_PRIVATE_TARGETS").pipe(Config.withDefault(false)),

@@ -54,16 +54,19 @@ export class Authenticator extends Effect.Service<Authenticator>()("Authenticato
       { readonly error: AuthError; readonly headers: Record<string, string> }
     > =>
       Effect.gen(function*() {
-        // An address that keeps presenting bad keys is slowed down before any lookup.
+        const key = bearerToken(authorization)
+        // An address that keeps presenting bad keys gets no more lookups for a while. A key known
+        // valid a moment ago (the cache) still passes: one client's bad keys must not lock out the
+        // others behind the same address (a gateway).
         const budget = yield* failedPerAddress.peek(address)
-        if (!budget.allowed) {
+        const known = budget.allowed || key === "" ? undefined : merchants.authenticateCached(key, Date.now())
+        if (!budget.allowed && known === undefined) {
           return yield* Effect.fail({
             error: new RateLimited({ message: "Too many failed authentications from this address." }),
             headers: { ...rateLimitHeaders(budget.limit, 0), "retry-after": String(budget.retryAfterSeconds) }
           })
         }
-        const key = bearerToken(authorization)
-        const found = key === "" ? Option.none() : yield* merchants.authenticate(key)
+        const found = known !== undefined ? Option.some(known) : key === "" ? Option.none() : yield* merchants.authenticate(key)
         if (Option.isNone(found)) {
           yield* failedPerAddress.take(address)
           return yield* Effect.fail({ error: new ApiKeyMissing({ message: KEY_MISSING_MESSAGE }), headers: { "www-authenticate": "Bearer" } })
@@ -91,12 +94,12 @@ export class Authenticator extends Effect.Service<Authenticator>()("Authenticato
 
     /**
      * The success path of `authenticate` alone, synchronously, for the fast lane: a cached key of
-     * a merchant that is not blocked, from an address within its failure budget, with a token left.
+     * a merchant that is not blocked, with a token left (a cached key passes whatever the address's
+     * failure budget, as in `authenticate`).
      * Anything else is `undefined` and takes nothing, so the request goes to `authenticate`, which
      * answers it exactly as always.
      */
-    const authenticateCached = (authorization: string | undefined, address: string, now: number) => {
-      if (!failedPerAddress.peekAt(address, now).allowed) return undefined
+    const authenticateCached = (authorization: string | undefined, now: number) => {
       const key = bearerToken(authorization)
       const merchant = key === "" ? undefined : merchants.authenticateCached(key, now)
       if (merchant === undefined || merchant.status === "blocked") return undefined
