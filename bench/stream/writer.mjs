@@ -15,6 +15,9 @@
  */
 import { writeFileSync } from "node:fs"
 import pg from "pg"
+// the item JSON as ChangeLog.apply stores it (canonical field order, ASCII with \u escapes), so the
+// engines read what a leader of the service would have written
+import { serialise } from "../../dist/src/Domain/CatalogItem.js"
 
 const now = () => performance.timeOrigin + performance.now()
 const TICK_MS = 100
@@ -45,7 +48,7 @@ const tick = async (n) => {
     if (roll < 0.5 || (roll >= 0.75 && delisted.length === 0)) {
       const e = live[Math.floor(rng() * live.length)]
       e.item.price = Math.max(0.03, Math.round(e.item.price * 100 * (0.9 + rng() * 0.2)) / 100)
-      const json = JSON.stringify(e.item)
+      const json = serialise(e.item)
       upserts.push([e.id, json, Math.round(e.item.price * 100)])
       changes.push(["upsert", e.id, json])
     } else if (roll < 0.75) {
@@ -59,7 +62,7 @@ const tick = async (n) => {
     } else {
       const e = delisted.splice(Math.floor(rng() * delisted.length), 1)[0]
       live.push(e)
-      const json = JSON.stringify(e.item)
+      const json = serialise(e.item)
       upserts.push([e.id, json, Math.round(e.item.price * 100)])
       changes.push(["upsert", e.id, json])
     }
