@@ -260,18 +260,20 @@ export class CatalogueDump extends Effect.Service<CatalogueDump>()("CatalogueDum
     }))
 
     /**
-     * Takes a download slot of `dump` (its file stays readable until `releaseDownload`); false when
-     * every slot is in use.
+     * Takes a download slot of `dump` (its file stays readable until the slot is released); None
+     * when every slot is in use. The release gives the slot back once, however often it is called.
      */
-    const acquireDownload = (dump: BuiltDump) => Effect.sync(() => {
-      if (downloads >= settings.dumpMaxConcurrentDownloads) return false
+    const acquireDownload = (dump: BuiltDump) => Effect.sync((): Option.Option<() => void> => {
+      if (downloads >= settings.dumpMaxConcurrentDownloads) return Option.none()
       downloads++
       dump.file.retain()
-      return true
-    })
-    const releaseDownload = (dump: BuiltDump) => Effect.sync(() => {
-      downloads = Math.max(0, downloads - 1)
-      dump.file.release()
+      let held = true
+      return Option.some(() => {
+        if (!held) return
+        held = false
+        downloads--
+        dump.file.release()
+      })
     })
 
     /** The gzip bytes as built. */
@@ -283,7 +285,6 @@ export class CatalogueDump extends Effect.Service<CatalogueDump>()("CatalogueDum
     return {
       current: () => Option.fromNullable(current),
       acquireDownload,
-      releaseDownload,
       gzipStream,
       identityStream
     } as const

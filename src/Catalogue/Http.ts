@@ -1,5 +1,5 @@
 import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
-import { NodeStream } from "@effect/platform-node"
+import { NodeHttpServerRequest, NodeStream } from "@effect/platform-node"
 import { Effect, Either, Option, Schema, Stream } from "effect"
 import { API_PREFIX, MerchantApi } from "../Api.js"
 import type { FastBody, FastRoute } from "../FastLane.js"
@@ -190,7 +190,7 @@ export const CatalogueHttp = HttpApiBuilder.group(MerchantApi, "catalogue", (han
         Effect.zipRight(engine.awaitLoaded, Effect.map(listRequest(engine, urlParams), (page) => json(pageBytes(page())))))
       .handle("searchItems", ({ urlParams }) =>
         Effect.zipRight(engine.awaitLoaded, Effect.sync(() => json(pageBytes(searchPage(engine, urlParams))))))
-      .handle("fullDump", ({ headers }) =>
+      .handle("fullDump", ({ headers, request }) =>
         Effect.gen(function*() {
           const built = dump.current()
           if (Option.isNone(built)) return yield* new FeedNotReady({ message: "The catalogue dump is being generated; retry with backoff." })
@@ -200,11 +200,16 @@ export const CatalogueHttp = HttpApiBuilder.group(MerchantApi, "catalogue", (han
             onSome: (c) => ({ "x-catalog-cursor": String(c.cursor), "x-catalog-epoch": String(c.epoch) })
           })
           if (headers["if-none-match"] !== undefined && noneMatchHolds(headers["if-none-match"], d.etag)) {
-            return HttpServerResponse.empty({ status: 304, headers: { etag: d.etag, ...checkpoint } })
+            return HttpServerResponse.empty({ status: 304, headers: { etag: d.etag, vary: "Accept-Encoding", ...checkpoint } })
           }
-          if (!(yield* dump.acquireDownload(d))) {
+          const slot = yield* dump.acquireDownload(d)
+          if (Option.isNone(slot)) {
             return yield* new FeedNotReady({ message: "Too many dump downloads in progress; retry with backoff." })
           }
+          // The slot is the response's: given back when it closes, whether the body was read to the
+          // end, the client went away, the request was interrupted, or there was no body to read
+          // (HEAD: the platform writes the headers and never runs the body's stream).
+          NodeHttpServerRequest.toServerResponse(request).once("close", slot.value)
           const common = {
             etag: d.etag,
             "last-modified": d.generatedAt.toUTCString(),
@@ -214,7 +219,7 @@ export const CatalogueHttp = HttpApiBuilder.group(MerchantApi, "catalogue", (han
           }
           const gzip = acceptsGzip(headers["accept-encoding"])
           const body = NodeStream.fromReadable(() => gzip ? dump.gzipStream(d) : dump.identityStream(d), (e) => e)
-          return HttpServerResponse.stream(body.pipe(Stream.ensuring(dump.releaseDownload(d))), {
+          return HttpServerResponse.stream(body.pipe(Stream.ensuring(Effect.sync(slot.value))), {
             contentType: "application/json",
             ...(gzip ? { contentLength: d.gzipLength } : { contentLength: d.jsonLength }),
             headers: gzip ? { ...common, "content-encoding": "gzip" } : common

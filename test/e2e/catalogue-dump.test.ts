@@ -22,6 +22,7 @@ import {
   itemInputArb,
   putItems,
   rawGet,
+  rawRequest,
   type RawResponse,
   deleteItem,
   simpleItem
@@ -174,6 +175,7 @@ describe("catalogue full dump", () => {
       expect(res.headers["etag"]).toBe(d.etag)
       expect(res.headers["x-catalog-cursor"]).toBe(String(d.cursor))
       expect(res.headers["x-catalog-epoch"]).toBe(String(d.epoch))
+      expect(res.headers["vary"]).toBe("Accept-Encoding")
       // 200 only
       expect(res.headers["x-items-count"]).toBeUndefined()
       expect(res.headers["last-modified"]).toBeUndefined()
@@ -318,6 +320,19 @@ describe("catalogue full dump", () => {
     // and a complete download gives it back too
     expect((await rawGet(dumpUrl(), { ...auth() })).status).toBe(200)
     expect((await rawGet(dumpUrl(), { ...auth() })).status).toBe(200)
+    // a HEAD has the download's headers and no body, and gives its slot back (the platform never
+    // runs the body of a HEAD: the slot leaked, and after DUMP_MAX_CONCURRENT_DOWNLOADS of them
+    // every download was 503 for good)
+    for (let i = 0; i < 3; i++) {
+      const head = await rawRequest("HEAD", dumpUrl(), { ...auth(), "accept-encoding": "gzip" })
+      expect([head.status, head.headers["etag"], head.headers["content-encoding"], head.body.length]).toEqual([200, big.etag, "gzip", 0])
+      expect(Number(head.headers["content-length"])).toBe(again.body.length)
+    }
+    expect((await eventually(async () => {
+      const res = await rawGet(dumpUrl(), { ...auth(), "accept-encoding": "gzip" })
+      expect(res.status).toBe(200)
+      return res
+    }, 5_000)).body.length).toBe(again.body.length)
   })
 })
 

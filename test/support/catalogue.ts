@@ -282,15 +282,18 @@ export interface RawResponse {
   readonly body: Buffer
 }
 
-export const rawGet = (url: string, headers: Record<string, string>): Promise<RawResponse> =>
+export const rawGet = (url: string, headers: Record<string, string>): Promise<RawResponse> => rawRequest("GET", url, headers)
+
+export const rawRequest = (method: string, url: string, headers: Record<string, string>): Promise<RawResponse> =>
   new Promise((resolve, reject) => {
-    const req = http.get(url, { headers, agent: false }, (res) => {
+    const req = http.request(url, { method, headers, agent: false }, (res) => {
       const chunks: Array<Buffer> = []
       res.on("data", (c: Buffer) => chunks.push(c))
       res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }))
       res.on("error", reject)
     })
     req.on("error", reject)
+    req.end()
   })
 
 // ---- the realtime feed ---------------------------------------------------------------------------
