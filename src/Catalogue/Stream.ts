@@ -4,7 +4,7 @@
  * cursor: changes after it are read from memory or the log, then the client joins the live set,
  * where each engine batch is serialised once, framed once, and the same bytes are written to every
  * caught-up client's socket. A client whose socket backs up is closed with 4408 without slowing
- * the others.
+ * the others; one whose key is revoked or merchant blocked, with 1008.
  *
  * Data frames are written to the upgraded socket directly: the WebSocket server runs without
  * permessage-deflate, so `ws` writes each of its own frames (pongs, close) synchronously and whole,
@@ -17,6 +17,8 @@ import type { Socket as NetSocket } from "node:net"
 import { API_PREFIX } from "../Api.js"
 import * as Errors from "../Domain/Errors.js"
 import { Authenticator } from "../Merchants/Authentication.js"
+import { bearerToken } from "../Merchants/Keys.js"
+import { Merchants } from "../Merchants/Merchants.js"
 import { Fibers } from "../Ops/Fibers.js"
 import { Metrics } from "../Ops/Metrics.js"
 import { CatalogueEngine, type EngineEvent } from "./Engine.js"
@@ -30,10 +32,15 @@ const SLOW_CONSUMER_BYTES = 8 * 1024 * 1024
 export const CLOSE_RESET = 4409
 export const CLOSE_SLOW_CONSUMER = 4408
 export const CLOSE_GOING_AWAY = 1001
+/** The key was revoked or the merchant blocked while connected (RFC 6455: policy violation). */
+export const CLOSE_POLICY = 1008
 
 type ResetReason = "epoch_changed" | "cursor_expired" | "cursor_invalid"
 
 interface Client {
+  readonly merchantId: string
+  /** The key the client connected with: checked again when its merchant's keys or status change. */
+  readonly key: string
   position: number
   lastSentAt: number
   readonly socket: NetSocket
@@ -105,6 +112,7 @@ const DIGITS = /^\d{1,15}$/
 export const StreamLive = Layer.unwrapScoped(Effect.gen(function*() {
   const engine = yield* CatalogueEngine
   const authenticator = yield* Authenticator
+  const merchants = yield* Merchants
   const fibers = yield* Fibers
   const metrics = yield* Metrics
   const { connected } = yield* FeedClients
@@ -150,6 +158,24 @@ export const StreamLive = Layer.unwrapScoped(Effect.gen(function*() {
         let frame = frames.get(client.position)
         if (frame === undefined) frames.set(client.position, frame = textFrame(heartbeatFrame(engine.epoch(), client.position)))
         if (!sendFrame(client, frame)) live.delete(client)
+      }
+      yield* beat
+    })))
+
+  // A revoked key or a blocked merchant ends its open feeds too, not only its next requests (spec
+  // 5.3: a regenerated key is revoked immediately; CONTRACT 2: blocked means no merchant endpoint).
+  const rechecks = yield* Queue.unbounded<string | undefined>()
+  yield* merchants.onAuthChange((merchantId) => rechecks.unsafeOffer(merchantId))
+  yield* fibers.supervise("catalogue-stream-auth", (beat) =>
+    Effect.forever(Effect.gen(function*() {
+      const merchantId = yield* Queue.take(rechecks)
+      for (const client of connected) {
+        if (merchantId !== undefined && client.merchantId !== merchantId) continue
+        const found = yield* merchants.authenticate(client.key)
+        const refusal = Option.isNone(found) ? "api key revoked" : found.value.status === "blocked" ? "merchant blocked" : undefined
+        if (refusal === undefined) continue
+        live.delete(client)
+        yield* client.close(new Socket.CloseEvent(CLOSE_POLICY, refusal))
       }
       yield* beat
     })))
@@ -233,6 +259,8 @@ export const StreamLive = Layer.unwrapScoped(Effect.gen(function*() {
     const socket = yield* request.upgrade
     const write = yield* socket.writer
     const client: Client = {
+      merchantId: authenticated.right.merchant.id,
+      key: bearerToken(request.headers["authorization"]),
       position: Number(cursorText),
       lastSentAt: Date.now(),
       socket: NodeHttpServerRequest.toIncomingMessage(request).socket,

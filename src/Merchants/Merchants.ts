@@ -60,13 +60,32 @@ export class Merchants extends Effect.Service<Merchants>()("Merchants", {
         Effect.zipRight(sql`SELECT pg_notify(${AUTH_CHANGED_CHANNEL}, ${merchantId})`)
       )
 
-    // Other processes' changes arrive here; a lost listener is restarted by the fiber supervisor,
-    // and what was cached before it listens again may have changed unheard: the cache starts empty.
+    /** Told of each committed change of a merchant's keys or status (undefined: any may have changed unheard). */
+    const authChangeListeners = new Set<(merchantId: string | undefined) => void>()
+
+    // Every process's changes arrive here once committed (this one's too); a lost listener is
+    // restarted by the fiber supervisor, and what was cached before it listens again may have
+    // changed unheard: the cache starts empty.
     yield* fibers.supervise("merchant-auth-invalidation", (beat) =>
       pg.listen(AUTH_CHANGED_CHANNEL).pipe(
         Stream.runForEach((merchantId) =>
-          Effect.zipRight(beat, Effect.sync(() => merchantId === LISTENING ? cache.clear() : forget(merchantId))))
+          Effect.zipRight(beat, Effect.sync(() => {
+            if (merchantId === LISTENING) cache.clear()
+            else forget(merchantId)
+            for (const listener of authChangeListeners) listener(merchantId === LISTENING ? undefined : merchantId)
+          })))
       ))
+
+    /**
+     * Calls `listener` after each committed change of a merchant's keys or status, in any process
+     * (undefined: any merchant's may have changed unheard), while the scope lasts: what holds a
+     * merchant's key beyond one request (an open feed) checks it again.
+     */
+    const onAuthChange = (listener: (merchantId: string | undefined) => void) =>
+      Effect.acquireRelease(
+        Effect.sync(() => { authChangeListeners.add(listener) }),
+        () => Effect.sync(() => { authChangeListeners.delete(listener) })
+      )
 
     const findById = SqlSchema.findOne({
       Request: Schema.String,
@@ -197,7 +216,8 @@ export class Merchants extends Effect.Service<Merchants>()("Merchants", {
       webhookSecret,
       setLegacyAddresses,
       authenticate,
-      authenticateCached
+      authenticateCached,
+      onAuthChange
     } as const
   }),
   dependencies: [Fibers.Default]

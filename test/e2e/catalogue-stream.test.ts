@@ -137,6 +137,27 @@ describe("catalogue realtime feed", () => {
     idle.close()
   }, 60_000)
 
+  it("an open feed is closed with 1008 when its key is revoked or its merchant blocked; an inactive merchant's feed and other merchants' feeds go on", async () => {
+    const [rotated, blocked, inactive, bystander] = await Promise.all([1, 2, 3, 4].map(() => server.createMerchant()))
+    const opened = await Promise.all([rotated, blocked, inactive, bystander].map(async (m) => {
+      const feed = await Feed.open(server, m.apiKey, head, epoch)
+      feeds.push(feed)
+      await feed.waitFor((ms) => ms.length >= 1, "hello")
+      return feed
+    }))
+    const [rotatedFeed, blockedFeed, inactiveFeed, bystanderFeed] = opened as [Feed, Feed, Feed, Feed]
+    expect((await server.admin(`/admin/merchants/${rotated.id}/api-key`, { method: "POST" })).status).toBe(201)
+    expect(await rotatedFeed.waitForClose(10_000)).toEqual({ code: 1008, reason: "api key revoked" })
+    expect((await server.admin(`/admin/merchants/${inactive.id}`, { method: "PATCH", body: { status: "inactive" } })).status).toBe(200)
+    expect((await server.admin(`/admin/merchants/${blocked.id}`, { method: "PATCH", body: { status: "blocked" } })).status).toBe(200)
+    expect(await blockedFeed.waitForClose(10_000)).toEqual({ code: 1008, reason: "merchant blocked" })
+    // the inactive merchant changed before the blocked one and may still read; the bystander never changed
+    expect([inactiveFeed.closed, bystanderFeed.closed]).toEqual([undefined, undefined])
+    for (const feed of [inactiveFeed, bystanderFeed]) expect(feed.messages[0]).toEqual({ type: "hello", epoch, cursor: head })
+    inactiveFeed.close()
+    bystanderFeed.close()
+  })
+
   it("a wrong epoch gets reset epoch_changed, then close 4409", async () => {
     for (const wrong of [epoch + 1, epoch === 0 ? 2 : epoch - 1]) {
       const feed = await open(head, wrong)
