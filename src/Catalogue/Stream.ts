@@ -253,8 +253,12 @@ export const StreamLive = Layer.unwrapScoped(Effect.gen(function*() {
         headers
       )
     }
-    if ((request.headers["upgrade"] ?? "").toLowerCase() !== "websocket") {
-      return Errors.errorResponse(new Errors.InvalidQuery({ message: "a WebSocket upgrade is required" }), headers)
+    // what `ws` would refuse with a bare 400 of its own, refused here in the Error shape
+    if (
+      (request.headers["upgrade"] ?? "").toLowerCase() !== "websocket" || request.headers["sec-websocket-version"] !== "13" ||
+      !/^[A-Za-z0-9+/]{22}==$/.test(request.headers["sec-websocket-key"] ?? "")
+    ) {
+      return Errors.errorResponse(new Errors.InvalidQuery({ message: "a WebSocket upgrade (RFC 6455, version 13) is required" }), headers)
     }
     const socket = yield* request.upgrade
     const write = yield* socket.writer

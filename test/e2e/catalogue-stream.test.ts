@@ -16,10 +16,12 @@ import {
   expectGaplessFeed,
   expectItemShape,
   Feed,
+  feedUrl,
   type Item,
   metric,
   putItems,
   rawGet,
+  rawRequest,
   refusedUpgrade,
   simpleItem
 } from "../support/catalogue.js"
@@ -183,6 +185,21 @@ describe("catalogue realtime feed", () => {
       const res = await refusedUpgrade(server, query, auth)
       expect({ query, status: res.status, body: res.json }).toEqual({ query, status: 400, body: { error: { code: "MERCHANT_INVALID_QUERY", message: expect.any(String) } } })
       expect(res.headers["content-type"]).toMatch(/^application\/json/)
+    }
+  })
+
+  it("an upgrade request without a valid Sec-WebSocket-Key or version 13 is 400 MERCHANT_INVALID_QUERY in the Error shape", async () => {
+    const base = { authorization: `Bearer ${key}`, connection: "Upgrade", upgrade: "websocket" }
+    const validKey = "dGhlIHNhbXBsZSBub25jZQ=="
+    for (const headers of [
+      { ...base, "sec-websocket-version": "13" },
+      { ...base, "sec-websocket-version": "13", "sec-websocket-key": "short" },
+      { ...base, "sec-websocket-key": validKey },
+      { ...base, "sec-websocket-version": "8", "sec-websocket-key": validKey }
+    ]) {
+      const res = await rawRequest("GET", feedUrl(server, `?cursor=${head}&epoch=${epoch}`).replace(/^ws/, "http"), headers)
+      expect({ status: res.status, type: res.headers["content-type"], body: JSON.parse(res.body.toString()) })
+        .toEqual({ status: 400, type: expect.stringMatching(/^application\/json/), body: { error: { code: "MERCHANT_INVALID_QUERY", message: expect.any(String) } } })
     }
   })
 
