@@ -54,6 +54,7 @@ export interface AppSettings {
   readonly walletIssuanceEnabled: boolean
   readonly logLevel: string
   readonly demoMerchant: boolean
+  readonly shutdownGraceSeconds: number
 }
 
 export const AppConfig: Config.Config<AppSettings> = Config.all({
@@ -84,7 +85,9 @@ export const AppConfig: Config.Config<AppSettings> = Config.all({
   webhookAllowPrivateTargets: Config.boolean("WEBHOOK_ALLOW_PRIVATE_TARGETS").pipe(Config.withDefault(false)),
   walletIssuanceEnabled: Config.boolean("WALLET_ISSUANCE_ENABLED").pipe(Config.withDefault(false)),
   logLevel: Config.string("LOG_LEVEL").pipe(Config.withDefault("info")),
-  demoMerchant: Config.boolean("DEMO_MERCHANT").pipe(Config.withDefault(true))
+  demoMerchant: Config.boolean("DEMO_MERCHANT").pipe(Config.withDefault(true)),
+  // long enough for a /buy-sync or /buy-by-name under way at the default budgets (30 s) to answer
+  shutdownGraceSeconds: seconds("SHUTDOWN_GRACE_SECONDS", 35)
 }).pipe(Config.map((c) => ({
   ...c,
   // A fixture replaces the synthetic catalogue and defaults churn to 0 (CONTRACT section 1).

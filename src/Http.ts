@@ -173,10 +173,21 @@ export const requestMiddleware = (server: string, metrics: Metrics, routes: Read
  * clients that reuse an idle connection just as the server closes it: ECONNRESET). With a fast
  * lane, each request is offered to it before the Effect server's own listener sees it.
  */
-export const makeNodeServer = (fastLane?: FastLane) => {
+export const makeNodeServer = (options: { readonly fastLane?: FastLane | undefined; readonly shutdownGraceSeconds: number }) => {
+  const { fastLane } = options
   const server = createServer()
   server.keepAliveTimeout = 65_000
   server.headersTimeout = 66_000
+  // Closing waits for every open connection, and one client that stalls (a body never finished, a
+  // download never read) held shutdown for good: what is still open after the grace is cut.
+  const close = server.close.bind(server)
+  server.close = ((callback?: (error?: Error) => void) => {
+    const cut = setTimeout(() => server.closeAllConnections(), options.shutdownGraceSeconds * 1000).unref()
+    return close((error) => {
+      clearTimeout(cut)
+      callback?.(error)
+    })
+  }) as typeof server.close
   const emit = server.emit.bind(server)
   server.emit = (event: string, ...args: Array<unknown>): boolean => {
     const [request, response] = args
@@ -224,7 +235,10 @@ export const HttpLive = Layer.unwrapEffect(Effect.gen(function*() {
     // Per-request spans cost about a quarter of a request's CPU; traces come from service spans.
     HttpMiddleware.withTracerDisabledWhen(() => true),
     HttpServer.withLogAddress,
-    Layer.provide(NodeHttpServer.layer(() => makeNodeServer(fastLane), { port: settings.port, host: settings.host })),
+    Layer.provide(NodeHttpServer.layer(() => makeNodeServer({ fastLane, shutdownGraceSeconds: settings.shutdownGraceSeconds }), {
+      port: settings.port,
+      host: settings.host
+    })),
     Layer.tap(() => readiness.markServing)
   )
 }))

@@ -43,6 +43,9 @@ export const OpsServerLive = Layer.unwrapEffect(Effect.gen(function*() {
   const routes = Chunk.toReadonlyArray(router.routes).map((route) => route.path)
   return HttpServer.serve(app, requestMiddleware("ops", metrics, routes)).pipe(
     HttpServer.withLogAddress,
-    Layer.provide(NodeHttpServer.layer(makeNodeServer, { port: settings.opsPort, host: settings.opsHost }))
+    Layer.provide(NodeHttpServer.layer(() => makeNodeServer({ shutdownGraceSeconds: settings.shutdownGraceSeconds }), {
+      port: settings.opsPort,
+      host: settings.opsHost
+    }))
   )
 }))

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { connect } from "node:net"
 import { type RunningServer, startServer } from "../support/server.js"
 
 describe("smoke", () => {
@@ -12,4 +13,28 @@ describe("smoke", () => {
     expect(res.status).toBe(200)
     expect(res.json).toEqual({ available: 0, on_hold: 0, total_deposited: 0, total_spent: 0, currency: "USD", deposit_addresses: { trc20: null, bep20: null } })
   })
+})
+
+describe("shutdown", () => {
+  it("a client that stalls in the middle of a request does not hold the process: SIGTERM ends it within SHUTDOWN_GRACE_SECONDS", async () => {
+    const server = await startServer({ env: { SHUTDOWN_GRACE_SECONDS: "1" } })
+    const m = await server.createMerchant()
+    // a body announced at 100 bytes, of which 10 come, on the public and on the ops listener
+    const stalled = await Promise.all([`${server.baseUrl}/api/v1/merchant/buy`, `${server.opsUrl}/admin/merchants`].map(async (url) => {
+      const { hostname, port, pathname } = new URL(url)
+      const socket = connect(Number(port), hostname)
+      await new Promise((resolve) => socket.once("connect", resolve))
+      const token = pathname.startsWith("/admin") ? server.adminToken : m.apiKey
+      socket.write(`POST ${pathname} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"item_id"`)
+      socket.on("error", () => undefined)
+      return socket
+    }))
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    const started = Date.now()
+    const code = await server.stop("SIGTERM")
+    const took = Date.now() - started
+    for (const socket of stalled) socket.destroy()
+    // exited on its own (the harness kills with SIGKILL only after 15 s) and cleanly
+    expect({ code, inTime: took < 10_000 }).toEqual({ code: 0, inTime: true })
+  }, 30_000)
 })
