@@ -133,7 +133,7 @@ const UUID_SEGMENT = /\/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]
  * compared without case and repeated slashes, as the routers match), or `unmatched`; so no request,
  * however many paths it makes up, adds a series.
  */
-export const makeRouteLabeler = (templates: ReadonlyArray<string>) => {
+const makeRouteLabeler = (templates: ReadonlyArray<string>) => {
   const normal = (path: string) => path.replace(/\/{2,}/g, "/").toLowerCase()
   const known = new Map(templates.map((t) => {
     const folded = t.replace(/:[A-Za-z]+/g, ":id")
