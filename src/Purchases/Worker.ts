@@ -197,14 +197,15 @@ export const PurchaseWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
         const message = reversal === "REVERTED_BY_SELLER" ? "The seller reversed the accepted trade; refunded in full."
           : reversal === "REVERTED_BY_BUYER" ? "The buyer reversed the accepted trade; no refund."
           : "The trade was reversed and needs manual review; no automatic refund."
+        // the seller's reversal is refunded first, so that purchase.reverted already carries refunded_amount
+        const refunded = reversal === "REVERTED_BY_SELLER" ? row.priceCents : reversal === "REVERTED_BY_BUYER" ? 0 : null
+        const after = reversal === "REVERTED_BY_SELLER"
+          ? yield* ledger.refundPurchase(row.merchantId, row.priceCents, row.id, false)
+          : Option.none<number>()
         yield* update(sql`status = 'failed', failure_code = ${reversal}, failure_message = ${message},
-                          refunded_cents = ${reversal === "REVERTED_BY_BUYER" ? 0 : null}, watch_until = NULL`)
+                          refunded_cents = ${refunded}, watch_until = NULL`)
         yield* emit(row, "purchase.reverted")
-        if (reversal === "REVERTED_BY_SELLER") {
-          const after = yield* ledger.refundPurchase(row.merchantId, row.priceCents, row.id, false)
-          yield* update(sql`refunded_cents = ${row.priceCents}`)
-          if (Option.isSome(after)) yield* emit(row, "purchase.refunded", { refundedCents: row.priceCents, balanceAfterCents: after.value })
-        }
+        if (Option.isSome(after)) yield* emit(row, "purchase.refunded", { refundedCents: row.priceCents, balanceAfterCents: after.value })
       }
 
       const stillInFlight = row.status === "created" || row.status === "processing" || row.status === "sent_to_steam"
