@@ -49,7 +49,9 @@ export type CatalogItem = typeof CatalogItem.Type
 
 /** What the supplier may say about an item at acquisition, in test mode (CONTRACT 5.3). Never exposed. */
 export const SimHints = Schema.Struct({
-  acquire: Schema.optional(Schema.Literal("unavailable", "price_changed"))
+  acquire: Schema.optional(Schema.Literal("unavailable", "price_changed")),
+  // beyond CONTRACT 5.3: a trade that would complete is reversed with REVERT_UNKNOWN (no token has it)
+  reversal: Schema.optional(Schema.Literal("unknown"))
 })
 export type SimHints = typeof SimHints.Type
 

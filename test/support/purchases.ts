@@ -115,7 +115,7 @@ export interface PurchaseItemInput {
   readonly image_url?: string | null
   readonly exterior?: string | null
   readonly float?: number | null
-  readonly sim?: { readonly acquire: "unavailable" | "price_changed" }
+  readonly sim?: { readonly acquire?: "unavailable" | "price_changed"; readonly reversal?: "unknown" }
 }
 
 export const uniqueName = (prefix = "Test Skin") => `${prefix} | ${randomUUID().slice(0, 8)} (Field-Tested)`

@@ -1,6 +1,7 @@
 /**
  * The simulated supplier acquisition and game platform (CONTRACT 5.1, 5.2, 5.3): the trade token
- * picks the outcome like a card processor's test cards, item `sim` hints make acquisition fail,
+ * picks the outcome like a card processor's test cards, item `sim` hints make acquisition fail (or
+ * a trade that would complete be reversed by an unknown party: REVERT_UNKNOWN, which no token has),
  * and every delay is scaled by SIM_TIME_SCALE except those tied to BUY_SYNC_WAIT_SECONDS. Its
  * order book lives in the database, as a real provider's would on its side: placing the same
  * request id twice is one order, and a restarted process finds its orders where they were.
@@ -72,7 +73,9 @@ const plan = (request: OrderRequest, scale: number, buySyncWaitMs: number): Plan
     case "review00":
       return { ...base, outcome: "failed", failureCode: "MANUAL_REVIEW" }
     default:
-      return { ...base, outcome: "completed", failureCode: null }
+      return request.sim?.reversal === "unknown"
+        ? { ...base, outcome: "reverted", failureCode: "REVERT_UNKNOWN", reversalMs: 30_000 * scale }
+        : { ...base, outcome: "completed", failureCode: null }
   }
 }
 
