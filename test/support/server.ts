@@ -70,10 +70,23 @@ const request = async (url: string, init: { method?: string; body?: unknown; hea
   return { status: response.status, headers: response.headers, text, json }
 }
 
+/** The server could not listen: its port was taken between `freePort` and its own listen. */
+class PortTaken extends Error {}
+
 export const startServer = async (options: StartOptions = {}): Promise<RunningServer> => {
   const database = options.database ?? await freshDatabase()
-  const port = await freePort()
-  const opsPort = await freePort()
+  // Another process (a test file running beside this one, an outgoing connection's local port)
+  // can take a port between freePort and the server's listen: then new ports are tried.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startOn(database, options, await freePort(), await freePort())
+    } catch (error) {
+      if (!(error instanceof PortTaken) || attempt === 3) throw error
+    }
+  }
+}
+
+const startOn = async (database: FreshDatabase, options: StartOptions, port: number, opsPort: number): Promise<RunningServer> => {
   const env: Record<string, string> = {
     ...process.env as Record<string, string>,
     PORT: String(port),
@@ -97,14 +110,17 @@ export const startServer = async (options: StartOptions = {}): Promise<RunningSe
   const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)))
   // A server that dies on its own is a bug: show what it said (tests that kill it set `stopping`).
   child.once("exit", (code, signal) => {
-    if (!stopping && signal !== "SIGKILL") process.stderr.write(`\nserver on port ${port} exited on its own (${code ?? signal}):\n${output.slice(-8_000)}\n`)
+    if (!stopping && signal !== "SIGKILL" && !output.includes("EADDRINUSE")) process.stderr.write(`\nserver on port ${port} exited on its own (${code ?? signal}):\n${output.slice(-8_000)}\n`)
   })
 
   const baseUrl = `http://127.0.0.1:${port}`
   const opsUrl = `http://127.0.0.1:${opsPort}`
   const deadline = Date.now() + 60_000
   for (;;) {
-    if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}:\n${output}`)
+    if (child.exitCode !== null) {
+      if (output.includes("EADDRINUSE")) throw new PortTaken(output)
+      throw new Error(`server exited with ${child.exitCode}:\n${output}`)
+    }
     if (Date.now() > deadline) {
       child.kill("SIGKILL")
       throw new Error(`server did not become ready:\n${output}`)
