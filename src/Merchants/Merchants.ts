@@ -60,7 +60,7 @@ export class Merchants extends Effect.Service<Merchants>()("Merchants", {
         Effect.zipRight(sql`SELECT pg_notify(${AUTH_CHANGED_CHANNEL}, ${merchantId})`)
       )
 
-    /** Told of each committed change of a merchant's keys or status (undefined: any may have changed unheard). */
+    /** Told of each committed change of a merchant's keys or status (undefined: every merchant's may have changed unheard). */
     const authChangeListeners = new Set<(merchantId: string | undefined) => void>()
 
     // Every process's changes arrive here once committed (this one's too); a lost listener is
@@ -78,7 +78,7 @@ export class Merchants extends Effect.Service<Merchants>()("Merchants", {
 
     /**
      * Calls `listener` after each committed change of a merchant's keys or status, in any process
-     * (undefined: any merchant's may have changed unheard), while the scope lasts: what holds a
+     * (undefined: every merchant's may have changed unheard), while the scope lasts: what holds a
      * merchant's key beyond one request (an open feed) checks it again.
      */
     const onAuthChange = (listener: (merchantId: string | undefined) => void) =>
