@@ -218,10 +218,17 @@ export const CatalogueHttp = HttpApiBuilder.group(MerchantApi, "catalogue", (han
             ...checkpoint
           }
           const gzip = acceptsGzip(headers["accept-encoding"])
-          const body = NodeStream.fromReadable(() => gzip ? dump.gzipStream(d) : dump.identityStream(d), (e) => e)
-          return HttpServerResponse.stream(body.pipe(Stream.ensuring(Effect.sync(slot.value))), {
+          const length = gzip ? d.gzipLength : d.jsonLength
+          // The slot is given back with the last bytes, not when the file's end is read after them:
+          // a client has the whole body by its Content-Length and may start the next download at once.
+          let sent = 0
+          const body = NodeStream.fromReadable(() => gzip ? dump.gzipStream(d) : dump.identityStream(d), (e) => e).pipe(
+            Stream.tap((chunk) => Effect.sync(() => { if ((sent += chunk.length) >= length) slot.value() })),
+            Stream.ensuring(Effect.sync(slot.value))
+          )
+          return HttpServerResponse.stream(body, {
             contentType: "application/json",
-            ...(gzip ? { contentLength: d.gzipLength } : { contentLength: d.jsonLength }),
+            contentLength: length,
             headers: gzip ? { ...common, "content-encoding": "gzip" } : common
           })
         }))
