@@ -219,12 +219,12 @@ export const CatalogueHttp = HttpApiBuilder.group(MerchantApi, "catalogue", (han
           }
           const gzip = acceptsGzip(headers["accept-encoding"])
           const length = gzip ? d.gzipLength : d.jsonLength
-          // The slot is given back with the last bytes, not when the file's end is read after them:
-          // a client has the whole body by its Content-Length and may start the next download at once.
+          // A complete download gives its slot back with its last bytes, before the response closes
+          // (after the file's end is read): the client has the whole body by its Content-Length and
+          // may start its next download at once.
           let sent = 0
           const body = NodeStream.fromReadable(() => gzip ? dump.gzipStream(d) : dump.identityStream(d), (e) => e).pipe(
-            Stream.tap((chunk) => Effect.sync(() => { if ((sent += chunk.length) >= length) slot.value() })),
-            Stream.ensuring(Effect.sync(slot.value))
+            Stream.tap((chunk) => Effect.sync(() => { if ((sent += chunk.length) >= length) slot.value() }))
           )
           return HttpServerResponse.stream(body, {
             contentType: "application/json",

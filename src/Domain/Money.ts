@@ -10,20 +10,26 @@ export interface Decimal {
   readonly scale: number
 }
 
-/** The exact decimal a finite JS number was written as (its shortest round-trip text). */
-export const decimalOf = (n: number): Decimal => {
-  if (!Number.isFinite(n)) throw new RangeError("not a finite number")
-  const match = String(n).match(/^(-?)(\d+)(?:\.(\d+))?(?:e([+-]\d+))?$/)
-  if (!match) throw new RangeError(`unexpected number text ${String(n)}`)
+/** Decimal number text (a JSON number literal) as an exact decimal; undefined if it is not one. */
+const parseDecimal = (text: string): Decimal | undefined => {
+  const match = text.match(/^(-?)(\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?$/)
+  if (!match) return undefined
   const [, sign, whole, fraction = "", exponentText = "0"] = match
-  const exponent = Number(exponentText)
   let digits = BigInt(sign + whole + fraction)
-  let scale = fraction.length - exponent
+  let scale = fraction.length - Number(exponentText)
   if (scale < 0) {
     digits = digits * 10n ** BigInt(-scale)
     scale = 0
   }
   return { digits, scale }
+}
+
+/** The exact decimal a finite JS number was written as (its shortest round-trip text). */
+export const decimalOf = (n: number): Decimal => {
+  if (!Number.isFinite(n)) throw new RangeError("not a finite number")
+  const decimal = parseDecimal(String(n))
+  if (decimal === undefined) throw new RangeError(`unexpected number text ${String(n)}`)
+  return decimal
 }
 
 const pow10 = (k: number) => 10n ** BigInt(k)
@@ -65,30 +71,21 @@ export const centsCeil = (n: number): number => {
   return Number(numerator % denominator !== 0n && numerator > 0n ? q + 1n : q)
 }
 
-/** The largest whole number of cents <= n USD, exactly. */
-export const centsFloor = (n: number): number => {
-  const { digits, scale } = decimalOf(n)
+/** The largest whole number of cents <= the decimal's USD, exactly. */
+const floorCents = ({ digits, scale }: Decimal): number => {
   const numerator = digits * 100n
   const denominator = pow10(scale)
   const q = numerator / denominator
   return Number(numerator % denominator !== 0n && numerator < 0n ? q - 1n : q)
 }
 
+/** The largest whole number of cents <= n USD, exactly. */
+export const centsFloor = (n: number): number => floorCents(decimalOf(n))
+
 /** A JSON number literal (as a client wrote it) as an exact decimal; undefined if it is not one. */
-export const decimalOfLiteral = (text: string): Decimal | undefined => {
-  const match = text.match(/^(-?)(\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?$/)
-  if (!match) return undefined
-  const [, sign, whole, fraction = "", exponentText = "0"] = match
+export const decimalOfLiteral = (text: string): Decimal | undefined =>
   // no amount of money needs more: refusing it bounds the BigInt work an input can cause
-  if (text.length > 400 || exponentText.replace(/^[+-]/, "").length > 4) return undefined
-  let digits = BigInt(sign + whole + fraction)
-  let scale = fraction.length - Number(exponentText)
-  if (scale < 0) {
-    digits = digits * 10n ** BigInt(-scale)
-    scale = 0
-  }
-  return { digits, scale }
-}
+  text.length > 400 || /[eE][+-]?\d{5}/.test(text) ? undefined : parseDecimal(text)
 
 /**
  * The literal text of the number at top-level `key` of a JSON object text (the last one, as
@@ -150,8 +147,5 @@ export const exactForCents = (parsed: number, literal: string | undefined): numb
   if (written === undefined) return parsed
   const read = decimalOf(parsed)
   if (written.digits * pow10(read.scale) === read.digits * pow10(written.scale)) return parsed
-  const numerator = written.digits * 100n
-  const denominator = pow10(written.scale)
-  const floor = numerator / denominator - (numerator % denominator !== 0n && numerator < 0n ? 1n : 0n)
-  return (Number(floor) * 10 + 5) / 1000
+  return (floorCents(written) * 10 + 5) / 1000
 }

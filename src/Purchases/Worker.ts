@@ -76,22 +76,24 @@ export const PurchaseWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
    * the due index's early end. The claim's own rows are left out: the statement's subqueries see
    * them as they were before its UPDATE.
    */
+  /** Purchases the worker still steps: in flight, or completed and watched for a reversal (the due index's predicate). */
+  const stillStepped = sql`(status IN ('created', 'processing', 'sent_to_steam') OR watch_until IS NOT NULL)`
   const claim = sql`
     WITH claimed AS (
       UPDATE purchases SET lease_owner = ${owner}, lease_until = now() + make_interval(secs => ${LEASE_SECONDS})
       WHERE id IN (
         SELECT id FROM purchases
-        WHERE (status IN ('created', 'processing', 'sent_to_steam') OR watch_until IS NOT NULL)
+        WHERE ${stillStepped}
           AND next_step_at <= now() AND (lease_until IS NULL OR lease_until < now())
         ORDER BY next_step_at LIMIT ${CLAIM_BATCH}
         FOR UPDATE SKIP LOCKED)
       RETURNING ${purchaseColumns(sql)})
     SELECT claimed.*, LEAST(
       (SELECT min(next_step_at) FROM purchases
-       WHERE (status IN ('created', 'processing', 'sent_to_steam') OR watch_until IS NOT NULL)
+       WHERE ${stillStepped}
          AND (lease_until IS NULL OR lease_until < now()) AND id NOT IN (SELECT id FROM claimed)),
       (SELECT min(lease_until) FROM purchases
-       WHERE (status IN ('created', 'processing', 'sent_to_steam') OR watch_until IS NOT NULL)
+       WHERE ${stillStepped}
          AND next_step_at <= now() AND lease_until >= now() AND id NOT IN (SELECT id FROM claimed))
     ) AS "nextDue"
     FROM (SELECT 1) AS one LEFT JOIN claimed ON true`.pipe(
