@@ -17,6 +17,7 @@ import { IncomingMessage, type ServerResponse } from "node:http"
 import type { AuthenticatedMerchant } from "./Domain/Merchant.js"
 import { Authenticator } from "./Merchants/Authentication.js"
 import { Metrics } from "./Ops/Metrics.js"
+import { shareBodyProblem } from "./RequestBody.js"
 
 /** Query parameters as HttpApi sees them: a repeated name is an array. */
 export type Query = Record<string, string | Array<string>>
@@ -94,6 +95,7 @@ const replayOf = (request: IncomingMessage, body: Buffer): IncomingMessage => {
   replay.httpVersionMajor = request.httpVersionMajor
   replay.httpVersionMinor = request.httpVersionMinor
   replay.complete = true
+  shareBodyProblem(request, replay)
   replay.push(body)
   replay.push(null)
   return replay

@@ -15,7 +15,7 @@ import {
   HttpServerRequest,
   HttpServerResponse
 } from "@effect/platform"
-import { NodeHttpServer } from "@effect/platform-node"
+import { NodeHttpServer, NodeHttpServerRequest } from "@effect/platform-node"
 import { Cause, Effect, Layer, Option } from "effect"
 import { createServer, IncomingMessage, ServerResponse } from "node:http"
 import { API_PREFIX, MerchantApi } from "./Api.js"
@@ -30,6 +30,7 @@ import { BalanceFastRoutes, BalanceHttp } from "./Merchants/Http.js"
 import { Metrics } from "./Ops/Metrics.js"
 import { Readiness } from "./Ops/Readiness.js"
 import { PurchasesFastRoutes, PurchasesHttp } from "./Purchases/Http.js"
+import { type BodyProblem, bodyProblemMessage, bodyProblemOf, guardBody } from "./RequestBody.js"
 import { WebhooksHttp } from "./Webhooks/Http.js"
 
 // ---- decode failures to the spec's per-field codes (spec 4.3, 7.2; CONTRACT 6) ------------------
@@ -64,9 +65,9 @@ const firstBodyField = (path: string): string =>
 const decodeFailure = (request: HttpServerRequest.HttpServerRequest, error: HttpApiError.HttpApiDecodeError) => {
   const issue = error.issues[0]
   const field = issue !== undefined && issue.path.length > 0 ? String(issue.path[0]) : undefined
-  const message = issue === undefined
+  const message = Errors.boundedMessage(issue === undefined
     ? error.message
-    : `${issue.path.length > 0 ? issue.path.join(".") : "request"}: ${issue.message}`
+    : `${issue.path.length > 0 ? issue.path.join(".") : "request"}: ${issue.message}`)
   if (field !== undefined && paramErrors[field] !== undefined) return paramErrors[field](message)
   if (request.method === "GET") return new Errors.InvalidQuery({ message })
   const forField = bodyFieldErrors[field ?? firstBodyField(request.url)]
@@ -82,6 +83,26 @@ const malformedBody = (detail: string) =>
     detail,
     error: { code: "MERCHANT_MALFORMED_JSON", message: detail }
   }, { status: 400, contentType: "application/problem+json" })
+
+/**
+ * A body refused as it was read (RequestBody.ts): too large is 413 (the rest of the body is read
+ * and dropped, so that the client, still sending, reads the answer); a deep value is its field's error, as any value of a wrong
+ * type is (CONTRACT 6); the rest is not JSON.
+ */
+const bodyProblemResponse = (request: HttpServerRequest.HttpServerRequest, problem: BodyProblem) => {
+  const message = bodyProblemMessage(problem)
+  if (problem._tag === "TooLarge") {
+    return HttpServerResponse.unsafeJson({
+      type: "about:blank",
+      title: "Content Too Large",
+      status: 413,
+      detail: message,
+      error: { code: "MERCHANT_BODY_TOO_LARGE", message }
+    }, { status: 413, contentType: "application/problem+json" })
+  }
+  const forField = problem._tag === "TooDeep" ? bodyFieldErrors[problem.field ?? firstBodyField(request.url)] : undefined
+  return forField !== undefined ? Errors.errorResponse(forField(message)) : malformedBody(message)
+}
 
 const hasNoBody = (request: HttpServerRequest.HttpServerRequest) =>
   request.headers["transfer-encoding"] === undefined && (request.headers["content-length"] ?? "0").trim() === "0"
@@ -112,6 +133,8 @@ const SpecErrors = HttpApiBuilder.middleware(MerchantApi, (app) =>
       const failure = Option.getOrUndefined(Cause.failureOption(cause))
       const defect = Option.getOrUndefined(Cause.dieOption(cause))
       const error: unknown = failure ?? defect
+      const problem = bodyProblemOf(NodeHttpServerRequest.toIncomingMessage(request))
+      if (problem !== undefined) return Effect.succeed(bodyProblemResponse(request, problem))
       // an empty body is no JSON at all (CONTRACT 6), not a body missing its fields
       if (error instanceof HttpApiError.HttpApiDecodeError && request.method === "POST" && hasNoBody(request)) {
         return Effect.succeed(malformedBody("request body is empty: a JSON object is expected"))
@@ -192,6 +215,7 @@ export const makeNodeServer = (options: { readonly fastLane?: FastLane | undefin
   server.emit = (event: string, ...args: Array<unknown>): boolean => {
     const [request, response] = args
     if (event === "request" && request instanceof IncomingMessage && response instanceof ServerResponse) {
+      if (request.method !== "GET" && request.method !== "HEAD") guardBody(request)
       readBodyAsJson(request)
       if (fastLane?.handle(request, response, (passed = request) => emit(event, passed, response)) === true) return true
     }

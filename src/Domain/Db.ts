@@ -13,32 +13,45 @@ export const Timestamp = Schema.DateFromSelf
 /** ISO 8601 UTC with a Z suffix (spec 1). */
 export const iso = (date: Date): string => date.toISOString()
 
-/** PostgreSQL's text cannot hold U+0000; a string bound for a column must not contain it. */
-const NUL = "\u0000"
-const NUL_MESSAGE = "must not contain the NUL character (U+0000)"
+/**
+ * Why a string cannot go to a text column as it is, or undefined: PostgreSQL's text cannot hold
+ * U+0000, and a lone surrogate (JSON's "\ud800") would be stored as U+FFFD, so two different
+ * values (two custom_ids, two names) would become one.
+ */
+const unstorable = (s: string): string | undefined =>
+  s.includes("\u0000") ? "must not contain the NUL character (U+0000)"
+  : /\p{Cs}/u.test(s) ? "must not contain a lone surrogate (invalid Unicode)"
+  : undefined
 
 /** A string a text column can hold. */
-export const StorableString = Schema.String.pipe(Schema.filter((s) => !s.includes(NUL), { message: () => NUL_MESSAGE }))
+export const StorableString = Schema.String.pipe(Schema.filter((s) => unstorable(s) ?? true))
 
-/** The path of the first string within `value` (objects and arrays, deep) that holds a NUL, if any. */
-export const nulPath = (value: unknown, path: ReadonlyArray<string | number> = []): ReadonlyArray<string | number> | undefined => {
-  if (typeof value === "string") return value.includes(NUL) ? path : undefined
+/** The first string within `value` (objects and arrays, deep) that a text column cannot hold: its path and why. */
+export const unstorablePath = (
+  value: unknown,
+  path: ReadonlyArray<string | number> = []
+): { readonly path: ReadonlyArray<string | number>; readonly problem: string } | undefined => {
+  if (typeof value === "string") {
+    const problem = unstorable(value)
+    return problem === undefined ? undefined : { path, problem }
+  }
   if (Array.isArray(value)) {
     for (let i = 0; i < value.length; i++) {
-      const found = nulPath(value[i], [...path, i])
+      const found = unstorablePath(value[i], [...path, i])
       if (found !== undefined) return found
     }
   } else if (typeof value === "object" && value !== null) {
     for (const [key, v] of Object.entries(value)) {
-      const found = nulPath(v, [...path, key])
+      const found = unstorablePath(v, [...path, key])
       if (found !== undefined) return found
     }
   }
   return undefined
 }
 
-/** What a NUL found by `nulPath` is reported as. */
-export const nulMessage = (path: ReadonlyArray<string | number>) => `${path.join(".") || "body"}: ${NUL_MESSAGE}`
+/** What a string found by `unstorablePath` is reported as. */
+export const unstorableMessage = (found: { readonly path: ReadonlyArray<string | number>; readonly problem: string }) =>
+  `${found.path.join(".") || "body"}: ${found.problem}`
 
 /**
  * A calendar date-time PostgreSQL's timestamptz holds: `YYYY-MM-DDTHH:MM[:SS[.frac]]` with a real

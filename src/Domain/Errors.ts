@@ -106,6 +106,11 @@ export const Wire = {
 
 export type ApiError = Schema.Schema.Type<(typeof Wire)[keyof typeof Wire]>
 
+/** Validation messages quote the value they refuse: a long one is cut, so that an error is never larger than its request. */
+export const MESSAGE_MAX_CHARS = 300
+export const boundedMessage = (message: string): string =>
+  message.length <= MESSAGE_MAX_CHARS ? message : `${message.slice(0, MESSAGE_MAX_CHARS)}… (cut from ${message.length} characters)`
+
 /** The spec's Error body as bytes, for routes outside HttpApi (dump, stream, framework errors). */
 export const errorBody = (code: string, message: string): string => JSON.stringify({ error: { code, message } })
 

@@ -26,9 +26,9 @@ export const parseTradeUrl = (text: string): TradeUrl | undefined => {
   return { partner, token: match[2]!, steamId: String(STEAM_ID64_BASE + partner) }
 }
 
-/** A SteamID64 of an individual account: 17 digits, within the account-id range. */
+/** A SteamID64 of an individual account: 17 digits, within the account-id range (76561197960265729 to 76561202255233023). */
 export const isSteamId64 = (text: string): boolean => {
-  if (!/^7656119\d{10}$/.test(text)) return false
+  if (!/^\d{17}$/.test(text)) return false
   const value = BigInt(text)
   return value > STEAM_ID64_BASE && value <= STEAM_ID64_BASE + MAX_ACCOUNT_ID
 }

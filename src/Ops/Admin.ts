@@ -3,18 +3,20 @@
  * errors in the spec's Error shape. Handlers only decode, call services and shape answers.
  */
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { NodeHttpServerRequest } from "@effect/platform-node"
 import { Data, Effect, Option, ParseResult, Schema } from "effect"
 import { randomUUID } from "node:crypto"
 import { ChangeLog } from "../Catalogue/ChangeLog.js"
 import { CatalogueEngine } from "../Catalogue/Engine.js"
 import { DepositAmountInvalid, Deposits } from "../Deposits/Deposits.js"
 import { CatalogItemInput } from "../Domain/CatalogItem.js"
-import { nulMessage, nulPath } from "../Domain/Db.js"
-import { errorBody } from "../Domain/Errors.js"
+import { unstorableMessage, unstorablePath } from "../Domain/Db.js"
+import { boundedMessage, errorBody } from "../Domain/Errors.js"
 import { toUnits } from "../Domain/Money.js"
 import type { Merchant } from "../Domain/Merchant.js"
 import { MerchantStatus } from "../Domain/Merchant.js"
 import { Merchants } from "../Merchants/Merchants.js"
+import { type BodyProblem, bodyProblemMessage, bodyProblemOf } from "../RequestBody.js"
 import { AdminToken } from "./AdminToken.js"
 
 export class AdminError extends Data.TaggedError("AdminError")<{
@@ -62,16 +64,35 @@ const SimulatedDeposit = Schema.Struct({
 /** The first problem of a body, as `field.path: message` (the whole schema tree is too long to read). */
 const firstIssue = (error: ParseResult.ParseError) => {
   const issue = ParseResult.ArrayFormatter.formatErrorSync(error)[0]
-  return issue === undefined ? "invalid body" : `${issue.path.length > 0 ? issue.path.join(".") : "body"}: ${issue.message}`
+  return issue === undefined ? "invalid body" : boundedMessage(`${issue.path.length > 0 ? issue.path.join(".") : "body"}: ${issue.message}`)
 }
 
-/** The JSON body decoded by `schema`; unreadable or invalid bodies, or a NUL in any string (the database cannot hold one), are 400. */
+/** A body refused as it was read (RequestBody.ts): too large is 413, the rest 400. */
+const refusedBody = (problem: BodyProblem) =>
+  problem._tag === "TooLarge"
+    ? new AdminError({ status: 413, code: "ADMIN_BODY_TOO_LARGE", message: bodyProblemMessage(problem) })
+    : invalid(bodyProblemMessage(problem))
+
+/**
+ * The JSON body decoded by `schema`; unreadable, refused or invalid bodies, or a string the database
+ * cannot hold as it is (Db.ts `unstorablePath`), are 400.
+ */
 const body = <A, I>(schema: Schema.Schema<A, I>) =>
   HttpServerRequest.schemaBodyJson(schema, { onExcessProperty: "ignore" }).pipe(
-    Effect.mapError((error) =>
-      ParseResult.isParseError(error) ? invalid(firstIssue(error)) : invalid("body must be JSON")
+    Effect.catchAll((error) =>
+      Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
+        const problem = bodyProblemOf(NodeHttpServerRequest.toIncomingMessage(request))
+        return Effect.fail(
+          problem !== undefined ? refusedBody(problem)
+          : ParseResult.isParseError(error) ? invalid(firstIssue(error))
+          : invalid("body must be JSON")
+        )
+      })
     ),
-    Effect.filterOrElse((decoded) => nulPath(decoded) === undefined, (decoded) => Effect.fail(invalid(nulMessage(nulPath(decoded)!))))
+    Effect.flatMap((decoded) => {
+      const unstorable = unstorablePath(decoded)
+      return unstorable === undefined ? Effect.succeed(decoded) : Effect.fail(invalid(unstorableMessage(unstorable)))
+    })
   )
 
 const CatalogueItems = Schema.Struct({

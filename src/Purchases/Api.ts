@@ -17,7 +17,8 @@ const TradeUrl = Schema.String.pipe(
   })
 )
 const MaxPrice = Schema.Number.pipe(
-  Schema.filter((n) => Number.isFinite(n) && n > 0, { message: () => "max_price must be greater than 0" })
+  // JSON.parse reads a literal beyond the doubles' range (1e400) as Infinity
+  Schema.filter((n) => !(n > 0) ? "max_price must be greater than 0" : Number.isFinite(n) || "max_price is too large")
 ).annotations({ description: "Consent ceiling in USD; compared exactly with the live price" })
 const CustomId = StorableString.pipe(
   Schema.filter((s) => [...s].length >= 1 && [...s].length <= 100, { message: () => "custom_id must be 1 to 100 characters" })

@@ -1,6 +1,7 @@
 import fc from "fast-check"
 import { describe, expect, it } from "vitest"
-import { isCalendarDateTime, nulPath } from "../../src/Domain/Db.js"
+import { Schema } from "effect"
+import { isCalendarDateTime, StorableString, unstorablePath } from "../../src/Domain/Db.js"
 
 describe("isCalendarDateTime", () => {
   it("accepts every instant from year 1 to 9999 as toISOString writes it", () => {
@@ -21,10 +22,20 @@ describe("isCalendarDateTime", () => {
   })
 })
 
-describe("nulPath", () => {
-  it("finds the first string holding U+0000, deep in objects and arrays", () => {
-    expect(nulPath({ a: "x", b: [{ c: "ok" }, { d: "n\u0000" }] })).toEqual(["b", 1, "d"])
-    expect(nulPath("\u0000")).toEqual([])
-    expect(nulPath({ a: "x", b: [1, null, true, { c: "ok" }] })).toBeUndefined()
+describe("unstorablePath", () => {
+  it("finds the first string holding U+0000 or a lone surrogate, deep in objects and arrays", () => {
+    expect(unstorablePath({ a: "x", b: [{ c: "ok" }, { d: "n\u0000" }] })?.path).toEqual(["b", 1, "d"])
+    expect(unstorablePath("\u0000")).toEqual({ path: [], problem: "must not contain the NUL character (U+0000)" })
+    expect(unstorablePath({ a: ["ok", "x\ud800y"] })).toEqual({ path: ["a", 1], problem: "must not contain a lone surrogate (invalid Unicode)" })
+    expect(unstorablePath({ a: "\udfff" })?.path).toEqual(["a"])
+    expect(unstorablePath({ a: "x", b: [1, null, true, { c: "ok", d: "caf\u00e9 \ud83d\ude00" }] })).toBeUndefined()
+  })
+})
+
+describe("StorableString", () => {
+  it("refuses U+0000 and lone surrogates, and keeps every other string, astral characters included", () => {
+    const valid = Schema.is(StorableString)
+    for (const s of ["\u0000", "a\ud800", "\udc00b", "\ud83d"]) expect([s, valid(s)]).toEqual([s, false])
+    fc.assert(fc.property(fc.string({ unit: "grapheme" }), (s) => valid(s) === !s.includes("\u0000")))
   })
 })

@@ -1,9 +1,12 @@
 /**
- * Input that PostgreSQL cannot hold never reaches it: a NUL character in a string, a date outside
- * the calendar (year 0, February 30, hour 24), in a body, a query or a cursor, on the merchant API
- * and the admin API. Each gets a 400 with its field's code and changes nothing; none is a 5xx.
+ * Input that PostgreSQL cannot hold never reaches it: a NUL character or a lone surrogate in a
+ * string, a date outside the calendar (year 0, February 30, hour 24), in a body, a query or a
+ * cursor, on the merchant API and the admin API. Bodies that are too large, not UTF-8 or nested
+ * absurdly deep are refused as they are read. Each gets a 4xx with its field's code (or problem
+ * details) and changes nothing; none is a 5xx, and the process lives on.
  */
 import { randomUUID } from "node:crypto"
+import { request as httpRequest } from "node:http"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { balanceOf, buyBody, byNameBody, fundedMerchant, listPurchases, loadItem, type Merchant, PURCHASE_ENV } from "../support/purchases.js"
 import { type RunningServer, startServer } from "../support/server.js"
@@ -22,6 +25,28 @@ const NUL = "\u0000"
 const cursorOf = (position: unknown) => Buffer.from(JSON.stringify(position)).toString("base64url")
 
 const outcome = (what: string, res: { status: number; json: any }) => `${what}: ${res.status} ${res.json?.error?.code}`
+
+/** A POST of raw bytes (fetch would re-encode a string as UTF-8); `chunked`: without Content-Length. */
+const rawPost = (url: string, body: Buffer, headers: Record<string, string>, chunked = false) =>
+  new Promise<{ status: number; contentType: string | undefined; json: any }>((resolve, reject) => {
+    const req = httpRequest(url, {
+      method: "POST",
+      headers: { "content-type": "application/json", ...headers, ...(chunked ? {} : { "content-length": String(body.length) }) }
+    }, (res) => {
+      const chunks: Array<Buffer> = []
+      res.on("data", (c: Buffer) => chunks.push(c))
+      res.on("end", () => {
+        const text = Buffer.concat(chunks).toString("utf8")
+        resolve({ status: res.statusCode!, contentType: res.headers["content-type"], json: text === "" ? undefined : JSON.parse(text) })
+      })
+    })
+    // a server that answers before the whole body is sent may reset the rest of it: the answer came first
+    req.on("error", reject)
+    req.end(body)
+  })
+
+/** `[[[…]]]` nested `depth` deep, as JSON text. */
+const nested = (depth: number) => "[".repeat(depth) + "]".repeat(depth)
 
 describe("merchant API", () => {
   it("a NUL character in a purchase body field is that field's 400, and nothing is bought", async () => {
@@ -66,6 +91,105 @@ describe("merchant API", () => {
   })
 })
 
+describe("request bodies refused as they are read", () => {
+  const api = (path: string) => `${server.baseUrl}/api/v1/merchant${path}`
+  const auth = () => ({ authorization: `Bearer ${m.apiKey}` })
+  const buyText = (fields: Record<string, string>) => {
+    const body = { ...buyBody({ itemId, maxPrice: 5 }), ...Object.fromEntries(Object.keys(fields).map((k) => [k, 0])) }
+    let text = JSON.stringify(body)
+    for (const [k, raw] of Object.entries(fields)) text = text.replace(`"${k}":0`, `"${k}":${raw}`)
+    return text
+  }
+
+  it("a value nested thousands deep is its field's 400 (it was a 500), an unknown field's is problem details; nothing is bought", async () => {
+    const before = await balanceOf(server, m)
+    const deep = nested(5_000)
+    const cases: ReadonlyArray<[string, string, string, string]> = [
+      ["item_id on /buy", "/buy", buyText({ item_id: deep }), "400 MERCHANT_INVALID_ITEM_ID"],
+      ["max_price on /buy", "/buy", buyText({ max_price: `{"a":${deep}}` }), "400 MERCHANT_INVALID_MAX_PRICE"],
+      ["custom_id on /buy-sync", "/buy-sync", buyText({ custom_id: deep }), "400 MERCHANT_INVALID_CUSTOM_ID"],
+      ["market_hash_name on /buy-by-name", "/buy-by-name", JSON.stringify(byNameBody({ name: "A", maxPrice: 5 })).replace(/"market_hash_name":"A"/, `"market_hash_name":${deep}`), "400 MERCHANT_INVALID_MARKET_HASH_NAME"],
+      ["the whole body", "/buy", nested(20_000), "400 MERCHANT_INVALID_ITEM_ID"],
+      ["an unknown field", "/buy", buyText({ extra: deep }), "400 MERCHANT_MALFORMED_JSON"]
+    ]
+    for (const [what, path, text, expected] of cases) {
+      const res = await rawPost(api(path), Buffer.from(text), auth())
+      expect(`${what}: ${res.status} ${res.json?.error?.code}`).toBe(`${what}: ${expected}`)
+      expect(res.json.error.message).toMatch(/nested more than 32 levels deep/)
+    }
+    expect(await balanceOf(server, m)).toEqual(before)
+    expect(await listPurchases(server, m)).toEqual([])
+    // an unknown field nested a little is still ignored (CONTRACT 6)
+    const fine = await rawPost(api("/buy"), Buffer.from(buyText({ extra: `{"a":${nested(20)}}` })), auth())
+    expect(fine.status).toBe(201)
+  })
+
+  it("a body that is not UTF-8 is problem details, not a custom_id silently changed; a lone surrogate is the field's 400", async () => {
+    const before = await balanceOf(server, m)
+    const purchasesBefore = await listPurchases(server, m)
+    const text = JSON.stringify(buyBody({ itemId, maxPrice: 5, customId: "XX" }))
+    const at = text.indexOf('"XX"') + 1
+    const bytes = Buffer.from(text)
+    bytes[at] = 0xff
+    bytes[at + 1] = 0xfe
+    for (const [what, chunked] of [["with Content-Length", false], ["chunked", true]] as const) {
+      const res = await rawPost(api("/buy"), bytes, auth(), chunked)
+      expect([what, res.status, res.contentType, res.json.error.code, res.json.detail]).toEqual(
+        [what, 400, "application/problem+json", "MERCHANT_MALFORMED_JSON", "request body is not valid UTF-8 (JSON must be UTF-8)"])
+    }
+    const surrogate = await rawPost(api("/buy"), Buffer.from(text.replace('"XX"', '"\\ud800"')), auth())
+    expect([surrogate.status, surrogate.json.error.code]).toEqual([400, "MERCHANT_INVALID_CUSTOM_ID"])
+    expect(surrogate.json.error.message).toMatch(/lone surrogate/)
+    expect(await balanceOf(server, m)).toEqual(before)
+    expect(await listPurchases(server, m)).toEqual(purchasesBefore)
+    // UTF-8 beyond ASCII is of course fine, and kept as sent
+    const customId = "café-★-😀"
+    const another = await loadItem(server, 100)
+    const ok = await rawPost(api("/buy"), Buffer.from(JSON.stringify(buyBody({ itemId: another, maxPrice: 5, customId }))), auth())
+    expect([ok.status, ok.json.custom_id]).toEqual([201, customId])
+  })
+
+  it("a body over 4 MiB is 413 MERCHANT_BODY_TOO_LARGE, with or without Content-Length, and the service lives on", async () => {
+    const huge = Buffer.from(JSON.stringify({ ...byNameBody({ name: "A", maxPrice: 5 }), market_hash_name: "x".repeat(5 * 1024 * 1024) }))
+    for (const chunked of [false, true]) {
+      const res = await rawPost(api("/buy-by-name"), huge, auth(), chunked).catch((error: Error) => ({ status: 0, contentType: undefined, json: { error } }))
+      expect([chunked, res.status, res.json?.error?.code]).toEqual([chunked, 413, "MERCHANT_BODY_TOO_LARGE"])
+    }
+    // 700 MiB, past V8's longest string: reading it whole ended the process
+    const streamed = await new Promise<number>((resolve, reject) => {
+      const req = httpRequest(api("/buy-by-name"), { method: "POST", headers: { "content-type": "application/json", ...auth() } }, (res) => {
+        res.resume()
+        res.on("end", () => resolve(res.statusCode!))
+      })
+      req.on("error", reject)
+      const mebibyte = Buffer.alloc(1024 * 1024, 0x61)
+      let sent = 0
+      const write = () => {
+        while (sent < 700) {
+          sent++
+          if (!req.write(mebibyte)) return void req.once("drain", write)
+        }
+        req.end()
+      }
+      req.write('{"market_hash_name":"')
+      write()
+    })
+    expect(streamed).toBe(413)
+    const admin = await rawPost(`${server.opsUrl}/admin/merchants`, huge, { authorization: `Bearer ${server.adminToken}` })
+    expect([admin.status, admin.json.error.code]).toEqual([413, "ADMIN_BODY_TOO_LARGE"])
+    expect((await server.api("/balance", { key: m.apiKey })).status).toBe(200)
+    // a long value under the limit is its field's 400, and the answer does not echo it whole
+    const long = await rawPost(api("/buy"), Buffer.from(buyText({ item_id: JSON.stringify("y".repeat(1_000_000)) })), auth())
+    expect([long.status, long.json.error.code]).toEqual([400, "MERCHANT_INVALID_ITEM_ID"])
+    expect(long.json.error.message.length).toBeLessThan(400)
+  })
+
+  it("max_price beyond the doubles' range is 400 'too large', not 'must be greater than 0'", async () => {
+    const res = await rawPost(api("/buy"), Buffer.from(buyText({ max_price: "1e400" })), auth())
+    expect([res.status, res.json.error.code, res.json.error.message]).toEqual([400, "MERCHANT_INVALID_MAX_PRICE", "max_price: max_price is too large"])
+  })
+})
+
 describe("admin API", () => {
   it("a NUL character anywhere in an admin body is 400 ADMIN_INVALID_REQUEST, and nothing changes", async () => {
     const created = await server.admin("/admin/merchants", { method: "POST", body: { name: `nul-${randomUUID()}` } })
@@ -103,6 +227,25 @@ describe("admin API", () => {
     const otherNetwork = await server.admin("/admin/deposits", { method: "POST", body: { merchant_id: m.id, network: "bsc", amount: 10, tx_id: txId } })
     expect(outcome("bsc", otherNetwork)).toBe("bsc: 409 ADMIN_CONFLICT")
     expect(await balanceOf(server, m)).toEqual(before)
+  })
+
+  it("a lone surrogate, a body nested thousands deep or not UTF-8 is 400 ADMIN_INVALID_REQUEST; nothing is created", async () => {
+    const name = `sur-${randomUUID()}`
+    const auth = { authorization: `Bearer ${server.adminToken}` }
+    const url = `${server.opsUrl}/admin/merchants`
+    const cases: ReadonlyArray<[string, Buffer, RegExp]> = [
+      ["lone surrogate", Buffer.from(JSON.stringify({ name: "x" }).replace('"x"', `"${name}\\ud800"`)), /^name: must not contain a lone surrogate/],
+      ["deep", Buffer.from(`{"name":"${name}","webhook_url":${nested(5_000)}}`), /^webhook_url: nested more than 32 levels deep/],
+      ["not UTF-8", Buffer.concat([Buffer.from(`{"name":"${name}`), Buffer.from([0xc3, 0x28]), Buffer.from('"}')]), /not valid UTF-8/]
+    ]
+    for (const [what, body, message] of cases) {
+      const res = await rawPost(url, body, auth)
+      expect([what, res.status, res.json.error.code]).toEqual([what, 400, "ADMIN_INVALID_REQUEST"])
+      expect(res.json.error.message).toMatch(message)
+    }
+    // the lone surrogate was stored as U+FFFD before: that name is not taken now
+    const replaced = await server.admin("/admin/merchants", { method: "POST", body: { name: `${name}\ufffd` } })
+    expect(replaced.status).toBe(201)
   })
 
   it("an unknown admin route is 404 ADMIN_NOT_FOUND", async () => {

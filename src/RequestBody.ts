@@ -1,0 +1,119 @@
+/**
+ * Request bodies checked where node reads them, before any JSON parser or schema sees them: a
+ * body over BODY_MAX_BYTES (node buffers a body whole, and one past V8's string limit ended the
+ * process), one that is not UTF-8 (node would silently turn its bytes into U+FFFD, changing a
+ * custom_id), or one nested deeper than MAX_DEPTH (formatting the schema's error about such a
+ * value overflowed the stack: a 500). A body is held back until it is whole and checked; a bad
+ * one reaches its readers as an empty body, and its problem is kept for the error handlers
+ * (`bodyProblemOf`), which answer it.
+ */
+import { isUtf8 } from "node:buffer"
+import type { IncomingMessage } from "node:http"
+
+/** No body of either API comes near this (a /buy body is under 1 KiB; an admin catalogue batch of 1,000 items is about 700 KiB). */
+export const BODY_MAX_BYTES = 4 * 1024 * 1024
+/** The API's bodies nest 4 levels at most (an admin catalogue item's stickers). */
+export const MAX_DEPTH = 32
+
+export type BodyProblem =
+  | { readonly _tag: "TooLarge" }
+  | { readonly _tag: "NotUtf8" }
+  /** `field`: the top-level member the deep value is in (undefined: the body is not an object). */
+  | { readonly _tag: "TooDeep"; readonly field: string | undefined }
+
+const problems = new WeakMap<IncomingMessage, BodyProblem>()
+
+/** What was wrong with the request's body, once it was read; undefined when nothing was. */
+export const bodyProblemOf = (request: IncomingMessage): BodyProblem | undefined => problems.get(request)
+
+/** A request made from another one's body (the fast lane's replay) shares its problem. */
+export const shareBodyProblem = (from: IncomingMessage, to: IncomingMessage): void => {
+  const problem = problems.get(from)
+  if (problem !== undefined) problems.set(to, problem)
+}
+
+export const bodyProblemMessage = (problem: BodyProblem): string => {
+  switch (problem._tag) {
+    case "TooLarge":
+      return `request body is larger than ${BODY_MAX_BYTES} bytes`
+    case "NotUtf8":
+      return "request body is not valid UTF-8 (JSON must be UTF-8)"
+    case "TooDeep":
+      return `${problem.field ?? "request"}: nested more than ${MAX_DEPTH} levels deep`
+  }
+}
+
+/**
+ * The deepest nesting of a JSON text past MAX_DEPTH, with the top-level member it is in, or
+ * undefined. Reads brackets outside strings only; the text need not be valid JSON (the parser
+ * judges that).
+ */
+const tooDeep = (bytes: Buffer): BodyProblem | undefined => {
+  let depth = 0
+  let inString = false
+  let stringStart = 0
+  let keyNext = false
+  let field: string | undefined
+  for (let i = 0; i < bytes.length; i++) {
+    const c = bytes[i]!
+    if (inString) {
+      if (c === 0x5c) i++ // backslash: skip the escaped character
+      else if (c === 0x22) {
+        inString = false
+        if (depth === 1 && keyNext) {
+          try {
+            field = JSON.parse(bytes.subarray(stringStart, i + 1).toString("utf8")) as string
+          } catch {
+            field = undefined
+          }
+          keyNext = false
+        }
+      }
+    } else if (c === 0x22) {
+      inString = true
+      stringStart = i
+    } else if (c === 0x7b || c === 0x5b) { // { [
+      depth++
+      if (depth === 1) keyNext = c === 0x7b
+      if (depth > MAX_DEPTH) return { _tag: "TooDeep", field }
+    } else if (c === 0x7d || c === 0x5d) { // } ]
+      depth--
+    } else if (c === 0x2c && depth === 1) { // , between top-level members
+      keyNext = bytes[0] !== 0x5b
+    }
+  }
+  return undefined
+}
+
+const problemOfBody = (bytes: Buffer): BodyProblem | undefined =>
+  isUtf8(bytes) ? tooDeep(bytes) : { _tag: "NotUtf8" }
+
+type Push = (chunk: unknown, encoding?: BufferEncoding) => boolean
+
+/**
+ * Holds back the request's body until it is whole, then lets its readers have it if it is good,
+ * or an empty body if not (recording why). Node's parser hands a body over with `push`: past the
+ * limit the rest is dropped as it arrives, so nothing more is held, and the request ends when the
+ * body does (ending it early left the rest of the body unread on a kept-alive connection: the
+ * client's next request there was never read).
+ */
+export const guardBody = (request: IncomingMessage): void => {
+  const push: Push = request.push.bind(request)
+  let chunks: Array<Buffer> = []
+  let size = 0
+  request.push = ((chunk: unknown, encoding?: BufferEncoding) => {
+    if (chunk === null) {
+      const whole = Buffer.concat(chunks, Math.min(size, BODY_MAX_BYTES))
+      chunks = []
+      const problem = size > BODY_MAX_BYTES ? { _tag: "TooLarge" as const } : size === 0 ? undefined : problemOfBody(whole)
+      if (problem !== undefined) problems.set(request, problem)
+      else if (size > 0) push(whole)
+      return push(null)
+    }
+    const bytes = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as string, encoding)
+    size += bytes.length
+    if (size > BODY_MAX_BYTES) chunks = []
+    else chunks.push(bytes)
+    return true
+  }) as IncomingMessage["push"]
+}
