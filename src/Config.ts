@@ -4,10 +4,20 @@
  */
 import { Config, ConfigError, Effect, Either, Option, Redacted } from "effect"
 
-const seconds = (name: string, fallback: number) =>
-  Config.number(name).pipe(Config.withDefault(fallback), Config.validate({
+const nonNegative = (name: string) =>
+  Config.number(name).pipe(Config.validate({
     message: `${name} must be a non-negative number`,
     validation: (n) => Number.isFinite(n) && n >= 0
+  }))
+
+/** A number of seconds (or per second) where 0 means something: no wait, no churn, no delay. */
+const seconds = (name: string, fallback: number) => nonNegative(name).pipe(Config.withDefault(fallback))
+
+/** A period or rate where 0 would be a hot loop or a lock-out for good (a dump rebuilt without end, a bucket never refilled). */
+const positive = (name: string, fallback: number) =>
+  Config.number(name).pipe(Config.withDefault(fallback), Config.validate({
+    message: `${name} must be a number greater than 0`,
+    validation: (n) => Number.isFinite(n) && n > 0
   }))
 
 const positiveInt = (name: string, fallback: number) =>
@@ -19,12 +29,30 @@ const positiveInt = (name: string, fallback: number) =>
 const retrySchedule = Config.string("WEBHOOK_RETRY_SCHEDULE").pipe(
   Config.withDefault("0,5,300,1800,7200,18000,36000,36000"),
   Config.mapOrFail((text) => {
-    const parts = text.split(",").map((s) => Number(s.trim()))
-    return parts.length > 0 && parts.every((n) => Number.isFinite(n) && n >= 0)
-      ? Either.right(parts as ReadonlyArray<number>)
-      : Either.left(ConfigError.InvalidData([], "WEBHOOK_RETRY_SCHEDULE must be comma-separated seconds"))
+    const parts = text.split(",").map((s) => s.trim())
+    return parts.every((part) => /^\d+(\.\d+)?$/.test(part))
+      ? Either.right(parts.map(Number) as ReadonlyArray<number>)
+      : Either.left(ConfigError.InvalidData([], "WEBHOOK_RETRY_SCHEDULE must be comma-separated seconds, e.g. 0,5,300"))
   })
 )
+
+/** The levels of LOG_LEVEL, as effect's LogLevel labels (lower case); `warning` is read as `warn`. */
+export const LOG_LEVELS = ["all", "trace", "debug", "info", "warn", "error", "fatal", "off"] as const
+
+const logLevel = Config.string("LOG_LEVEL").pipe(
+  Config.withDefault("info"),
+  Config.map((level) => level.trim().toLowerCase().replace(/^warning$/, "warn")),
+  Config.validate({
+    message: `LOG_LEVEL must be one of ${LOG_LEVELS.join(", ")}`,
+    validation: (level) => (LOG_LEVELS as ReadonlyArray<string>).includes(level)
+  })
+)
+
+/** A bearer token must be sendable as one: not empty, no whitespace or control characters. */
+const adminToken = Config.option(Config.redacted("ADMIN_TOKEN").pipe(Config.validate({
+  message: "ADMIN_TOKEN must not be empty nor contain whitespace or control characters (unset it to have one generated)",
+  validation: (token) => /^[\x21-\x7e]+$/.test(Redacted.value(token))
+})))
 
 export interface AppSettings {
   readonly port: number
@@ -62,37 +90,47 @@ export const AppConfig: Config.Config<AppSettings> = Config.all({
   host: Config.string("HOST").pipe(Config.withDefault("127.0.0.1")),
   opsPort: Config.port("OPS_PORT").pipe(Config.withDefault(9090)),
   opsHost: Config.string("OPS_HOST").pipe(Config.withDefault("127.0.0.1")),
-  adminToken: Config.option(Config.redacted("ADMIN_TOKEN")),
+  adminToken,
   databaseUrl: Config.option(Config.redacted("DATABASE_URL")),
   dataDir: Config.string("DATA_DIR").pipe(Config.withDefault("./data")),
   provider: Config.literal("simulator")("PROVIDER").pipe(Config.withDefault("simulator" as const)),
   simCatalogue: Config.option(Config.string("SIM_CATALOGUE")),
-  simCatalogueSize: Config.integer("SIM_CATALOGUE_SIZE").pipe(Config.withDefault(2000)),
-  simChurnPerSecond: Config.option(seconds("SIM_CHURN_PER_SECOND", 5)),
+  simCatalogueSize: Config.integer("SIM_CATALOGUE_SIZE").pipe(Config.withDefault(2000), Config.validate({
+    message: "SIM_CATALOGUE_SIZE must be a non-negative integer",
+    validation: (n) => n >= 0
+  })),
+  // unset is not 5: a fixture's default is 0 (below)
+  simChurnPerSecond: Config.option(nonNegative("SIM_CHURN_PER_SECOND")),
   simTimeScale: seconds("SIM_TIME_SCALE", 1),
   buySyncWaitSeconds: seconds("BUY_SYNC_WAIT_SECONDS", 30),
   byNameBudgetSeconds: seconds("BY_NAME_BUDGET_SECONDS", 30),
-  dumpIntervalSeconds: seconds("DUMP_INTERVAL_SECONDS", 120),
+  dumpIntervalSeconds: positive("DUMP_INTERVAL_SECONDS", 120),
   dumpMaxConcurrentDownloads: positiveInt("DUMP_MAX_CONCURRENT_DOWNLOADS", 32),
-  feedRetentionHours: seconds("FEED_RETENTION_HOURS", 24),
-  rateLimitRps: seconds("RATE_LIMIT_RPS", 20),
+  feedRetentionHours: positive("FEED_RETENTION_HOURS", 24),
+  rateLimitRps: positive("RATE_LIMIT_RPS", 20),
   rateLimitBurst: positiveInt("RATE_LIMIT_BURST", 100),
   // a storm, not a client's mistakes: thousands of bad keys from one address
-  authFailureRps: seconds("AUTH_FAILURE_RPS", 100),
+  authFailureRps: positive("AUTH_FAILURE_RPS", 100),
   authFailureBurst: positiveInt("AUTH_FAILURE_BURST", 1000),
   webhookRetrySchedule: retrySchedule,
-  webhookTimeoutSeconds: seconds("WEBHOOK_TIMEOUT_SECONDS", 10),
+  webhookTimeoutSeconds: positive("WEBHOOK_TIMEOUT_SECONDS", 10),
   webhookAllowPrivateTargets: Config.boolean("WEBHOOK_ALLOW_PRIVATE_TARGETS").pipe(Config.withDefault(false)),
   walletIssuanceEnabled: Config.boolean("WALLET_ISSUANCE_ENABLED").pipe(Config.withDefault(false)),
-  logLevel: Config.string("LOG_LEVEL").pipe(Config.withDefault("info")),
+  logLevel,
   demoMerchant: Config.boolean("DEMO_MERCHANT").pipe(Config.withDefault(true)),
   // long enough for a /buy-sync or /buy-by-name under way at the default budgets (30 s) to answer
   shutdownGraceSeconds: seconds("SHUTDOWN_GRACE_SECONDS", 35)
-}).pipe(Config.map((c) => ({
-  ...c,
-  // A fixture replaces the synthetic catalogue and defaults churn to 0 (CONTRACT section 1).
-  simChurnPerSecond: Option.getOrElse(c.simChurnPerSecond, () => Option.isSome(c.simCatalogue) ? 0 : 5)
-})))
+}).pipe(
+  Config.validate({
+    message: "PORT and OPS_PORT must differ (one listener each)",
+    validation: (c) => c.port !== c.opsPort
+  }),
+  Config.map((c) => ({
+    ...c,
+    // A fixture replaces the synthetic catalogue and defaults churn to 0 (CONTRACT section 1).
+    simChurnPerSecond: Option.getOrElse(c.simChurnPerSecond, () => Option.isSome(c.simCatalogue) ? 0 : 5)
+  }))
+)
 
 /** The settings as a service, so layers and tests can read or replace them. */
 export class Settings extends Effect.Service<Settings>()("Settings", {

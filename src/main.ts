@@ -16,7 +16,8 @@ const LoggingLive = Layer.unwrapEffect(Effect.map(Settings, (settings) =>
   Layer.mergeAll(
     Logger.json,
     Logger.minimumLogLevel(
-      levels.find((l) => l.label.toLowerCase() === settings.logLevel.toLowerCase().replace(/^warning$/, "warn")) ?? LogLevel.Info
+      // Config.ts checked it is one of these
+      levels.find((l) => l.label.toLowerCase() === settings.logLevel) ?? LogLevel.Info
     )
   )
 ))
