@@ -4,11 +4,12 @@ import { Schema } from "effect"
 import { CatalogItem } from "../Domain/CatalogItem.js"
 import { PageLimit } from "../Deposits/Api.js"
 import { Wire } from "../Domain/Errors.js"
+import { DecimalText, IntegerText, UsdText } from "../Domain/QueryNumbers.js"
 import { Authentication } from "../Merchants/Authentication.js"
 
 /** A USD bound: a price is never negative, so a negative bound is a mistake, not "no bound". */
-const Price = Schema.NumberFromString.pipe(Schema.finite(), Schema.nonNegative(), Schema.annotations({ description: "USD, 0 or more" }))
-const Float = Schema.NumberFromString.pipe(Schema.finite(), Schema.between(0, 1))
+const Price = UsdText
+const Float = DecimalText.pipe(Schema.between(0, 1))
 
 export const ItemPage = Schema.Struct({
   items: Schema.Array(CatalogItem),
@@ -47,7 +48,7 @@ export const SearchParams = Schema.Struct({
   min_float: Schema.optional(Float),
   max_float: Schema.optional(Float),
   delivery_type: Schema.optional(Schema.String.annotations({ description: "`instant` or `manual`; unknown values are ignored" })),
-  limit: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 50)).annotations({
+  limit: Schema.optional(IntegerText.pipe(Schema.between(1, 50)).annotations({
     jsonSchema: { type: "integer", minimum: 1, maximum: 50, default: 10 }
   }))
 })

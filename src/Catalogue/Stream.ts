@@ -247,9 +247,11 @@ export const StreamLive = Layer.unwrapScoped(Effect.gen(function*() {
     const query = new URL(request.url, "http://x").searchParams
     const cursorText = query.get("cursor")
     const epochText = query.get("epoch")
-    if (cursorText === null || epochText === null || !DIGITS.test(cursorText) || !DIGITS.test(epochText)) {
+    // a repeated one is refused, as on the REST routes: which of them was meant is anyone's guess
+    const repeated = query.getAll("cursor").length > 1 || query.getAll("epoch").length > 1
+    if (cursorText === null || epochText === null || repeated || !DIGITS.test(cursorText) || !DIGITS.test(epochText)) {
       return Errors.errorResponse(
-        new Errors.InvalidQuery({ message: "cursor and epoch are required: pass X-Catalog-Cursor and X-Catalog-Epoch of a full dump" }),
+        new Errors.InvalidQuery({ message: "cursor and epoch are required, once each: pass X-Catalog-Cursor and X-Catalog-Epoch of a full dump" }),
         headers
       )
     }

@@ -2,6 +2,7 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { Wire } from "../Domain/Errors.js"
+import { IntegerText } from "../Domain/QueryNumbers.js"
 import { Authentication } from "../Merchants/Authentication.js"
 import { Usd } from "../Merchants/Api.js"
 
@@ -32,7 +33,7 @@ export const DepositList = Schema.Struct({
 }).annotations({ identifier: "DepositList" })
 
 /** `limit` of the lists: 1 to 200, default 50 (spec 8). */
-export const PageLimit = Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 200)).annotations({
+export const PageLimit = IntegerText.pipe(Schema.between(1, 200)).annotations({
   jsonSchema: { type: "integer", minimum: 1, maximum: 200, default: 50 }
 })
 

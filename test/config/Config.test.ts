@@ -46,7 +46,7 @@ describe("settings", () => {
   })
 
   it("accepts the documented forms", () => {
-    for (const env of [
+    const documented: ReadonlyArray<Record<string, string>> = [
       {},
       { LOG_LEVEL: "WARNING" },
       { LOG_LEVEL: "debug" },
@@ -55,7 +55,8 @@ describe("settings", () => {
       { SIM_CATALOGUE_SIZE: "0", SIM_TIME_SCALE: "0", BUY_SYNC_WAIT_SECONDS: "0" },
       { WEBHOOK_RETRY_SCHEDULE: " 0, 5 ,300.5" },
       { DUMP_INTERVAL_SECONDS: "0.5" }
-    ]) expect([env, failureOf(env)]).toEqual([env, "started"])
+    ]
+    for (const env of documented) expect([env, failureOf(env)]).toEqual([env, "started"])
     expect(Exit.map(load({ LOG_LEVEL: "WARNING" }), (c) => c.logLevel)).toEqual(Exit.succeed("warn"))
     expect(Exit.map(load({ WEBHOOK_RETRY_SCHEDULE: " 0, 5 ,300.5" }), (c) => c.webhookRetrySchedule)).toEqual(Exit.succeed([0, 5, 300.5]))
   })

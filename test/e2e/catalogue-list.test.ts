@@ -285,6 +285,40 @@ describe("catalogue list and search", () => {
     for (const q of ["limit=1", "limit=200", "min_float=0", "max_float=1", "min_price=0", "max_price=0"]) expect((await get(`/items?${q}`)).status).toBe(200)
   })
 
+  it("numbers are read strictly: hex, signs, spaces, and exponents in a limit, are 400 MERCHANT_INVALID_QUERY on every list", async () => {
+    const name = encodeURIComponent(NAMES[0])
+    for (const path of [
+      "/items?limit=0x10", "/items?limit=1e2", "/items?limit=%2B5", "/items?limit=%2010%20", "/items?limit=10.0", "/items?limit=0b11",
+      "/items?min_price=0x10", "/items?max_price=%201", "/items?min_price=%2B1", "/items?min_float=-0", "/items?max_float=.5",
+      `/items/search?market_hash_name=${name}&limit=0x5`, `/items/search?market_hash_name=${name}&max_price=0b1`,
+      "/purchases?limit=1e1", "/deposits?limit=0x10", "/webhook-events?limit=%2B5"
+    ]) {
+      const res = await get(path)
+      expect({ path, status: res.status, code: res.json?.error?.code }).toEqual({ path, status: 400, code: "MERCHANT_INVALID_QUERY" })
+    }
+    // a decimal may be written as JSON (and JavaScript's String) writes it: 1e-7
+    for (const path of ["/items?limit=010", "/items?min_price=0.50&max_price=1e2", "/items?min_float=1e-7&max_float=1.0", "/purchases?limit=200"]) {
+      expect({ path, status: (await get(path)).status }).toEqual({ path, status: 200 })
+    }
+  })
+
+  it("price bounds compare with prices exactly as written, past what a double holds", async () => {
+    const created = await server.admin("/admin/catalogue/items", {
+      method: "PUT",
+      body: { items: [{ ...(await get("/items?limit=1")).json.items[0], id: undefined, market_hash_name: "Exact Cent Probe", price: 0.01 }] }
+    })
+    expect(created.status).toBe(200)
+    const name = encodeURIComponent("Exact Cent Probe")
+    const ids = async (query: string) => (await get(`/items?market_hash_name=${name}&${query}`)).json.items.map((i: { price: number }) => i.price)
+    expect(await ids("min_price=0.01&max_price=0.01")).toEqual([0.01])
+    expect(await ids("min_price=0.0100000000000000000001")).toEqual([])
+    expect(await ids("max_price=0.0099999999999999999999")).toEqual([])
+    expect(await ids("min_price=0.0099999999999999999999&max_price=0.0100000000000000000000")).toEqual([0.01])
+    const searched = await get(`/items/search?market_hash_name=${name}&max_price=0.0099999999999999999999`)
+    expect(searched.json.results).toEqual([])
+    await server.admin(`/admin/catalogue/items/${created.json.ids[0]}`, { method: "DELETE" })
+  })
+
   it("a price bound that is not a finite number (NaN, Infinity, 1e400) gives 400 MERCHANT_INVALID_QUERY, not 500", async () => {
     const name = encodeURIComponent(NAMES[0])
     for (const path of [

@@ -178,10 +178,11 @@ describe("catalogue realtime feed", () => {
     }
   })
 
-  it("a missing or malformed cursor or epoch is HTTP 400 MERCHANT_INVALID_QUERY before the upgrade", async () => {
+  it("a missing, malformed or repeated cursor or epoch is HTTP 400 MERCHANT_INVALID_QUERY before the upgrade", async () => {
     const auth = { authorization: `Bearer ${key}` }
     for (const query of ["", `?epoch=${epoch}`, `?cursor=${head}`, `?cursor=abc&epoch=${epoch}`, `?cursor=-1&epoch=${epoch}`, `?cursor=1.5&epoch=${epoch}`,
-      `?cursor=1e3&epoch=${epoch}`, `?cursor=&epoch=${epoch}`, `?cursor=${head}&epoch=x`, `?cursor=${head}&epoch=`, `?cursor=${head}&epoch=-${epoch}`]) {
+      `?cursor=1e3&epoch=${epoch}`, `?cursor=&epoch=${epoch}`, `?cursor=${head}&epoch=x`, `?cursor=${head}&epoch=`, `?cursor=${head}&epoch=-${epoch}`,
+      `?cursor=${head}&cursor=0&epoch=${epoch}`, `?cursor=${head}&epoch=${epoch}&epoch=${epoch}`]) {
       const res = await refusedUpgrade(server, query, auth)
       expect({ query, status: res.status, body: res.json }).toEqual({ query, status: 400, body: { error: { code: "MERCHANT_INVALID_QUERY", message: expect.any(String) } } })
       expect(res.headers["content-type"]).toMatch(/^application\/json/)
