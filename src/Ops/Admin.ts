@@ -43,7 +43,9 @@ const WebhookUrl = Schema.NullOr(Schema.String.pipe(
 ))
 
 const CreateMerchant = Schema.Struct({
-  name: Schema.String.pipe(Schema.trimmed(), Schema.minLength(1), Schema.maxLength(100)),
+  // a name is shown in tables, logs and the CLI: one line of printable text
+  name: Schema.String.pipe(Schema.trimmed(), Schema.minLength(1), Schema.maxLength(100), Schema.filter((name) =>
+    !/\p{Cc}/u.test(name) || "name must not contain control characters (line breaks, tabs)")),
   webhook_url: Schema.optionalWith(WebhookUrl, { default: () => null })
 })
 const PatchMerchant = Schema.Struct({

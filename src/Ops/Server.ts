@@ -6,6 +6,7 @@ import { Settings } from "../Config.js"
 import { errorBody } from "../Domain/Errors.js"
 import { makeNodeServer, requestMiddleware } from "../Http.js"
 import { AdminRoutes } from "./Admin.js"
+import { AdminToken } from "./AdminToken.js"
 import { Fibers } from "./Fibers.js"
 import { Metrics } from "./Metrics.js"
 import { Readiness } from "./Readiness.js"
@@ -16,6 +17,7 @@ export const OpsServerLive = Layer.unwrapEffect(Effect.gen(function*() {
   const fibers = yield* Fibers
   const readiness = yield* Readiness
   const admin = yield* AdminRoutes
+  const adminToken = yield* AdminToken
 
   const router = HttpRouter.empty.pipe(
     HttpRouter.get("/health", Effect.succeed(HttpServerResponse.unsafeJson({ status: "ok" }))),
@@ -24,13 +26,19 @@ export const OpsServerLive = Layer.unwrapEffect(Effect.gen(function*() {
     HttpRouter.get("/ops/fibers", Effect.sync(() => HttpServerResponse.unsafeJson({ fibers: fibers.list() }))),
     HttpRouter.concat(admin)
   )
-  const app = Effect.catchTag(router, "RouteNotFound", () =>
-    Effect.map(HttpServerRequest.HttpServerRequest, (request) =>
-      // the admin API's own code for its unknown routes (README, "Admin API")
-      HttpServerResponse.text(errorBody(request.url.startsWith("/admin/") ? "ADMIN_NOT_FOUND" : "NOT_FOUND", `No route for ${request.method} ${request.url}`), {
-        status: 404,
-        contentType: "application/json"
-      }))).pipe(
+  const notFound = (request: HttpServerRequest.HttpServerRequest) => {
+    const isAdmin = request.url === "/admin" || request.url.startsWith("/admin/") || request.url.startsWith("/admin?")
+    // all of /admin/* is under the token (CONTRACT 2), its unknown routes too: without it, nothing is told
+    if (isAdmin && !adminToken.verify(request.headers["authorization"])) {
+      return HttpServerResponse.text(errorBody("ADMIN_UNAUTHORIZED", "admin token required"), { status: 401, contentType: "application/json" })
+    }
+    // the admin API's own code for its unknown routes (README, "Admin API")
+    return HttpServerResponse.text(errorBody(isAdmin ? "ADMIN_NOT_FOUND" : "NOT_FOUND", `No route for ${request.method} ${request.url}`), {
+      status: 404,
+      contentType: "application/json"
+    })
+  }
+  const app = Effect.catchTag(router, "RouteNotFound", () => Effect.map(HttpServerRequest.HttpServerRequest, notFound)).pipe(
     Effect.catchAllCause((cause) =>
       Cause.isInterruptedOnly(cause)
         ? Effect.failCause(cause)

@@ -229,14 +229,15 @@ describe("admin API", () => {
     expect(await balanceOf(server, m)).toEqual(before)
   })
 
-  it("a lone surrogate, a body nested thousands deep or not UTF-8 is 400 ADMIN_INVALID_REQUEST; nothing is created", async () => {
+  it("a lone surrogate or a control character in a name, a body nested thousands deep or not UTF-8 is 400 ADMIN_INVALID_REQUEST; nothing is created", async () => {
     const name = `sur-${randomUUID()}`
     const auth = { authorization: `Bearer ${server.adminToken}` }
     const url = `${server.opsUrl}/admin/merchants`
     const cases: ReadonlyArray<[string, Buffer, RegExp]> = [
       ["lone surrogate", Buffer.from(JSON.stringify({ name: "x" }).replace('"x"', `"${name}\\ud800"`)), /^name: must not contain a lone surrogate/],
       ["deep", Buffer.from(`{"name":"${name}","webhook_url":${nested(5_000)}}`), /^webhook_url: nested more than 32 levels deep/],
-      ["not UTF-8", Buffer.concat([Buffer.from(`{"name":"${name}`), Buffer.from([0xc3, 0x28]), Buffer.from('"}')]), /not valid UTF-8/]
+      ["not UTF-8", Buffer.concat([Buffer.from(`{"name":"${name}`), Buffer.from([0xc3, 0x28]), Buffer.from('"}')]), /not valid UTF-8/],
+      ["a line break", Buffer.from(JSON.stringify({ name: `${name}\nsecond line` })), /^name: name must not contain control characters/]
     ]
     for (const [what, body, message] of cases) {
       const res = await rawPost(url, body, auth)
@@ -248,8 +249,12 @@ describe("admin API", () => {
     expect(replaced.status).toBe(201)
   })
 
-  it("an unknown admin route is 404 ADMIN_NOT_FOUND", async () => {
+  it("an unknown admin route is 404 ADMIN_NOT_FOUND, and 401 ADMIN_UNAUTHORIZED without the token (all of /admin is under it)", async () => {
     const res = await server.admin("/admin/nothing-here")
     expect(outcome("unknown", res)).toBe("unknown: 404 ADMIN_NOT_FOUND")
+    for (const path of ["/admin/nothing-here", "/admin", "/admin/merchants/x/y/z"]) {
+      expect(outcome(path, await server.admin(path, { token: null }))).toBe(`${path}: 401 ADMIN_UNAUTHORIZED`)
+      expect(outcome(path, await server.admin(path, { token: "wrong" }))).toBe(`${path}: 401 ADMIN_UNAUTHORIZED`)
+    }
   })
 })
