@@ -53,6 +53,7 @@ const tooDeep = (bytes: Buffer): BodyProblem | undefined => {
   let inString = false
   let stringStart = 0
   let keyNext = false
+  let topIsObject = false
   let field: string | undefined
   for (let i = 0; i < bytes.length; i++) {
     const c = bytes[i]!
@@ -74,12 +75,12 @@ const tooDeep = (bytes: Buffer): BodyProblem | undefined => {
       stringStart = i
     } else if (c === 0x7b || c === 0x5b) { // { [
       depth++
-      if (depth === 1) keyNext = c === 0x7b
+      if (depth === 1) keyNext = topIsObject = c === 0x7b
       if (depth > MAX_DEPTH) return { _tag: "TooDeep", field }
     } else if (c === 0x7d || c === 0x5d) { // } ]
       depth--
     } else if (c === 0x2c && depth === 1) { // , between top-level members
-      keyNext = bytes[0] !== 0x5b
+      keyNext = topIsObject
     }
   }
   return undefined
