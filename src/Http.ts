@@ -30,7 +30,7 @@ import { BalanceFastRoutes, BalanceHttp } from "./Merchants/Http.js"
 import { Metrics } from "./Ops/Metrics.js"
 import { Readiness } from "./Ops/Readiness.js"
 import { PurchasesFastRoutes, PurchasesHttp } from "./Purchases/Http.js"
-import { type BodyProblem, bodyProblemMessage, bodyProblemOf, guardBody } from "./RequestBody.js"
+import { API_BODY_MAX_BYTES, type BodyProblem, bodyProblemMessage, bodyProblemOf, guardBody } from "./RequestBody.js"
 import { WebhooksHttp } from "./Webhooks/Http.js"
 
 // ---- decode failures to the spec's per-field codes (spec 4.3, 7.2; CONTRACT 6) ------------------
@@ -196,7 +196,12 @@ export const requestMiddleware = (server: string, metrics: Metrics, routes: Read
  * clients that reuse an idle connection just as the server closes it: ECONNRESET). With a fast
  * lane, each request is offered to it before the Effect server's own listener sees it.
  */
-export const makeNodeServer = (options: { readonly fastLane?: FastLane | undefined; readonly shutdownGraceSeconds: number }) => {
+export const makeNodeServer = (options: {
+  readonly fastLane?: FastLane | undefined
+  readonly shutdownGraceSeconds: number
+  /** The largest request body the listener reads (RequestBody.ts). */
+  readonly bodyMaxBytes: number
+}) => {
   const { fastLane } = options
   const server = createServer()
   server.keepAliveTimeout = 65_000
@@ -215,7 +220,7 @@ export const makeNodeServer = (options: { readonly fastLane?: FastLane | undefin
   server.emit = (event: string, ...args: Array<unknown>): boolean => {
     const [request, response] = args
     if (event === "request" && request instanceof IncomingMessage && response instanceof ServerResponse) {
-      if (request.method !== "GET" && request.method !== "HEAD") guardBody(request)
+      if (request.method !== "GET" && request.method !== "HEAD") guardBody(request, options.bodyMaxBytes)
       readBodyAsJson(request)
       if (fastLane?.handle(request, response, (passed = request) => emit(event, passed, response)) === true) return true
     }
@@ -259,7 +264,7 @@ export const HttpLive = Layer.unwrapEffect(Effect.gen(function*() {
     // Per-request spans cost about a quarter of a request's CPU; traces come from service spans.
     HttpMiddleware.withTracerDisabledWhen(() => true),
     HttpServer.withLogAddress,
-    Layer.provide(NodeHttpServer.layer(() => makeNodeServer({ fastLane, shutdownGraceSeconds: settings.shutdownGraceSeconds }), {
+    Layer.provide(NodeHttpServer.layer(() => makeNodeServer({ fastLane, shutdownGraceSeconds: settings.shutdownGraceSeconds, bodyMaxBytes: API_BODY_MAX_BYTES }), {
       port: settings.port,
       host: settings.host
     })),

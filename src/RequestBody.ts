@@ -1,7 +1,7 @@
 /**
  * Request bodies checked where node reads them, before any JSON parser or schema sees them: a
- * body over BODY_MAX_BYTES (node buffers a body whole, and one past V8's string limit ended the
- * process), one that is not UTF-8 (node would silently turn its bytes into U+FFFD, changing a
+ * body over the listener's limit (node buffers a body whole, and one past V8's string limit ended
+ * the process), one that is not UTF-8 (node would silently turn its bytes into U+FFFD, changing a
  * custom_id), or one nested deeper than MAX_DEPTH (formatting the schema's error about such a
  * value overflowed the stack: a 500). A body is held back until it is whole and checked; a bad
  * one reaches its readers as an empty body, and its problem is kept for the error handlers
@@ -10,13 +10,18 @@
 import { isUtf8 } from "node:buffer"
 import type { IncomingMessage } from "node:http"
 
-/** No body of either API comes near this (a /buy body is under 1 KiB; an admin catalogue batch of 1,000 items is about 700 KiB). */
-export const BODY_MAX_BYTES = 4 * 1024 * 1024
+/** The merchant API's bodies are under 1 KiB (a /buy body); nothing a merchant sends comes near this. */
+export const API_BODY_MAX_BYTES = 1024 * 1024
+/**
+ * The admin API takes whole catalogue files (`cli catalogue load`: 100,000 items are about 70 MB),
+ * but a body must stay far below V8's longest string (about 512 MiB) and what a process can hold.
+ */
+export const ADMIN_BODY_MAX_BYTES = 256 * 1024 * 1024
 /** The API's bodies nest 4 levels at most (an admin catalogue item's stickers). */
 export const MAX_DEPTH = 32
 
 export type BodyProblem =
-  | { readonly _tag: "TooLarge" }
+  | { readonly _tag: "TooLarge"; readonly limit: number }
   | { readonly _tag: "NotUtf8" }
   /** `field`: the top-level member the deep value is in (undefined: the body is not an object). */
   | { readonly _tag: "TooDeep"; readonly field: string | undefined }
@@ -35,7 +40,7 @@ export const shareBodyProblem = (from: IncomingMessage, to: IncomingMessage): vo
 export const bodyProblemMessage = (problem: BodyProblem): string => {
   switch (problem._tag) {
     case "TooLarge":
-      return `request body is larger than ${BODY_MAX_BYTES} bytes`
+      return `request body is larger than ${problem.limit} bytes`
     case "NotUtf8":
       return "request body is not valid UTF-8 (JSON must be UTF-8)"
     case "TooDeep":
@@ -98,22 +103,22 @@ type Push = (chunk: unknown, encoding?: BufferEncoding) => boolean
  * body does (ending it early left the rest of the body unread on a kept-alive connection: the
  * client's next request there was never read).
  */
-export const guardBody = (request: IncomingMessage): void => {
+export const guardBody = (request: IncomingMessage, maxBytes: number): void => {
   const push: Push = request.push.bind(request)
   let chunks: Array<Buffer> = []
   let size = 0
   request.push = ((chunk: unknown, encoding?: BufferEncoding) => {
     if (chunk === null) {
-      const whole = Buffer.concat(chunks, Math.min(size, BODY_MAX_BYTES))
+      const whole = Buffer.concat(chunks, Math.min(size, maxBytes))
       chunks = []
-      const problem = size > BODY_MAX_BYTES ? { _tag: "TooLarge" as const } : size === 0 ? undefined : problemOfBody(whole)
+      const problem = size > maxBytes ? { _tag: "TooLarge" as const, limit: maxBytes } : size === 0 ? undefined : problemOfBody(whole)
       if (problem !== undefined) problems.set(request, problem)
       else if (size > 0) push(whole)
       return push(null)
     }
     const bytes = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as string, encoding)
     size += bytes.length
-    if (size > BODY_MAX_BYTES) chunks = []
+    if (size > maxBytes) chunks = []
     else chunks.push(bytes)
     return true
   }) as IncomingMessage["push"]

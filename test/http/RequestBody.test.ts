@@ -1,12 +1,14 @@
 import { IncomingMessage } from "node:http"
 import { Socket } from "node:net"
 import { describe, expect, it } from "vitest"
-import { BODY_MAX_BYTES, bodyProblemOf, guardBody, shareBodyProblem } from "../../src/RequestBody.js"
+import { bodyProblemOf, guardBody, shareBodyProblem } from "../../src/RequestBody.js"
+
+const LIMIT = 4 * 1024 * 1024
 
 /** A request whose body node's parser hands over in `chunks`; what its readers get, and its problem. */
 const read = async (chunks: ReadonlyArray<Buffer>) => {
   const request = new IncomingMessage(new Socket())
-  guardBody(request)
+  guardBody(request, LIMIT)
   const received: Array<Buffer> = []
   const ended = new Promise<void>((resolve) => request.on("end", resolve))
   request.on("data", (chunk: Buffer) => received.push(chunk))
@@ -43,10 +45,13 @@ describe("request bodies checked as they are read", () => {
 
   it("past the limit the rest is dropped as it comes, and the request still ends with the body", async () => {
     const mebibyte = Buffer.alloc(1024 * 1024, 0x61)
-    const { body, problem, request } = await read(Array.from({ length: BODY_MAX_BYTES / mebibyte.length + 2 }, () => mebibyte))
-    expect([body, problem]).toEqual(["", { _tag: "TooLarge" }])
+    const { body, problem, request } = await read(Array.from({ length: LIMIT / mebibyte.length + 2 }, () => mebibyte))
+    expect([body, problem]).toEqual(["", { _tag: "TooLarge", limit: LIMIT }])
     const replay = new IncomingMessage(new Socket())
     shareBodyProblem(request, replay)
-    expect(bodyProblemOf(replay)).toEqual({ _tag: "TooLarge" })
+    expect(bodyProblemOf(replay)).toEqual({ _tag: "TooLarge", limit: LIMIT })
+    // exactly the limit is fine
+    const full = Buffer.alloc(LIMIT, 0x20)
+    expect((await read([full])).problem).toBeUndefined()
   })
 })
