@@ -3,13 +3,14 @@ import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/p
 import { Schema } from "effect"
 import { CatalogItem } from "../Domain/CatalogItem.js"
 import { PageLimit } from "../Deposits/Api.js"
+import { IsoDateTime } from "../Domain/Db.js"
 import { Wire } from "../Domain/Errors.js"
 import { DecimalText, IntegerText, UsdText } from "../Domain/QueryNumbers.js"
 import { Authentication } from "../Merchants/Authentication.js"
 
 /** A USD bound: a price is never negative, so a negative bound is a mistake, not "no bound". */
 const Price = UsdText
-const Float = DecimalText.pipe(Schema.between(0, 1))
+const Float = DecimalText.pipe(Schema.between(0, 1)).annotations({ jsonSchema: { type: "number", minimum: 0, maximum: 1 } })
 
 export const ItemPage = Schema.Struct({
   items: Schema.Array(CatalogItem),
@@ -21,7 +22,7 @@ export const SearchResults = Schema.Struct({
 }).annotations({ identifier: "CatalogSearchResults" })
 
 export const CatalogFullDump = Schema.Struct({
-  generated_at: Schema.String,
+  generated_at: IsoDateTime,
   items_count: Schema.Int,
   items: Schema.Array(CatalogItem)
 }).annotations({ identifier: "CatalogFullDump" })

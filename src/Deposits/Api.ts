@@ -1,6 +1,7 @@
 /** Deposit fees and confirmed deposits (spec 2.4, 2.5, 4.1). */
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
+import { IsoDateTime } from "../Domain/Db.js"
 import { Wire } from "../Domain/Errors.js"
 import { IntegerText } from "../Domain/QueryNumbers.js"
 import { Authentication } from "../Merchants/Authentication.js"
@@ -24,7 +25,7 @@ export const DepositItem = Schema.Struct({
   destination: Schema.NullOr(Schema.String),
   tx_id: Schema.NullOr(Schema.String),
   status: Schema.Literal("paid"),
-  created_at: Schema.String.annotations({ description: "ISO 8601 UTC" })
+  created_at: IsoDateTime
 }).annotations({ identifier: "DepositItem" })
 
 export const DepositList = Schema.Struct({

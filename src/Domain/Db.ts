@@ -13,6 +13,12 @@ export const Timestamp = Schema.DateFromSelf
 /** ISO 8601 UTC with a Z suffix (spec 1). */
 export const iso = (date: Date): string => date.toISOString()
 
+/** A timestamp in a response: ISO 8601 UTC with a Z suffix, declared as such to OpenAPI. */
+export const IsoDateTime = Schema.String.annotations({
+  description: "ISO 8601 UTC",
+  jsonSchema: { type: "string", format: "date-time" }
+})
+
 /**
  * Why a string cannot go to a text column as it is, or undefined: PostgreSQL's text cannot hold
  * U+0000, and a lone surrogate (JSON's "\ud800") would be stored as U+FFFD, so two different

@@ -21,6 +21,7 @@ const nonNegativeNumberText = (example: string) =>
 
 /** A non-negative decimal (a float bound). */
 export const DecimalText = Schema.compose(nonNegativeNumberText("0.25"), Schema.NumberFromString).pipe(Schema.finite())
+  .annotations({ jsonSchema: { type: "number", minimum: 0 } })
 
 /**
  * A USD amount as a bound on prices, compared with whole cents exactly as written: 0.0100000001
@@ -30,4 +31,7 @@ export const UsdText = Schema.transform(
   nonNegativeNumberText("12.50"),
   Schema.Number,
   { strict: true, decode: (text) => exactForCents(Number(text), text), encode: String }
-).pipe(Schema.finite()).annotations({ description: "USD, 0 or more; compared with prices exactly as written" })
+).pipe(Schema.finite()).annotations({
+  description: "USD, 0 or more; compared with prices exactly as written",
+  jsonSchema: { type: "number", minimum: 0 }
+})

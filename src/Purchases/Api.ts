@@ -2,7 +2,7 @@
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { PageLimit } from "../Deposits/Api.js"
-import { isCalendarDateTime, StorableString } from "../Domain/Db.js"
+import { isCalendarDateTime, IsoDateTime, StorableString } from "../Domain/Db.js"
 import { Wire } from "../Domain/Errors.js"
 import { FailureCode, PurchaseStatus } from "../Domain/Purchase.js"
 import { isSteamId64, parseTradeUrl } from "../Domain/TradeUrl.js"
@@ -19,10 +19,10 @@ const TradeUrl = Schema.String.pipe(
 const MaxPrice = Schema.Number.pipe(
   // JSON.parse reads a literal beyond the doubles' range (1e400) as Infinity
   Schema.filter((n) => !(n > 0) ? "max_price must be greater than 0" : Number.isFinite(n) || "max_price is too large")
-).annotations({ description: "Consent ceiling in USD; compared exactly with the live price" })
+).annotations({ description: "Consent ceiling in USD; compared exactly with the live price", jsonSchema: { exclusiveMinimum: 0 } })
 const CustomId = StorableString.pipe(
   Schema.filter((s) => [...s].length >= 1 && [...s].length <= 100, { message: () => "custom_id must be 1 to 100 characters" })
-)
+).annotations({ jsonSchema: { minLength: 1, maxLength: 100 } })
 
 export const BuyRequest = Schema.Struct({
   item_id: Schema.UUID.pipe(Schema.filter((s) => s !== EMPTY_UUID, { message: () => "item_id must not be the empty UUID" })),
@@ -53,7 +53,7 @@ export const PurchaseCreated = Schema.Struct({
     estimated_delivery_minutes: Schema.NullOr(Schema.Int)
   }),
   balance_after: Usd,
-  created_at: Schema.String
+  created_at: IsoDateTime
 }).annotations({ identifier: "PurchaseCreated" })
 
 const Accepted = PurchaseCreated.annotations(HttpApiSchema.annotations({ status: 202 }))
@@ -75,8 +75,8 @@ export const PurchaseDetail = Schema.Struct({
   target_steam_id: Schema.NullOr(Schema.String),
   trade_offer_id: Schema.NullOr(Schema.String),
   trade_offer_url: Schema.NullOr(Schema.String),
-  created_at: Schema.String,
-  completed_at: Schema.NullOr(Schema.String),
+  created_at: IsoDateTime,
+  completed_at: Schema.NullOr(IsoDateTime),
   failure: Schema.NullOr(Schema.Struct({
     code: FailureCode,
     message: Schema.String,
@@ -104,7 +104,7 @@ export const PurchaseFailedResponse = Schema.Struct({
 
 const DateTime = Schema.String.pipe(
   Schema.filter(isCalendarDateTime, { message: () => "an ISO 8601 date-time of a real calendar date, years 1 to 9999" })
-)
+).annotations({ jsonSchema: { format: "date-time" } })
 
 /** /buy and /buy-sync share the body, the validation and the pre-check errors (spec 4.3). */
 const buyEndpoint = HttpApiEndpoint.post("buy", "/buy").setPayload(BuyRequest).addSuccess(PurchaseCreated, { status: 201 })

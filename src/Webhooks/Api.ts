@@ -2,6 +2,7 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { PageLimit } from "../Deposits/Api.js"
+import { IsoDateTime } from "../Domain/Db.js"
 import { Wire } from "../Domain/Errors.js"
 import { Authentication } from "../Merchants/Authentication.js"
 
@@ -12,8 +13,8 @@ export const WebhookEvent = Schema.Struct({
   delivery_status: Schema.Literal("pending", "sending", "delivered", "failed"),
   delivery_attempts: Schema.Int,
   last_response_code: Schema.NullOr(Schema.Int),
-  created_at: Schema.String,
-  delivered_at: Schema.NullOr(Schema.String)
+  created_at: IsoDateTime,
+  delivered_at: Schema.NullOr(IsoDateTime)
 }).annotations({ identifier: "WebhookEvent" })
 
 export const WebhookEventList = Schema.Struct({

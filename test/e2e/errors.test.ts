@@ -3,6 +3,8 @@
  * and docs page, over real sockets.
  */
 import { Validator } from "@seriousme/openapi-schema-validator"
+import { Ajv2020 } from "ajv/dist/2020.js"
+import formats from "ajv-formats"
 import { randomUUID } from "node:crypto"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { expectError, ISO_UTC } from "../support/expectations.js"
@@ -302,6 +304,93 @@ describe("OpenAPI and docs", () => {
     expect(fees.required).toEqual(expect.arrayContaining(["currency", "tiers"]))
     const list = doc.components.schemas[ref("/api/v1/merchant/deposits")]
     expect(list.required).toEqual(expect.arrayContaining(["deposits", "next_cursor"]))
+  })
+
+  it("declares the headers: X-Request-Id everywhere, the rate-limit headers, Retry-After on 429, the dump's snapshot headers", () => {
+    for (const [path, item] of Object.entries(doc.paths) as Array<[string, any]>) {
+      for (const [method, operation] of Object.entries(item) as Array<[string, any]>) {
+        for (const [status, response] of Object.entries(operation.responses) as Array<[string, any]>) {
+          const where = `${method.toUpperCase()} ${path} ${status}`
+          const names = Object.keys(response.headers ?? {})
+          expect({ where, names }).toEqual({ where, names: expect.arrayContaining(["X-Request-Id"]) })
+          if (status === "200" || status === "429") expect({ where, names }).toEqual({ where, names: expect.arrayContaining(["X-RateLimit-Limit", "X-RateLimit-Remaining"]) })
+          if (status === "429") expect({ where, names }).toEqual({ where, names: expect.arrayContaining(["Retry-After"]) })
+        }
+      }
+    }
+    const dump = doc.paths["/api/v1/merchant/items/full-dump"].get.responses
+    expect(Object.keys(dump["200"].headers)).toEqual(expect.arrayContaining(["ETag", "Last-Modified", "X-Items-Count", "X-Catalog-Cursor", "X-Catalog-Epoch"]))
+    expect(Object.keys(dump["304"].headers)).toEqual(expect.arrayContaining(["ETag", "X-Catalog-Cursor", "X-Catalog-Epoch"]))
+  })
+
+  it("types what the spec types: timestamps date-time, price and float bounds numbers, the buy body's rules; objects stay open", () => {
+    const schemas = doc.components.schemas
+    expect(schemas.PurchaseDetail.properties.created_at).toMatchObject({ type: "string", format: "date-time" })
+    expect(JSON.stringify(schemas.PurchaseDetail.properties.completed_at)).toContain("date-time")
+    expect(schemas.DepositItem.properties.created_at).toMatchObject({ format: "date-time" })
+    expect(schemas.CatalogFullDump.properties.generated_at).toMatchObject({ format: "date-time" })
+    const param = (path: string, name: string) => doc.paths[path].get.parameters.find((p: any) => p.name === name).schema
+    expect(param("/api/v1/merchant/items", "min_price")).toMatchObject({ type: "number", minimum: 0 })
+    expect(param("/api/v1/merchant/items", "max_float")).toMatchObject({ type: "number", minimum: 0, maximum: 1 })
+    expect(param("/api/v1/merchant/items/search", "max_price")).toMatchObject({ type: "number", minimum: 0 })
+    expect(param("/api/v1/merchant/purchases", "from")).toMatchObject({ type: "string", format: "date-time" })
+    expect(schemas.BuyRequest.properties.custom_id).toMatchObject({ minLength: 1, maxLength: 100 })
+    expect(schemas.BuyRequest.properties.max_price).toMatchObject({ exclusiveMinimum: 0 })
+    expect(JSON.stringify(doc)).not.toContain('"additionalProperties":false')
+    for (const path of ["/api/v1/merchant/buy", "/api/v1/merchant/buy-sync", "/api/v1/merchant/buy-by-name"]) {
+      const responses = doc.paths[path].post.responses
+      expect(responses["400"].content["application/problem+json"].schema).toEqual({ $ref: "#/components/schemas/ProblemDetails" })
+      expect(responses["413"].content["application/problem+json"].schema).toEqual({ $ref: "#/components/schemas/ProblemDetails" })
+    }
+  })
+
+  it("real responses, successes and errors, are what the document declares for their status and media type", async () => {
+    const ajv = new Ajv2020({ strict: false, allErrors: true })
+    // a CommonJS module's default export, as TypeScript sees it from ESM
+    ;(formats as unknown as { default: (ajv: Ajv2020) => void }).default(ajv)
+    ajv.addSchema(doc, "doc")
+    const pointer = (...parts: Array<string>) => parts.map((p) => p.replaceAll("~", "~0").replaceAll("/", "~1")).join("/")
+    const check = async (method: string, path: string, init: { body?: unknown; raw?: string; key?: string | null } = {}): Promise<any> => {
+      const res = await fetch(`${server.baseUrl}/api/v1/merchant${path}`, {
+        method,
+        headers: {
+          ...(init.key === null ? {} : { authorization: `Bearer ${init.key ?? merchant.apiKey}` }),
+          ...(init.body !== undefined || init.raw !== undefined ? { "content-type": "application/json" } : {})
+        },
+        ...(init.raw !== undefined ? { body: init.raw } : init.body !== undefined ? { body: JSON.stringify(init.body) } : {})
+      })
+      const media = (res.headers.get("content-type") ?? "").split(";")[0]!
+      const body: any = await res.json()
+      const template = Object.keys(doc.paths).find((p) => new RegExp(`^${p.replace(/\{[^}]+\}/g, "[^/]+")}$`).test(`/api/v1/merchant${path.split("?")[0]}`))!
+      const where = `${method} ${path} ${res.status} ${media}`
+      const declared = doc.paths[template][method.toLowerCase()].responses[String(res.status)]?.content?.[media]
+      expect({ where, declared: declared !== undefined }).toEqual({ where, declared: true })
+      const validate = ajv.getSchema(`doc#/${pointer("paths", template, method.toLowerCase(), "responses", String(res.status), "content", media, "schema")}`)!
+      expect({ where, valid: validate(body), errors: validate.errors ?? null }).toEqual({ where, valid: true, errors: null })
+      return body
+    }
+    await server.deposit(merchant.id, 100)
+    await check("GET", "/balance")
+    await check("GET", "/deposits")
+    await check("GET", "/deposits/fees")
+    const items = (await check("GET", "/items?limit=3")).items
+    await check("GET", `/items/search?market_hash_name=${encodeURIComponent(items[0].market_hash_name)}`)
+    const tradeUrl = "https://steamcommunity.com/tradeoffer/new/?partner=12345678&token=abcdEFGH"
+    const cheapest = (await check("GET", "/items?limit=1&sort=price_asc")).items[0]
+    const bought = await check("POST", "/buy", { body: { item_id: cheapest.id, max_price: cheapest.price, custom_id: `oa-${randomUUID()}`, target_trade_url: tradeUrl } })
+    await check("GET", `/purchases/${bought.purchase_id}`)
+    await check("GET", "/purchases")
+    await check("GET", "/webhook-events")
+    // errors: a field's code, problem details, 401, 404, 402
+    await check("POST", "/buy", { body: { item_id: "nope", max_price: 1, custom_id: "x", target_trade_url: tradeUrl } })
+    await check("POST", "/buy", { raw: "{not json" })
+    await check("POST", "/buy-by-name", { raw: "" })
+    await check("GET", "/balance", { key: null })
+    await check("GET", `/purchases/${randomUUID()}`)
+    await check("GET", "/items?limit=0")
+    await check("GET", "/items?sort=sideways")
+    const dear = (await check("GET", "/items?limit=1&sort=price_desc")).items[0]
+    await check("POST", "/buy", { body: { item_id: dear.id, max_price: dear.price, custom_id: `oa-${randomUUID()}`, target_trade_url: tradeUrl } })
   })
 
   it("the docs page is served as HTML without a key", async () => {

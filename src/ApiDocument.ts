@@ -1,0 +1,110 @@
+/**
+ * What HttpApi's generated OpenAPI document cannot say by itself, added to it: the response
+ * headers (X-Request-Id on every answer, the rate-limit headers, Retry-After on 429, the dump's
+ * snapshot headers), the problem details of an unparsable body, and open objects (spec 9: clients
+ * accept new fields; CONTRACT 6: unknown request fields are ignored). HttpApi's own decode error is
+ * taken out: decode failures are answered with the spec's per-field codes.
+ */
+type Json = { [key: string]: unknown }
+const isObject = (u: unknown): u is Json => typeof u === "object" && u !== null && !Array.isArray(u)
+const objectAt = (parent: Json, key: string): Json | undefined => isObject(parent[key]) ? parent[key] : undefined
+const FRAMEWORK_REF = "#/components/schemas/HttpApiDecodeError"
+
+const header = (type: "string" | "integer", description: string) => ({ description, schema: { type } })
+
+const REQUEST_ID = header("string", "The request's id: the caller's X-Request-Id if it sent a reasonable one, otherwise a new one.")
+const RATE_LIMIT = {
+  "X-RateLimit-Limit": header("integer", "Capacity of the merchant's token bucket (the burst window's limit)."),
+  "X-RateLimit-Remaining": header("integer", "Tokens left in the merchant's bucket.")
+}
+const RETRY_AFTER = header("integer", "Whole seconds to wait at least before retrying (1 or more).")
+const SNAPSHOT = {
+  ETag: header("string", "Weak ETag of the snapshot: W/\"<epoch>-<cursor>-<count>\"."),
+  "X-Catalog-Cursor": header("integer", "The change-log cursor the snapshot is at: resume the feed from it. Omitted if the build crossed an epoch change."),
+  "X-Catalog-Epoch": header("integer", "The epoch of X-Catalog-Cursor. Omitted with it.")
+}
+const DUMP_200 = {
+  ...SNAPSHOT,
+  "Last-Modified": header("string", "When the snapshot was built (HTTP date)."),
+  "X-Items-Count": header("integer", "Items in the snapshot."),
+  "Content-Encoding": header("string", "gzip when the request accepts it; absent for identity.")
+}
+
+const PROBLEM_DETAILS = {
+  type: "object",
+  description: "RFC 9457 problem details of a body that is not JSON (or not UTF-8, or too large: 413), with the spec's error beside them.",
+  required: ["type", "title", "status", "detail", "error"],
+  properties: {
+    type: { type: "string" },
+    title: { type: "string" },
+    status: { type: "integer" },
+    detail: { type: "string" },
+    error: {
+      type: "object",
+      required: ["code", "message"],
+      properties: { code: { type: "string", enum: ["MERCHANT_MALFORMED_JSON", "MERCHANT_BODY_TOO_LARGE"] }, message: { type: "string" } }
+    }
+  }
+}
+const PROBLEM_REF = { $ref: "#/components/schemas/ProblemDetails" }
+
+/** Takes HttpApi's own decode error out of a 400 (the endpoint's field codes stay). */
+const withoutFrameworkError = (responses: Json) => {
+  const bad = objectAt(responses, "400")
+  const media = bad && objectAt(bad, "content") && objectAt(objectAt(bad, "content")!, "application/json")
+  const schema = media && objectAt(media, "schema")
+  if (bad === undefined || media === undefined || schema === undefined) return
+  if (schema["$ref"] === FRAMEWORK_REF) {
+    delete responses["400"]
+  } else if (Array.isArray(schema["anyOf"])) {
+    const kept = schema["anyOf"].filter((s) => !(isObject(s) && s["$ref"] === FRAMEWORK_REF))
+    media["schema"] = kept.length === 1 ? kept[0] : { ...schema, anyOf: kept }
+    bad["description"] = "The request is invalid: `error.code` names the field (spec 7.2)."
+  }
+}
+
+/** Every operation's answers: their headers; a body's problem details on the POSTs. */
+const withHeadersAndProblems = (path: string, method: string, responses: Json) => {
+  if (method === "post") {
+    const bad = (objectAt(responses, "400") ?? (responses["400"] = { description: "The request is invalid." })) as Json
+    const content = (objectAt(bad, "content") ?? (bad["content"] = {})) as Json
+    content["application/problem+json"] = { schema: PROBLEM_REF }
+    responses["413"] = { description: "The body is larger than 1 MiB.", content: { "application/problem+json": { schema: PROBLEM_REF } } }
+  }
+  for (const [status, response] of Object.entries(responses)) {
+    if (!isObject(response)) continue
+    const headers: Json = { "X-Request-Id": REQUEST_ID }
+    if (status !== "401" && status !== "500") Object.assign(headers, RATE_LIMIT)
+    if (status === "429") headers["Retry-After"] = RETRY_AFTER
+    if (path.endsWith("/items/full-dump") && status === "200") Object.assign(headers, DUMP_200)
+    if (path.endsWith("/items/full-dump") && status === "304") Object.assign(headers, SNAPSHOT)
+    response["headers"] = { ...(objectAt(response, "headers") ?? {}), ...headers }
+  }
+}
+
+/** Objects stay open: `additionalProperties: false` is taken out everywhere. */
+const opened = (node: unknown): void => {
+  if (Array.isArray(node)) return node.forEach(opened)
+  if (!isObject(node)) return
+  if (node["additionalProperties"] === false) delete node["additionalProperties"]
+  Object.values(node).forEach(opened)
+}
+
+export const completeDocument = (spec: Json): Json => {
+  const paths = objectAt(spec, "paths") ?? {}
+  for (const [path, item] of Object.entries(paths)) {
+    if (!isObject(item)) continue
+    for (const [method, operation] of Object.entries(item)) {
+      const responses = isObject(operation) ? objectAt(operation, "responses") : undefined
+      if (responses === undefined) continue
+      withoutFrameworkError(responses)
+      withHeadersAndProblems(path, method, responses)
+    }
+  }
+  const components = (objectAt(spec, "components") ?? (spec["components"] = {})) as Json
+  const schemas = (objectAt(components, "schemas") ?? (components["schemas"] = {})) as Json
+  for (const name of ["HttpApiDecodeError", "Issue", "PropertyKey"]) delete schemas[name]
+  schemas["ProblemDetails"] = PROBLEM_DETAILS
+  opened(spec)
+  return spec
+}
