@@ -5,6 +5,8 @@
  * accept new fields; CONTRACT 6: unknown request fields are ignored). HttpApi's own decode error is
  * taken out: decode failures are answered with the spec's per-field codes.
  */
+import { API_BODY_MAX_BYTES } from "./RequestBody.js"
+
 type Json = { [key: string]: unknown }
 const isObject = (u: unknown): u is Json => typeof u === "object" && u !== null && !Array.isArray(u)
 const objectAt = (parent: Json, key: string): Json | undefined => isObject(parent[key]) ? parent[key] : undefined
@@ -69,7 +71,10 @@ const withHeadersAndProblems = (path: string, method: string, responses: Json) =
     const bad = (objectAt(responses, "400") ?? (responses["400"] = { description: "The request is invalid." })) as Json
     const content = (objectAt(bad, "content") ?? (bad["content"] = {})) as Json
     content["application/problem+json"] = { schema: PROBLEM_REF }
-    responses["413"] = { description: "The body is larger than 1 MiB.", content: { "application/problem+json": { schema: PROBLEM_REF } } }
+    responses["413"] = {
+      description: `The body is larger than ${API_BODY_MAX_BYTES} bytes.`,
+      content: { "application/problem+json": { schema: PROBLEM_REF } }
+    }
   }
   for (const [status, response] of Object.entries(responses)) {
     if (!isObject(response)) continue

@@ -86,8 +86,8 @@ const malformedBody = (detail: string) =>
 
 /**
  * A body refused as it was read (RequestBody.ts): too large is 413 (the rest of the body is read
- * and dropped, so that the client, still sending, reads the answer); a deep value is its field's error, as any value of a wrong
- * type is (CONTRACT 6); the rest is not JSON.
+ * and dropped, so that the client, still sending, reads the answer); a deep value is its field's
+ * error, as any value of a wrong type is (CONTRACT 6); the rest is not JSON.
  */
 const bodyProblemResponse = (request: HttpServerRequest.HttpServerRequest, problem: BodyProblem) => {
   const message = bodyProblemMessage(problem)
