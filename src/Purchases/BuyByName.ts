@@ -4,19 +4,33 @@
  * followed by the next cheapest, up to 5 attempts in a shared budget. The cycle runs in the
  * service's scope, not the request's: a client that disconnects stops nothing. One idempotency
  * record per custom_id: a repeat reads the latest attempt and never starts a second cycle.
+ *
+ * A cycle outlives its process: its parameters and deadline are kept with its record, and the
+ * process running it holds a lease that it renews. If that process dies, another one (the
+ * `purchase-by-name-recovery` fiber of every process) takes the cycle over where it stopped,
+ * within what is left of its budget, or closes it. Each attempt is bought holding the record
+ * locked as its owner, so two processes never try items of one cycle at once.
  */
 import { SqlClient } from "@effect/sql"
-import { Effect, Fiber, Option } from "effect"
+import { Cause, Data, Effect, Exit, Fiber, Option, Schema } from "effect"
 import { Settings } from "../Config.js"
 import { CatalogueEngine } from "../Catalogue/Engine.js"
 import { centsFloor } from "../Domain/Money.js"
 import { Conflict, InsufficientBalance, NoItemsFound, PurchaseFailed } from "../Domain/Errors.js"
+import { Fibers } from "../Ops/Fibers.js"
+import { PurchaseHandover } from "./Handover.js"
 import { Purchases, type Recipient } from "./Purchases.js"
-import type { PurchaseRow } from "./Rows.js"
+import { decodeRows, purchaseColumns, type PurchaseRow } from "./Rows.js"
 
 const MAX_ATTEMPTS = 5
 /** Items that vanished between the index and the lock do not count as attempts, up to this many. */
 const MAX_PICKS = 20
+/** How long a cycle's process holds it without renewing; it renews every third of that. */
+const CYCLE_LEASE_SECONDS = 6
+const RENEW_EVERY = "2 seconds"
+/** How often each process looks for cycles whose process died. */
+const RECOVERY_EVERY = "2 seconds"
+const RECOVERY_BATCH = 16
 
 export interface BuyByNameRequest {
   readonly merchantId: string
@@ -34,24 +48,95 @@ export type ByNameOutcome =
 
 export type ByNameError = NoItemsFound | InsufficientBalance | PurchaseFailed | Conflict
 
+/** The cycle's record is no longer this process's (it stalled past its lease and another took it over). */
+class CycleLost extends Data.TaggedError("CycleLost") {}
+
+/** Where a cycle stands: the attempts made, the items picked, the last failed attempt, one awaiting its verdict. */
+interface Progress {
+  readonly attempts: number
+  readonly tried: ReadonlySet<string>
+  readonly last: PurchaseRow | undefined
+  readonly pending: PurchaseRow | undefined
+}
+
+const fresh: Progress = { attempts: 0, tried: new Set(), last: undefined, pending: undefined }
+
+/** A running cycle whose process died, as the recovery claims it. */
+const AbandonedCycle = Schema.Struct({
+  merchantId: Schema.String,
+  customId: Schema.String,
+  marketHashName: Schema.NullOr(Schema.String),
+  tradeUrl: Schema.String,
+  steamId: Schema.String,
+  maxPrice: Schema.NullOr(Schema.String),
+  estimatedTime: Schema.NullOr(Schema.Number),
+  deadline: Schema.NullOr(Schema.DateFromSelf)
+})
+const decodeAbandoned = Schema.decodeUnknown(Schema.Array(AbandonedCycle))
+
 export class BuyByName extends Effect.Service<BuyByName>()("BuyByName", {
   scoped: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const settings = yield* Settings
     const engine = yield* CatalogueEngine
     const purchases = yield* Purchases
+    const fibers = yield* Fibers
+    const owner = (yield* PurchaseHandover).owner
     const cycles = yield* Effect.scope
 
     const verdict = (row: PurchaseRow) => row.status === "failed" || row.acknowledged || row.topupWaiting || row.status === "completed"
 
-    const cycle = (request: BuyByNameRequest): Effect.Effect<ByNameOutcome, ByNameError> =>
+    const record = (request: BuyByNameRequest) =>
+      sql`merchant_id = ${request.merchantId} AND custom_id = ${request.customId}`
+
+    /** The cycle's record, locked, if this process still runs it: taken in each attempt's transaction. */
+    const holdRecord = (request: BuyByNameRequest) =>
+      sql`SELECT 1 FROM purchase_requests WHERE ${record(request)} AND cycle_state = 'running' AND cycle_owner = ${owner}
+          FOR UPDATE`.pipe(
+        Effect.orDie,
+        Effect.flatMap((rows) => rows.length === 0 ? Effect.fail(new CycleLost()) : Effect.void)
+      )
+
+    const renewLease = (request: BuyByNameRequest) =>
+      Effect.forever(Effect.zipRight(
+        Effect.sleep(RENEW_EVERY),
+        sql`UPDATE purchase_requests SET cycle_lease_until = now() + make_interval(secs => ${CYCLE_LEASE_SECONDS})
+            WHERE ${record(request)} AND cycle_owner = ${owner}`.pipe(Effect.ignoreLogged)
+      ))
+
+    /**
+     * How a cycle ends for its record: answered, it is done; interrupted (this process stops), its
+     * lease is given up so that another process takes it over at once; lost, it is not ours.
+     */
+    const settle = (request: BuyByNameRequest, exit: Exit.Exit<unknown, unknown>) =>
+      Exit.isInterrupted(exit)
+        ? sql`UPDATE purchase_requests SET cycle_lease_until = now() WHERE ${record(request)} AND cycle_owner = ${owner}`
+        : Exit.isFailure(exit) && Option.exists(Cause.failureOption(exit.cause), (error) => error instanceof CycleLost)
+        ? Effect.void
+        : sql`UPDATE purchase_requests SET cycle_state = 'done', cycle_lease_until = NULL WHERE ${record(request)} AND cycle_owner = ${owner}`
+
+    /** Runs a cycle from where it stands until it is answered or the budget ends. */
+    const cycle = (request: BuyByNameRequest, deadline: number, from: Progress): Effect.Effect<ByNameOutcome, ByNameError | CycleLost> =>
       Effect.gen(function*() {
-        const deadline = Date.now() + settings.byNameBudgetSeconds * 1000
-        const tried = new Set<string>()
-        let attempts = 0
-        let last: PurchaseRow | undefined
+        yield* Effect.forkScoped(renewLease(request))
+        const tried = new Set(from.tried)
+        let attempts = from.attempts
+        let last = from.last
+        let pending = from.pending
         const filters = { marketHashName: request.marketHashName, maxPrice: centsFloor(request.maxPrice), maxMinutes: request.estimatedTime ?? undefined }
-        while (attempts < MAX_ATTEMPTS && tried.size < MAX_PICKS && Date.now() < deadline) {
+        for (;;) {
+          if (pending !== undefined) {
+            const seen = yield* purchases.waitFor(request.merchantId, pending.id, verdict, Math.max(0, deadline - Date.now()))
+            if (seen.status !== "failed") {
+              const balanceCents = yield* purchases.availableCents(request.merchantId)
+              return seen.acknowledged || seen.status === "completed"
+                ? { _tag: "accepted" as const, purchase: seen, balanceCents }
+                : { _tag: "in_flight" as const, purchase: seen, balanceCents }
+            }
+            last = seen
+            pending = undefined
+          }
+          if (attempts >= MAX_ATTEMPTS || tried.size >= MAX_PICKS || Date.now() >= deadline) break
           yield* engine.refresh
           const candidate = engine.page(filters, "price_asc", undefined, tried.size + 1).entries.find((e) => !tried.has(e.id))
           if (candidate === undefined) break
@@ -63,20 +148,13 @@ export class BuyByName extends Effect.Service<BuyByName>()("BuyByName", {
             customId: request.customId,
             attempt: attempts + 1,
             recipient: request.recipient
-          }).pipe(purchases.mapSqlErrors, Effect.catchTag("ParseError", Effect.die), Effect.either)
+          }, holdRecord(request)).pipe(purchases.mapSqlErrors, Effect.catchTag("ParseError", Effect.die), Effect.either)
           if (created._tag === "Left") {
-            if (created.left._tag === "InsufficientBalance") return yield* created.left
+            if (created.left._tag === "InsufficientBalance" || created.left._tag === "CycleLost") return yield* created.left
             continue // gone or repriced since the index saw it: pick the next one
           }
           attempts++
-          const seen = yield* purchases.waitFor(request.merchantId, created.right.purchase.id, verdict, Math.max(0, deadline - Date.now()))
-          if (seen.status !== "failed") {
-            const balanceCents = yield* purchases.availableCents(request.merchantId)
-            return seen.acknowledged || seen.status === "completed"
-              ? { _tag: "accepted" as const, purchase: seen, balanceCents }
-              : { _tag: "in_flight" as const, purchase: seen, balanceCents }
-          }
-          last = seen
+          pending = created.right.purchase
         }
         if (attempts === 0) {
           return yield* new NoItemsFound({ message: `No active item named ${JSON.stringify(request.marketHashName)} at or below max_price.` })
@@ -85,19 +163,19 @@ export class BuyByName extends Effect.Service<BuyByName>()("BuyByName", {
           message: `No attempt succeeded (${attempts} tried${last?.failureCode ? `, last: ${last.failureCode}` : ""}); failed attempts are refunded.`
         })
       }).pipe(
+        Effect.scoped,
         Effect.tapError((error) =>
           // Nothing was bought: the request leaves no trace, so it can be sent again.
           error._tag === "NoItemsFound" || error._tag === "InsufficientBalance"
             ? Effect.gen(function*() {
               const any = yield* purchases.latestByCustomId(request.merchantId, request.customId)
               if (Option.isNone(any)) {
-                yield* sql`DELETE FROM purchase_requests WHERE merchant_id = ${request.merchantId} AND custom_id = ${request.customId}`
+                yield* sql`DELETE FROM purchase_requests WHERE ${record(request)} AND cycle_owner = ${owner}`
               }
             }).pipe(Effect.orDie)
             : Effect.void
         ),
-        Effect.ensuring(sql`UPDATE purchase_requests SET cycle_state = 'done'
-                            WHERE merchant_id = ${request.merchantId} AND custom_id = ${request.customId}`.pipe(Effect.orDie))
+        Effect.onExit((exit) => settle(request, exit).pipe(Effect.orDie))
       )
 
     /** A repeat: the latest attempt by custom_id alone, waiting for the first if the cycle just began. */
@@ -122,17 +200,70 @@ export class BuyByName extends Effect.Service<BuyByName>()("BuyByName", {
         }
       })
 
+    const lost = () => new Conflict({ message: "A concurrent update conflicted; retry once with the same custom_id." })
+
     const buy = (request: BuyByNameRequest) =>
       Effect.gen(function*() {
+        const deadline = Date.now() + settings.byNameBudgetSeconds * 1000
         const inserted = yield* sql`
-          INSERT INTO purchase_requests (merchant_id, custom_id, kind, market_hash_name, target_trade_url, target_steam_id, cycle_state)
+          INSERT INTO purchase_requests (merchant_id, custom_id, kind, market_hash_name, target_trade_url, target_steam_id, cycle_state,
+                                         max_price, estimated_time, cycle_deadline, cycle_owner, cycle_lease_until)
           VALUES (${request.merchantId}, ${request.customId}, 'by_name', ${request.marketHashName}, ${request.recipient.tradeUrl},
-                  ${request.recipient.steamId}, 'running')
+                  ${request.recipient.steamId}, 'running', ${String(request.maxPrice)}, ${request.estimatedTime}, ${new Date(deadline)},
+                  ${owner}, now() + make_interval(secs => ${CYCLE_LEASE_SECONDS}))
           ON CONFLICT (merchant_id, custom_id) DO NOTHING RETURNING custom_id`.pipe(Effect.orDie)
         if (inserted.length === 0) return yield* repeat(request)
-        const fiber = yield* Effect.forkIn(cycle(request), cycles)
-        return yield* Fiber.join(fiber)
+        const fiber = yield* Effect.forkIn(cycle(request, deadline, fresh), cycles)
+        return yield* Fiber.join(fiber).pipe(Effect.catchTag("CycleLost", () => Effect.fail(lost())))
       }).pipe(Effect.withSpan("BuyByName.buy"))
+
+    /** Where an abandoned cycle stood: its attempts so far, the latest one awaiting its verdict unless it failed. */
+    const progressOf = (merchantId: string, customId: string) =>
+      Effect.map(
+        sql`SELECT ${purchaseColumns(sql)} FROM purchases WHERE merchant_id = ${merchantId} AND custom_id = ${customId}
+            ORDER BY attempt`.pipe(Effect.flatMap(decodeRows), Effect.orDie),
+        (rows): Progress => {
+          const latest = rows[rows.length - 1]
+          return {
+            attempts: rows.length,
+            tried: new Set(rows.flatMap((row) => row.itemId === null ? [] : [row.itemId])),
+            last: latest?.status === "failed" ? latest : undefined,
+            pending: latest !== undefined && latest.status !== "failed" ? latest : undefined
+          }
+        }
+      )
+
+    /** Takes over running cycles whose process died, and carries each on (or closes it) in this process's scope. */
+    const recover = Effect.gen(function*() {
+      const claimed = yield* sql`
+        UPDATE purchase_requests SET cycle_owner = ${owner}, cycle_lease_until = now() + make_interval(secs => ${CYCLE_LEASE_SECONDS})
+        WHERE (merchant_id, custom_id) IN (
+          SELECT merchant_id, custom_id FROM purchase_requests
+          WHERE cycle_state = 'running' AND (cycle_lease_until IS NULL OR cycle_lease_until < now())
+          ORDER BY cycle_lease_until NULLS FIRST LIMIT ${RECOVERY_BATCH} FOR UPDATE SKIP LOCKED)
+        RETURNING merchant_id AS "merchantId", custom_id AS "customId", market_hash_name AS "marketHashName",
+                  target_trade_url AS "tradeUrl", target_steam_id AS "steamId", max_price AS "maxPrice",
+                  estimated_time AS "estimatedTime", cycle_deadline AS "deadline"`.pipe(Effect.flatMap(decodeAbandoned))
+      for (const row of claimed) {
+        const request: BuyByNameRequest = {
+          merchantId: row.merchantId,
+          customId: row.customId,
+          marketHashName: row.marketHashName ?? "",
+          maxPrice: Number(row.maxPrice),
+          recipient: { tradeUrl: row.tradeUrl, steamId: row.steamId },
+          estimatedTime: row.estimatedTime
+        }
+        // a cycle begun before its parameters were kept cannot go on: its deadline is taken as passed
+        const deadline = row.maxPrice === null || row.deadline === null ? 0 : row.deadline.getTime()
+        const progress = yield* progressOf(row.merchantId, row.customId)
+        yield* Effect.logInfo("resuming a buy-by-name cycle whose process stopped").pipe(
+          Effect.annotateLogs({ merchant_id: row.merchantId, custom_id: row.customId, attempts: progress.attempts })
+        )
+        yield* Effect.forkIn(Effect.ignore(cycle(request, deadline, progress)), cycles)
+      }
+    })
+    yield* fibers.supervise("purchase-by-name-recovery", (beat) =>
+      Effect.forever(Effect.zipRight(Effect.zipRight(recover, beat), Effect.sleep(RECOVERY_EVERY))))
 
     return { buy } as const
   }),

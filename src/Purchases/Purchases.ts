@@ -282,9 +282,12 @@ export class Purchases extends Effect.Service<Purchases>()("Purchases", {
       if (bought.dueNow) handover.handOver(bought.purchase)
     }
 
-    /** One by-name attempt: `buyItem` in its own transaction, the purchase handed over once committed. */
-    const buyAttempt = (input: BuyItemInput) =>
-      sql.withTransaction(buyItem(input)).pipe(Effect.tap(afterCommit))
+    /**
+     * One by-name attempt: `buyItem` in its own transaction after `guard` (which holds the cycle's
+     * record), the purchase handed over once committed.
+     */
+    const buyAttempt = <E>(input: BuyItemInput, guard: Effect.Effect<void, E>) =>
+      sql.withTransaction(Effect.zipRight(guard, buyItem(input))).pipe(Effect.tap(afterCommit))
 
     /**
      * /buy on the fast lane's direct transactions (PostgreSQL only), in batches: the buys that

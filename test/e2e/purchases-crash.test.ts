@@ -14,6 +14,8 @@ import {
   balanceOf,
   buy,
   buyBody,
+  buyByName,
+  byNameBody,
   type Detail,
   expectPurchaseCreated,
   fundedMerchant,
@@ -27,7 +29,8 @@ import {
   PURCHASE_ENV,
   sleep,
   steamIdOf,
-  TOKENS
+  TOKENS,
+  uniqueName
 } from "../support/purchases.js"
 import { type RunningServer, startServer } from "../support/server.js"
 
@@ -209,6 +212,48 @@ describe("a SIGKILLed server and a new one on the same database", () => {
       expect(await query("SELECT item_id FROM catalogue_reservations")).toEqual([])
     })
   }, 120_000)
+
+  it("carries a buy-by-name cycle whose server died on, on the new server, within the cycle's budget: one cycle, exact money", async () => {
+    const database = await ownDatabase()
+    // a budget long enough for the kill, the restart and the dead process's lease to run out
+    const env = { ...ENV, BY_NAME_BUDGET_SECONDS: "60" }
+    const first = await startServer({ env, database })
+    cleanup.push(() => first.stop("SIGKILL"))
+    const m = await fundedMerchant(first, 10_000)
+    const name = uniqueName("Cycle")
+    // the four cheapest are rejected at acquisition (refunded), the fifth is delivered
+    await loadItems(first, [
+      ...[100, 101, 102, 103].map((c) => itemOf(c, { market_hash_name: name, sim: { acquire: "unavailable" } })),
+      itemOf(200, { market_hash_name: name })
+    ])
+    const body = byNameBody({ name, maxPrice: 5 })
+    const answered = buyByName(first, m, body).catch(() => undefined)
+    await pollUntil("the cycle's first attempt", async () =>
+      (await listPurchases(first, m, { custom_id: body.custom_id })).length >= 1 ? true : undefined, 30_000, 20)
+    await first.stop("SIGKILL")
+    await answered
+
+    const second = await startServer({ env, database })
+    cleanup.push(() => second.stop("SIGKILL"))
+    const final = await pollUntil("the cycle carried on to the delivered item", async () => {
+      const list = await listPurchases(second, m, { custom_id: body.custom_id })
+      return list.some((d) => d.status === "completed") && list.every((d) => isTerminal(d.status)) ? list : undefined
+    }, 90_000, 250).catch(async (error) => {
+      throw new Error(`${String(error)}: ${JSON.stringify((await listPurchases(second, m, { custom_id: body.custom_id })).map((d) => [d.price, d.status]))}`)
+    })
+    // cheapest first, each item once, five attempts in all: the four rejected ones refunded
+    expect(final.map((d) => [d.price, d.status]).reverse()).toEqual([[1, "failed"], [1.01, "failed"], [1.02, "failed"], [1.03, "failed"], [2, "completed"]])
+    for (const d of final.filter((p) => p.status === "failed")) expect(d.failure).toMatchObject({ code: "ITEM_UNAVAILABLE", refunded_amount: d.price })
+    expect(await balanceOf(second, m)).toEqual({ available: 9_800, onHold: 0, totalDeposited: 10_000, totalSpent: 200 })
+    // a repeat reads the delivered attempt and starts nothing
+    const repeat = await buyByName(second, m, body)
+    expect([repeat.status, repeat.json.purchase_id]).toEqual([200, final.find((d) => d.status === "completed")!.purchase_id])
+    await sleep(3_000)
+    expect((await listPurchases(second, m, { custom_id: body.custom_id })).length).toBe(5)
+    // the recovery is a supervised fiber of every process
+    const fibers = (await (await fetch(`${second.opsUrl}/ops/fibers`)).json()) as { fibers: Array<{ name: string; state: string; last_heartbeat: string | null }> }
+    expect(fibers.fibers.find((f) => f.name === "purchase-by-name-recovery")).toMatchObject({ state: "running", last_heartbeat: expect.any(String) })
+  }, 180_000)
 
   it("applies a trade reversal that happened while no server was running", async () => {
     const database = await ownDatabase()
