@@ -85,6 +85,13 @@ export class BuyByName extends Effect.Service<BuyByName>()("BuyByName", {
     const cycles = yield* Effect.scope
 
     const verdict = (row: PurchaseRow) => row.status === "failed" || row.acknowledged || row.topupWaiting || row.status === "completed"
+    /**
+     * An attempt the provider rejected before accepting it: the cycle tries the next item. One that
+     * was accepted (acknowledged, its offer sent, completed) and failed later (declined, reversed)
+     * ended the cycle when it was accepted, and is never followed by another.
+     */
+    const rejected = (row: PurchaseRow) =>
+      row.status === "failed" && !row.acknowledged && row.tradeOfferId === null && row.completedAt === null
 
     const record = (request: BuyByNameRequest) =>
       sql`merchant_id = ${request.merchantId} AND custom_id = ${request.customId}`
@@ -127,7 +134,7 @@ export class BuyByName extends Effect.Service<BuyByName>()("BuyByName", {
         for (;;) {
           if (pending !== undefined) {
             const seen = yield* purchases.waitFor(request.merchantId, pending.id, verdict, Math.max(0, deadline - Date.now()))
-            if (seen.status !== "failed") {
+            if (!rejected(seen)) {
               const balanceCents = yield* purchases.availableCents(request.merchantId)
               return seen.acknowledged || seen.status === "completed"
                 ? { _tag: "accepted" as const, purchase: seen, balanceCents }
@@ -217,7 +224,7 @@ export class BuyByName extends Effect.Service<BuyByName>()("BuyByName", {
         return yield* Fiber.join(fiber).pipe(Effect.catchTag("CycleLost", () => Effect.fail(lost())))
       }).pipe(Effect.withSpan("BuyByName.buy"))
 
-    /** Where an abandoned cycle stood: its attempts so far, the latest one awaiting its verdict unless it failed. */
+    /** Where an abandoned cycle stood: its attempts so far, the latest one unless the provider rejected it. */
     const progressOf = (merchantId: string, customId: string) =>
       Effect.map(
         sql`SELECT ${purchaseColumns(sql)} FROM purchases WHERE merchant_id = ${merchantId} AND custom_id = ${customId}
@@ -227,8 +234,9 @@ export class BuyByName extends Effect.Service<BuyByName>()("BuyByName", {
           return {
             attempts: rows.length,
             tried: new Set(rows.flatMap((row) => row.itemId === null ? [] : [row.itemId])),
-            last: latest?.status === "failed" ? latest : undefined,
-            pending: latest !== undefined && latest.status !== "failed" ? latest : undefined
+            last: latest !== undefined && rejected(latest) ? latest : undefined,
+            // an attempt awaiting its verdict, or accepted already (then the cycle ends with it)
+            pending: latest !== undefined && !rejected(latest) ? latest : undefined
           }
         }
       )

@@ -255,6 +255,43 @@ describe("a SIGKILLed server and a new one on the same database", () => {
     expect(fibers.fibers.find((f) => f.name === "purchase-by-name-recovery")).toMatchObject({ state: "running", last_heartbeat: expect.any(String) })
   }, 180_000)
 
+  it("ends a taken-over buy-by-name cycle whose attempt was accepted and then reversed: no second item is bought", async () => {
+    const database = await ownDatabase()
+    const env = { ...ENV, BY_NAME_BUDGET_SECONDS: "60" }
+    const first = await startServer({ env, database })
+    cleanup.push(() => first.stop("SIGKILL"))
+    const m = await fundedMerchant(first, 10_000)
+    const name = uniqueName("Reversed")
+    await loadItems(first, [itemOf(100, { market_hash_name: name }), itemOf(101, { market_hash_name: name })])
+    const body = byNameBody({ name, maxPrice: 5, token: TOKENS.revbuyer })
+    expect((await buyByName(first, m, body)).status).toBe(200)
+    await pollUntil("the buyer's reversal", async () => {
+      const [attempt] = await listPurchases(first, m, { custom_id: body.custom_id })
+      return attempt?.failure?.code === "REVERTED_BY_BUYER" ? attempt : undefined
+    }, 60_000, 250)
+    await first.stop("SIGKILL")
+    // what a process that died while the attempt awaited its verdict leaves, once the attempt was
+    // accepted, delivered and reversed (a database outage can apply all of it in one step): the
+    // cycle still running, its lease run out, budget left
+    await withStoppedDatabase(database, async (query) => {
+      await query(`UPDATE purchase_requests SET cycle_state = 'running', cycle_owner = 'dead', cycle_lease_until = now() - interval '1 minute',
+                   cycle_deadline = now() + interval '1 minute' WHERE custom_id = $1`, [body.custom_id])
+    })
+    const second = await startServer({ env, database })
+    cleanup.push(() => second.stop("SIGKILL"))
+    // the recovery looks every 2 s; a second attempt, if it were made, takes well under a second
+    await sleep(8_000)
+    const after = await listPurchases(second, m, { custom_id: body.custom_id })
+    expect(after.map((d) => [d.price, d.status, d.failure?.code])).toEqual([[1, "failed", "REVERTED_BY_BUYER"]])
+    expect(await balanceOf(second, m)).toEqual({ available: 9_900, onHold: 0, totalDeposited: 10_000, totalSpent: 100 })
+    await second.stop()
+    const [record] = await withStoppedDatabase(database, (query) =>
+      query<{ cycle_state: string; cycle_owner: string }>("SELECT cycle_state, cycle_owner FROM purchase_requests WHERE custom_id = $1", [body.custom_id]))
+    // taken over (no longer the dead owner's) and ended
+    expect(record!.cycle_state).toBe("done")
+    expect(record!.cycle_owner).not.toBe("dead")
+  }, 180_000)
+
   it("applies a trade reversal that happened while no server was running", async () => {
     const database = await ownDatabase()
     const first = await serve(database)
