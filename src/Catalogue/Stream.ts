@@ -12,7 +12,7 @@
  */
 import { HttpApiBuilder, HttpServerRequest, HttpServerResponse, Socket } from "@effect/platform"
 import { NodeHttpServerRequest } from "@effect/platform-node"
-import { Effect, Layer, Option, Queue } from "effect"
+import { Cause, Effect, Layer, Option, Queue } from "effect"
 import type { Socket as NetSocket } from "node:net"
 import { API_PREFIX } from "../Api.js"
 import * as Errors from "../Domain/Errors.js"
@@ -34,6 +34,8 @@ export const CLOSE_SLOW_CONSUMER = 4408
 export const CLOSE_GOING_AWAY = 1001
 /** The key was revoked or the merchant blocked while connected (RFC 6455: policy violation). */
 export const CLOSE_POLICY = 1008
+/** A session that failed (RFC 6455 1011): the client resumes from its last cursor. */
+export const CLOSE_INTERNAL_ERROR = 1011
 
 type ResetReason = "epoch_changed" | "cursor_expired" | "cursor_invalid"
 
@@ -275,7 +277,15 @@ export const StreamLive = Layer.unwrapScoped(Effect.gen(function*() {
     }
     connected.add(client)
     yield* socket.runRaw(() => Effect.void, {
-      onOpen: Effect.asVoid(Effect.fork(Effect.ignore(session(client, write, Number(epochText)))))
+      onOpen: Effect.asVoid(Effect.fork(session(client, write, Number(epochText)).pipe(
+        // a session that fails (the database is out of reach) closes, so the client resumes from
+        // its cursor, instead of leaving it connected and told nothing
+        Effect.catchAllCause((cause) =>
+          Cause.isInterruptedOnly(cause) ? Effect.void : Effect.zipRight(
+            Effect.logWarning("feed session failed; closing it with 1011", cause),
+            Effect.ignore(write(new Socket.CloseEvent(CLOSE_INTERNAL_ERROR, "internal error: resume from your last cursor")))
+          ))
+      )))
     }).pipe(
       Effect.catchAll((error) => Effect.logDebug("feed client closed", error)),
       Effect.ensuring(Effect.sync(() => {

@@ -6,6 +6,7 @@
  * last applied cursor with nothing lost or repeated.
  */
 import { randomUUID } from "node:crypto"
+import pg from "pg"
 import type { Socket } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import {
@@ -374,5 +375,45 @@ describe("catalogue realtime feed: retention", () => {
     await atHead.waitFor((ms) => ms.length >= 1, "hello")
     expect(atHead.messages[0]).toEqual({ type: "hello", epoch, cursor })
     atHead.ws.close()
+  }, 90_000)
+})
+
+describe.runIf(!!process.env["DATABASE_URL"])("catalogue realtime feed: the database out of reach (DATABASE_URL only)", () => {
+  let server: RunningServer
+  let database: FreshDatabase
+  beforeAll(async () => {
+    database = await freshDatabase()
+    server = await startServer({ env: ENV, database })
+  })
+  afterAll(async () => {
+    await server?.stop()
+    await database?.drop()
+  })
+
+  it("a feed whose session cannot read the log is closed with 1011 (it was left open and told nothing); it resumes once the log is back", async () => {
+    const key = (await server.createMerchant()).apiKey
+    const dump = await eventually(async () => {
+      const res = await rawGet(`${server.baseUrl}/api/v1/merchant/items/full-dump`, { authorization: `Bearer ${key}` })
+      expect(res.status).toBe(200)
+      return res
+    }, 60_000, 200)
+    const epoch = Number(dump.headers["x-catalog-epoch"])
+    const cursor = Number(dump.headers["x-catalog-cursor"])
+    const client = new pg.Client({ connectionString: database.url })
+    await client.connect()
+    try {
+      // the log's state out of reach, as in an outage, for the session's first read
+      await client.query("ALTER TABLE catalogue_state RENAME TO catalogue_state_away")
+      const cut = await Feed.open(server, key, cursor, epoch)
+      expect(await cut.waitForClose(10_000)).toMatchObject({ code: 1011 })
+      expect(cut.messages).toEqual([])
+    } finally {
+      await client.query("ALTER TABLE IF EXISTS catalogue_state_away RENAME TO catalogue_state")
+      await client.end()
+    }
+    const resumed = await Feed.open(server, key, cursor, epoch)
+    await resumed.waitFor((ms) => ms.length >= 1, "hello")
+    expect(resumed.messages[0]).toEqual({ type: "hello", epoch, cursor })
+    resumed.ws.close()
   }, 90_000)
 })
