@@ -5,7 +5,7 @@
 import { SqlClient, SqlError } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer, Option, Redacted } from "effect"
-import { mkdirSync } from "node:fs"
+import { chmodSync, mkdirSync } from "node:fs"
 import { join } from "node:path"
 import pg from "pg"
 import { Settings } from "../Config.js"
@@ -151,7 +151,10 @@ const client = Layer.unwrapEffect(Effect.gen(function*() {
   const settings = yield* Settings
   if (Option.isSome(settings.databaseUrl)) return postgresql(Redacted.value(settings.databaseUrl.value))
   const dir = join(settings.dataDir, "pg")
-  mkdirSync(dir, { recursive: true })
+  // the embedded database holds keys' hashes and webhook secrets (PGlite writes its files 0666):
+  // its directory is the owner's alone
+  mkdirSync(dir, { recursive: true, mode: 0o700 })
+  chmodSync(dir, 0o700)
   return Layer.mergeAll(Pglite.layer(dir), Layer.succeed(DirectReads, Option.none()), Layer.succeed(DirectTransactions, Option.none()))
 }))
 

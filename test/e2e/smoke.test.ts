@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { statSync } from "node:fs"
 import { connect } from "node:net"
 import { type RunningServer, startServer } from "../support/server.js"
 
@@ -12,6 +13,10 @@ describe("smoke", () => {
     const res = await server.api("/balance", { key: m.apiKey })
     expect(res.status).toBe(200)
     expect(res.json).toEqual({ available: 0, on_hold: 0, total_deposited: 0, total_spent: 0, currency: "USD", deposit_addresses: { trc20: null, bep20: null } })
+  })
+
+  it.runIf(!process.env["DATABASE_URL"])("the embedded database's directory is its owner's alone (it holds secrets; PGlite writes its files 0666)", () => {
+    expect((statSync(`${server.database.dataDir}/pg`).mode & 0o777).toString(8)).toBe("700")
   })
 })
 
