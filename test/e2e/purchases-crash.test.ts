@@ -54,6 +54,18 @@ const serve = async (database: FreshDatabase) => {
   return server
 }
 
+/**
+ * For buy-by-name cycles: a database, a server whose by-name budget is long enough for a kill, a
+ * restart and the dead process's lease to run out, a funded merchant and a fresh item name.
+ */
+const byNameSetting = async (prefix: string) => {
+  const database = await ownDatabase()
+  const env = { ...ENV, BY_NAME_BUDGET_SECONDS: "60" }
+  const first = await startServer({ env, database })
+  cleanup.push(() => first.stop("SIGKILL"))
+  return { database, env, first, m: await fundedMerchant(first, 10_000), name: uniqueName(prefix) }
+}
+
 const waitAll = (server: RunningServer, m: Merchant, count: number, done: (d: Detail) => boolean, timeoutMs = 120_000) =>
   pollUntil(`${count} purchases done`, async () => {
     const list = await listPurchases(server, m)
@@ -214,13 +226,7 @@ describe("a SIGKILLed server and a new one on the same database", () => {
   }, 120_000)
 
   it("carries a buy-by-name cycle whose server died on, on the new server, within the cycle's budget: one cycle, exact money", async () => {
-    const database = await ownDatabase()
-    // a budget long enough for the kill, the restart and the dead process's lease to run out
-    const env = { ...ENV, BY_NAME_BUDGET_SECONDS: "60" }
-    const first = await startServer({ env, database })
-    cleanup.push(() => first.stop("SIGKILL"))
-    const m = await fundedMerchant(first, 10_000)
-    const name = uniqueName("Cycle")
+    const { database, env, first, m, name } = await byNameSetting("Cycle")
     // the four cheapest are rejected at acquisition (refunded), the fifth is delivered
     await loadItems(first, [
       ...[100, 101, 102, 103].map((c) => itemOf(c, { market_hash_name: name, sim: { acquire: "unavailable" } })),
@@ -256,12 +262,7 @@ describe("a SIGKILLed server and a new one on the same database", () => {
   }, 180_000)
 
   it("ends a taken-over buy-by-name cycle whose attempt was accepted and then reversed: no second item is bought", async () => {
-    const database = await ownDatabase()
-    const env = { ...ENV, BY_NAME_BUDGET_SECONDS: "60" }
-    const first = await startServer({ env, database })
-    cleanup.push(() => first.stop("SIGKILL"))
-    const m = await fundedMerchant(first, 10_000)
-    const name = uniqueName("Reversed")
+    const { database, env, first, m, name } = await byNameSetting("Reversed")
     await loadItems(first, [itemOf(100, { market_hash_name: name }), itemOf(101, { market_hash_name: name })])
     const body = byNameBody({ name, maxPrice: 5, token: TOKENS.revbuyer })
     expect((await buyByName(first, m, body)).status).toBe(200)
