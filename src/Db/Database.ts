@@ -120,6 +120,9 @@ const postgresql = (url: string) =>
           connectionString: url,
           max: 20,
           idleTimeoutMillis: 30_000,
+          // a server that accepts the connection and never answers would hold a connect for good
+          // (at start-up: silently, with no listener up)
+          connectionTimeoutMillis: 10_000,
           application_name: "merchant-purchasing-service"
         })
         // a connection that breaks while idle is dropped by the pool; queries report their own errors

@@ -1,7 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { spawn } from "node:child_process"
 import { statSync } from "node:fs"
-import { connect } from "node:net"
-import { type RunningServer, startServer } from "../support/server.js"
+import { connect, createServer } from "node:net"
+import { ROOT } from "../support/paths.js"
+import { freePort, type RunningServer, startServer } from "../support/server.js"
 
 describe("smoke", () => {
   let server: RunningServer
@@ -42,4 +44,30 @@ describe("shutdown", () => {
     // exited on its own (the harness kills with SIGKILL only after 15 s) and cleanly
     expect({ code, inTime: took < 10_000 }).toEqual({ code: 0, inTime: true })
   }, 30_000)
+})
+
+describe("start-up", () => {
+  it("a database server that accepts the connection and never answers stops the start with a message and exit 1 (it held start-up silently)", async () => {
+    const silent = createServer(() => undefined)
+    await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve))
+    const port = (silent.address() as { port: number }).port
+    try {
+      const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+        cwd: ROOT,
+        env: { ...process.env, DATABASE_URL: `postgres://postgres@127.0.0.1:${port}/x`, PORT: String(await freePort()), OPS_PORT: String(await freePort()), DATA_DIR: `${ROOT}.tmp/silent-db` },
+        stdio: ["ignore", "pipe", "pipe"]
+      })
+      let output = ""
+      child.stdout.on("data", (d: Buffer) => { output += d.toString() })
+      child.stderr.on("data", (d: Buffer) => { output += d.toString() })
+      const code = await new Promise<number | null>((resolve) => {
+        const timer = setTimeout(() => { child.kill("SIGKILL"); resolve(null) }, 45_000)
+        child.on("exit", (c) => { clearTimeout(timer); resolve(c) })
+      })
+      expect(code).toBe(1)
+      expect(output).toContain("Connection timed out")
+    } finally {
+      silent.close()
+    }
+  }, 60_000)
 })
