@@ -9,6 +9,7 @@ import { chmodSync, mkdirSync } from "node:fs"
 import { join } from "node:path"
 import pg from "pg"
 import { Settings } from "../Config.js"
+import { lockDataDir } from "./DataDirLock.js"
 import { listenOnOwnConnection } from "./Listen.js"
 import * as Pglite from "./Pglite.js"
 import { pipelined, type PipelinedStatement } from "./Pipeline.js"
@@ -158,7 +159,11 @@ const client = Layer.unwrapEffect(Effect.gen(function*() {
   // its directory is the owner's alone
   mkdirSync(dir, { recursive: true, mode: 0o700 })
   chmodSync(dir, 0o700)
-  return Layer.mergeAll(Pglite.layer(dir), Layer.succeed(DirectReads, Option.none()), Layer.succeed(DirectTransactions, Option.none()))
+  return Layer.mergeAll(
+    Layer.provideMerge(Pglite.layer(dir), Layer.scopedDiscard(lockDataDir(settings.dataDir))),
+    Layer.succeed(DirectReads, Option.none()),
+    Layer.succeed(DirectTransactions, Option.none())
+  )
 }))
 
 const migrated = Layer.effectDiscard(migrate.pipe(

@@ -17,6 +17,25 @@ describe("smoke", () => {
     expect(res.json).toEqual({ available: 0, on_hold: 0, total_deposited: 0, total_spent: 0, currency: "USD", deposit_addresses: { trc20: null, bep20: null } })
   })
 
+  it.runIf(!process.env["DATABASE_URL"])("a second process on the same embedded DATA_DIR stops with a message and exit 1 (both ran, and one's writes were lost)", async () => {
+    const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+      cwd: ROOT,
+      env: { ...process.env, DATA_DIR: server.database.dataDir, PORT: String(await freePort()), OPS_PORT: String(await freePort()) },
+      stdio: ["ignore", "pipe", "pipe"]
+    })
+    let output = ""
+    child.stdout.on("data", (d: Buffer) => { output += d.toString() })
+    child.stderr.on("data", (d: Buffer) => { output += d.toString() })
+    const code = await new Promise<number | null>((resolve) => {
+      const timer = setTimeout(() => { child.kill("SIGKILL"); resolve(null) }, 45_000)
+      child.on("exit", (c) => { clearTimeout(timer); resolve(c) })
+    })
+    expect(code).toBe(1)
+    expect(output).toContain("is in use by another process")
+    // the first one goes on
+    expect((await server.api("/balance", { key: (await server.createMerchant()).apiKey })).status).toBe(200)
+  }, 60_000)
+
   it.runIf(!process.env["DATABASE_URL"])("the embedded database's directory is its owner's alone (it holds secrets; PGlite writes its files 0666)", () => {
     expect((statSync(`${server.database.dataDir}/pg`).mode & 0o777).toString(8)).toBe("700")
   })
