@@ -5,6 +5,23 @@ import { connect, createServer } from "node:net"
 import { ROOT } from "../support/paths.js"
 import { freePort, type RunningServer, startServer } from "../support/server.js"
 
+/** Starts the service with `env` on free ports, expecting it to stop by itself: its exit code (null if it ran on for 45 s) and output. */
+const startExpectingExit = async (env: Record<string, string>) => {
+  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+    cwd: ROOT,
+    env: { ...process.env, PORT: String(await freePort()), OPS_PORT: String(await freePort()), ...env },
+    stdio: ["ignore", "pipe", "pipe"]
+  })
+  let output = ""
+  child.stdout.on("data", (d: Buffer) => { output += d.toString() })
+  child.stderr.on("data", (d: Buffer) => { output += d.toString() })
+  const code = await new Promise<number | null>((resolve) => {
+    const timer = setTimeout(() => { child.kill("SIGKILL"); resolve(null) }, 45_000)
+    child.on("exit", (c) => { clearTimeout(timer); resolve(c) })
+  })
+  return { code, output }
+}
+
 describe("smoke", () => {
   let server: RunningServer
   beforeAll(async () => { server = await startServer() })
@@ -18,18 +35,7 @@ describe("smoke", () => {
   })
 
   it.runIf(!process.env["DATABASE_URL"])("a second process on the same embedded DATA_DIR stops with a message and exit 1 (both ran, and one's writes were lost)", async () => {
-    const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
-      cwd: ROOT,
-      env: { ...process.env, DATA_DIR: server.database.dataDir, PORT: String(await freePort()), OPS_PORT: String(await freePort()) },
-      stdio: ["ignore", "pipe", "pipe"]
-    })
-    let output = ""
-    child.stdout.on("data", (d: Buffer) => { output += d.toString() })
-    child.stderr.on("data", (d: Buffer) => { output += d.toString() })
-    const code = await new Promise<number | null>((resolve) => {
-      const timer = setTimeout(() => { child.kill("SIGKILL"); resolve(null) }, 45_000)
-      child.on("exit", (c) => { clearTimeout(timer); resolve(c) })
-    })
+    const { code, output } = await startExpectingExit({ DATA_DIR: server.database.dataDir })
     expect(code).toBe(1)
     expect(output).toContain("is in use by another process")
     // the first one goes on
@@ -71,18 +77,7 @@ describe("start-up", () => {
     await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve))
     const port = (silent.address() as { port: number }).port
     try {
-      const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
-        cwd: ROOT,
-        env: { ...process.env, DATABASE_URL: `postgres://postgres@127.0.0.1:${port}/x`, PORT: String(await freePort()), OPS_PORT: String(await freePort()), DATA_DIR: `${ROOT}.tmp/silent-db` },
-        stdio: ["ignore", "pipe", "pipe"]
-      })
-      let output = ""
-      child.stdout.on("data", (d: Buffer) => { output += d.toString() })
-      child.stderr.on("data", (d: Buffer) => { output += d.toString() })
-      const code = await new Promise<number | null>((resolve) => {
-        const timer = setTimeout(() => { child.kill("SIGKILL"); resolve(null) }, 45_000)
-        child.on("exit", (c) => { clearTimeout(timer); resolve(c) })
-      })
+      const { code, output } = await startExpectingExit({ DATABASE_URL: `postgres://postgres@127.0.0.1:${port}/x`, DATA_DIR: `${ROOT}.tmp/silent-db` })
       expect(code).toBe(1)
       expect(output).toContain("Connection timed out")
     } finally {
