@@ -18,15 +18,12 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import pg from "pg"
+import { START } from "../lib/harness.mjs"
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url))
 const HERE = fileURLToPath(new URL("./", import.meta.url))
-/** What `npm start` runs (package.json scripts.start: `node <file>`), else the tsc output. */
-const MAIN = (() => {
-  const start = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")).scripts?.start ?? ""
-  const file = start.match(/^node\s+(\S+\.m?js)\b/)?.[1]
-  return join(ROOT, file ?? "dist/src/main.js")
-})()
+/** What `npm start` runs (package.json scripts.start: `node [flags] <file>`). */
+const MAIN = START.entry
 const PG_SERVER_URL = process.env.BENCH_PG_URL ?? "postgres://postgres@127.0.0.1:5432/test"
 const ADMIN_TOKEN = "adm_bench_token_0123456789abcdef"
 const PATH = "/api/v1/merchant/balance"
@@ -103,7 +100,7 @@ const start = async (variant) => {
     LEVEL: variant
   }
   const script = variant === "service" ? MAIN : variant === "bare" ? join(HERE, "bare-server.mjs") : join(HERE, "ladder-server.mjs")
-  const child = spawn(process.execPath, [script], { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"] })
+  const child = spawn(process.execPath, variant === "service" ? [...START.nodeFlags, script] : [script], { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"] })
   running.add(child)
   let output = ""
   child.stdout.on("data", (c) => { output += c })

@@ -55,6 +55,7 @@ import {
   mean,
   round,
   sleep,
+  START,
   startChild,
   waitQuiet as waitQuietFor
 } from "../lib/harness.mjs"
@@ -64,12 +65,8 @@ const HERE = fileURLToPath(new URL("./", import.meta.url))
 const OUT = join(HERE, "out")
 /** The compiled modules (tsc), one file per source file. */
 const TSC_MAIN = join(ROOT, "dist/src/main.js")
-/** What `npm start` runs (package.json scripts.start: `node <file>`); the compiled modules if that is not a file. */
-const START_ENTRY = (() => {
-  const start = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")).scripts?.start ?? ""
-  const file = start.match(/^node\s+(\S+\.m?js)\b/)?.[1]
-  return file !== undefined ? join(ROOT, file) : TSC_MAIN
-})()
+/** What `npm start` runs (package.json scripts.start: `node [flags] <file>`). */
+const START_ENTRY = START.entry
 /** The service under load: what `npm start` runs. */
 const MAIN = START_ENTRY
 const rel = (file) => file.slice(ROOT.length)
@@ -202,7 +199,7 @@ const serviceEnv = ({ port, opsPort, databaseUrl, dataDir }) => {
 const startService = async ({ databaseUrl, dataDir, nodeArgs = [], entry = MAIN }) => {
   const port = await freePort()
   const opsPort = await freePort()
-  const proc = startChild([...nodeArgs, entry], serviceEnv({ port, opsPort, databaseUrl, dataDir }), "service")
+  const proc = startChild([...START.nodeFlags, ...nodeArgs, entry], serviceEnv({ port, opsPort, databaseUrl, dataDir }), "service")
   const deadline = Date.now() + 60_000
   for (;;) {
     if (proc.child.exitCode !== null) throw new Error(`service exited with ${proc.child.exitCode}:\n${proc.output()}`)
@@ -312,7 +309,7 @@ const timeStart = async ({ databaseUrl, dataDir, nodeArgs = [], entry = MAIN }) 
   const opsPort = await freePort()
   const env = serviceEnv({ port, opsPort, databaseUrl, dataDir })
   const t0 = performance.now()
-  const proc = startChild([...nodeArgs, entry], env, "service")
+  const proc = startChild([...START.nodeFlags, ...nodeArgs, entry], env, "service")
   let apiAt, healthAt, cpuAtReady, readyAt
   try {
     const deadline = Date.now() + 60_000

@@ -14,6 +14,17 @@ import pg from "pg"
 export const ROOT = fileURLToPath(new URL("../../", import.meta.url))
 /** The service entry: `dist/src/main.js` (tsc output), or BENCH_SERVICE_ENTRY (e.g. dist/bundle/main.mjs, what npm start runs). */
 export const MAIN = join(ROOT, process.env.BENCH_SERVICE_ENTRY ?? "dist/src/main.js")
+/**
+ * What `npm start` runs, from package.json's `scripts.start` (`node [flags] <file>`): its node
+ * flags (the V8 settings the service ships with), which every bench passes whatever entry it runs,
+ * and its file.
+ */
+export const START = (() => {
+  const start = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")).scripts?.start ?? ""
+  const match = start.match(/^node\s+((?:--\S+\s+)*)(\S+\.m?js)\s*$/)
+  if (match === null) throw new Error(`package.json scripts.start is not "node [flags] <file>": ${start}`)
+  return { nodeFlags: match[1].split(/\s+/).filter(Boolean), entry: join(ROOT, match[2]) }
+})()
 export const ADMIN_TOKEN = "adm_bench_token_0123456789abcdef"
 export const PG_SERVER_URL = process.env.BENCH_PG_URL ?? "postgres://postgres@127.0.0.1:5432/postgres"
 export const CLK_TCK = 100
@@ -281,7 +292,7 @@ export const serviceEnv = ({ port, opsPort, databaseUrl, dataDir, extra = {} }) 
 export const startService = async ({ databaseUrl, dataDir, nodeArgs = [], extra = {}, readyTimeoutMs = 120_000, untilIdle = false, entry = MAIN }) => {
   const port = await freePort()
   const opsPort = await freePort()
-  const proc = startChild([...nodeArgs, entry], serviceEnv({ port, opsPort, databaseUrl, dataDir, extra }), "service")
+  const proc = startChild([...START.nodeFlags, ...nodeArgs, entry], serviceEnv({ port, opsPort, databaseUrl, dataDir, extra }), "service")
   const deadline = Date.now() + readyTimeoutMs
   for (;;) {
     if (proc.child.exitCode !== null) throw new Error(`service exited with ${proc.child.exitCode}:\n${proc.output()}`)
