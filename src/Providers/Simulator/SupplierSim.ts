@@ -43,12 +43,42 @@ export const loadFixture = (path: string): ReadonlyArray<SupplierListing> => {
   })
 }
 
+/** The simulated market as churn left it: what its snapshot and its changes are of. */
 interface Market {
   readonly listing: (index: number) => SupplierListing
+  /** Listings ever offered: the initial ones, then the new ones churn added. */
   count: number
   readonly removed: Set<number>
+  /** Current price in cents of the listings churn repriced. */
   readonly prices: Map<number, number>
 }
+
+/** Listing `index` at its current price. */
+const currentListing = (market: Market, index: number): SupplierListing => {
+  const base = market.listing(index)
+  const cents = market.prices.get(index)
+  return cents === undefined ? base : { ...base, item: { ...base.item, price: cents / 100 }, providerPriceCents: Math.floor(cents * 100 / 107) }
+}
+
+/**
+ * The listings on offer now, in pages. Read when consumed, not when built: a sync that restarts
+ * reconciles with the market as churn left it (it used to get the initial catalogue back, which
+ * relisted what churn had delisted, delisted what it had added, and undid its prices).
+ */
+const snapshotOf = (market: Market): Stream.Stream<ReadonlyArray<SupplierListing>> =>
+  Stream.suspend(() => {
+    const count = market.count
+    return Stream.range(0, Math.max(0, Math.ceil(count / PAGE) - 1)).pipe(
+      Stream.map((page) => {
+        const out: Array<SupplierListing> = []
+        for (let i = page * PAGE; i < Math.min(count, (page + 1) * PAGE); i++) {
+          if (!market.removed.has(i)) out.push(currentListing(market, i))
+        }
+        return out
+      }),
+      Stream.filter((page) => page.length > 0)
+    )
+  })
 
 const churn = (market: Market, perSecond: number, canGrow: boolean): Stream.Stream<SupplierChange> => {
   if (perSecond <= 0 || market.count === 0) return Stream.never
@@ -62,20 +92,15 @@ const churn = (market: Market, perSecond: number, canGrow: boolean): Stream.Stre
     }
     return undefined
   }
-  const withPrice = (index: number): SupplierListing => {
-    const base = market.listing(index)
-    const cents = market.prices.get(index)
-    return cents === undefined ? base : { ...base, item: { ...base.item, price: cents / 100 }, providerPriceCents: Math.floor(cents * 100 / 107) }
-  }
   const next = (): SupplierChange | undefined => {
     const roll = rng()
     if (roll < 0.5 || (!canGrow && roll >= 0.75)) {
       const index = randomLive()
       if (index === undefined) return undefined
-      const current = withPrice(index)
+      const current = currentListing(market, index)
       const cents = Math.max(3, Math.round(current.item.price * 100 * (0.9 + rng() * 0.2)))
       market.prices.set(index, cents)
-      return { op: "upsert", listing: withPrice(index) }
+      return { op: "upsert", listing: currentListing(market, index) }
     }
     if (roll < 0.75) {
       const index = randomLive()
@@ -108,14 +133,6 @@ export const SupplierSimLive = Layer.effect(Supplier, Effect.gen(function*() {
   // A fixture's catalogue cannot grow: new listings come only from the synthetic generator.
   const canGrow = fixture === undefined
 
-  const snapshot = Stream.range(0, Math.max(0, Math.ceil(size / PAGE) - 1)).pipe(
-    Stream.map((page) => {
-      const out: Array<SupplierListing> = []
-      for (let i = page * PAGE; i < Math.min(size, (page + 1) * PAGE); i++) out.push(listing(i))
-      return out
-    }),
-    Stream.filter((page) => page.length > 0)
-  )
   const changes = churn(market, settings.simChurnPerSecond, canGrow)
-  return { snapshot, changes, size: Effect.succeed(size) }
+  return { snapshot: snapshotOf(market), changes, size: Effect.sync(() => market.count - market.removed.size) }
 }))
