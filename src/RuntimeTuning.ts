@@ -1,18 +1,28 @@
 /**
- * V8 settings the service runs with, for the two cores it is sized for. Imported first by main.ts,
- * so every way the service is run has them (npm start, the Docker image, the benches, the tests).
+ * V8's young-generation collections, split over its helper threads or not, by the catalogue's size.
  *
- * Young-generation collections run on the main thread only. By default V8 splits each one over
- * Node's four helper threads; on two cores a collection of a few megabytes costs more to
- * coordinate than it saves. With the catalogue feed at 1,000 changes a second the process spent
- * about 80 µs of CPU per logged change with the split and 62–70 without it, its main thread no
- * busier (bench/RESULTS.md, "2026-11-25, fourth session"). Old-generation marking stays
- * concurrent, off the main thread. V8 reads this flag at each collection, so setting it here, at
- * start-up, takes effect.
+ * Node gives V8 four helper threads; the service is sized for two cores. With a small old
+ * generation a young collection is short, and splitting it costs more than it saves: with the
+ * catalogue feed at 1,000 changes a second on 20,000 items, the process spent about 80 µs of CPU
+ * per logged change split, 62–70 on the main thread alone. With millions of items the old
+ * generation's pointers into the young one make each collection long, and alone the main thread
+ * took one of 94 ms while a dump of 2,500,000 items was rebuilt (21–29 ms split; the target is
+ * 50). So collections are split from LARGE_CATALOGUE items on. (bench/RESULTS.md, "2026-11-25,
+ * fourth session".) V8 reads the flag at each collection, so it can change at any time.
  *
- * The young generation's size cannot be changed once the heap exists: it is a node flag in
- * package.json's start script (`--max-semi-space-size=64`) and in the Dockerfile.
+ * The young generation's size (64 MB) cannot change once the heap exists: it is a node flag in
+ * package.json's start script and in the Dockerfile.
  */
 import { setFlagsFromString } from "node:v8"
 
-setFlagsFromString("--no-parallel-scavenge")
+const LARGE_CATALOGUE = 500_000
+
+let split: boolean | undefined
+
+/** Sets how young collections run for a catalogue of `items` (the engine calls it after each load). */
+export const tuneForCatalogue = (items: number): void => {
+  const wanted = items >= LARGE_CATALOGUE
+  if (wanted === split) return
+  split = wanted
+  setFlagsFromString(wanted ? "--parallel-scavenge" : "--no-parallel-scavenge")
+}

@@ -1,6 +1,4 @@
 /** Entry point: settings, logging and the service's layers; nothing else. */
-// first: V8 settings for the whole process
-import "./RuntimeTuning.js"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Effect, Layer, Logger, LogLevel, RuntimeFlags } from "effect"
 import { Settings } from "./Config.js"

@@ -62,6 +62,7 @@ import {
   startChild,
   waitQuiet as waitQuietFor
 } from "./lib.mjs"
+import { START } from "../lib/harness.mjs"
 import { seedItems, useBuild, verifyAgainstSync } from "./seed.mjs"
 
 const OUT = join(HERE, "out")
@@ -203,7 +204,8 @@ const startService = async ({ db, tmp, size, dumpInterval = 3600, nodeArgs = [],
   const nodeOptions = size >= opts.largeHeapFrom ? `--max-old-space-size=${opts.largeHeapMb}` : undefined
   const env = serviceEnv({ port, opsPort, databaseUrl: db.url, dataDir: join(tmp, "data"), size, dumpInterval, nodeOptions })
   // --inspect: for a forced GC and exact memory figures (lib.mjs gcAndMeasure); idle otherwise
-  const proc = startChild(process.execPath, [...(inspect ? ["--inspect=127.0.0.1:0"] : []), ...nodeArgs, BUILD.main], {
+  // with npm start's node flags (the V8 settings the service ships with)
+  const proc = startChild(process.execPath, [...START.nodeFlags, ...(inspect ? ["--inspect=127.0.0.1:0"] : []), ...nodeArgs, BUILD.main], {
     env,
     label,
     logFile: join(LOGS, `${String(++serviceStarts).padStart(2, "0")}-${label}.log`)
