@@ -6,7 +6,7 @@
  * catalogue feed at 1,000 changes a second on 20,000 items, the process spent about 80 µs of CPU
  * per logged change split, 62–70 on the main thread alone. With millions of items the old
  * generation's pointers into the young one make each collection long, and alone the main thread
- * took one of 94 ms while a dump of 2,500,000 items was rebuilt (21–29 ms split; the target is
+ * took one of 94 ms while a dump of 2,500,000 items was regenerated (21–34 ms split; the target is
  * 50). So collections are split from LARGE_CATALOGUE items on. (bench/RESULTS.md, "2026-11-25,
  * fourth session".) V8 reads the flag at each collection, so it can change at any time.
  *
