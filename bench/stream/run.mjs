@@ -358,6 +358,7 @@ const runScenario = async ({ clients: N, rate }, dir, pgAdmin) => {
     }
     const base = result.bare.buffer ?? Object.values(result.bare)[0]
     if (base) {
+      result.baselineCpuUsPerChange = base.serverCpuUsPerChange
       result.cpuRatio = svc.serverCpuUsPerChange / base.serverCpuUsPerChange
       result.feedCpuRatio = svc.feedCpuUsPerChange / base.serverCpuUsPerChange
       result.targets = {
@@ -410,7 +411,7 @@ const main = async () => {
   for (const [name, runs] of rounds) {
     if (runs.length < 2) continue
     const service = mean(runs.map((s) => s.service.serverCpuUsPerChange))
-    const bare = mean(runs.map((s) => (s.bare.buffer ?? Object.values(s.bare)[0]).serverCpuUsPerChange))
+    const bare = mean(runs.map((s) => s.baselineCpuUsPerChange))
     const ratios = runs.map((s) => round(s.cpuRatio, 2))
     const p99s = runs.map((s) => round(s.service.latency.p99, 1))
     log(`  ${name} over ${runs.length} rounds: service ${round(service, 3)}, bare ${round(bare, 3)} µs/change: ratio of the means ${round(service / bare, 2)}` +
