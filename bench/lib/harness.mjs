@@ -261,6 +261,16 @@ export const createDatabase = async (prefix) => {
   return { name, url: url.toString(), drop }
 }
 
+/**
+ * Holds the purchase worker off new purchases (a trigger sets each one's next_step_at a day ahead),
+ * to measure the /buy path without the worker's share of the machine.
+ */
+export const deferPurchaseWorker = async (client) => {
+  await client.query(`CREATE FUNCTION bench_defer_worker() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN NEW.next_step_at := now() + interval '1 day'; RETURN NEW; END $$`)
+  await client.query(`CREATE TRIGGER bench_defer_worker BEFORE INSERT ON purchases FOR EACH ROW EXECUTE FUNCTION bench_defer_worker()`)
+}
+
 export const serviceEnv = ({ port, opsPort, databaseUrl, dataDir, extra = {} }) => {
   const env = {
     ...process.env,

@@ -44,7 +44,7 @@ import pg from "pg"
 import { printSummary, summarise } from "../http/cpuprofile-summary.mjs"
 import { openConnection } from "../lib/http-connection.mjs"
 import {
-  admin, argOptions, atInterrupt, buildIfNeeded, connectClient, cpuMs, createDatabase, forkChild, log, machineInfo, machineTicks, mean,
+  admin, argOptions, atInterrupt, buildIfNeeded, connectClient, cpuMs, createDatabase, deferPurchaseWorker, forkChild, log, machineInfo, machineTicks, mean,
   percentileSorted, PG_SERVER_URL, pgBackendCpu, pgCpuDelta, round, rpc, sleep, startService, waitQuiet, withAdminClient, CLK_TCK
 } from "../lib/harness.mjs"
 
@@ -323,9 +323,7 @@ const main = async () => {
     if (opts.worker === "deferred") {
       {
         const c = await connectClient(db.url)
-        await c.query(`CREATE FUNCTION bench_defer_worker() RETURNS trigger LANGUAGE plpgsql AS $$
-          BEGIN NEW.next_step_at := now() + interval '1 day'; RETURN NEW; END $$`)
-        await c.query(`CREATE TRIGGER bench_defer_worker BEFORE INSERT ON purchases FOR EACH ROW EXECUTE FUNCTION bench_defer_worker()`)
+        await deferPurchaseWorker(c)
         await c.end()
       }
       log("worker deferred: new purchases are due in a day (trigger in both databases)")
