@@ -11,6 +11,7 @@ import { Int8 } from "../Domain/Db.js"
 import { Fibers } from "../Ops/Fibers.js"
 import { Metrics } from "../Ops/Metrics.js"
 import { Readiness } from "../Ops/Readiness.js"
+import { tuneForCatalogue } from "../RuntimeTuning.js"
 import { CHANGES_CHANNEL } from "./ChangeLog.js"
 import { forEachInSlices } from "./EventLoop.js"
 import { CatalogueIndex, entryOf, type Entry, Interner, type ListFilters, type Page, type SortOrder } from "./Index.js"
@@ -120,6 +121,7 @@ export class CatalogueEngine extends Effect.Service<CatalogueEngine>()("Catalogu
         return state
       }))
       const fresh = CatalogueIndex.bulk(entries, interner)
+      tuneForCatalogue(fresh.size)
       const changedEpoch = loaded && state.epoch !== epoch
       index = fresh
       version++
