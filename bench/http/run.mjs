@@ -65,10 +65,8 @@ const HERE = fileURLToPath(new URL("./", import.meta.url))
 const OUT = join(HERE, "out")
 /** The compiled modules (tsc), one file per source file. */
 const TSC_MAIN = join(ROOT, "dist/src/main.js")
-/** What `npm start` runs (package.json scripts.start: `node [flags] <file>`). */
-const START_ENTRY = START.entry
-/** The service under load: what `npm start` runs. */
-const MAIN = START_ENTRY
+/** The service under load: what `npm start` runs (package.json scripts.start: `node [flags] <file>`). */
+const MAIN = START.entry
 const rel = (file) => file.slice(ROOT.length)
 const ADMIN_TOKEN = "adm_bench_token_0123456789abcdef"
 const BALANCE_PATH = "/api/v1/merchant/balance"
@@ -367,7 +365,7 @@ const main = async () => {
   log(`bench/http ${started.toISOString()}`)
   log(`machine: ${info.nproc} CPUs (${info.cpuModel}), ${info.memoryGiB} GiB, node ${info.node}, PostgreSQL ${info.postgres}`)
   log(`settings: ${JSON.stringify(opts)}`)
-  log(`service: node ${rel(MAIN)}${MAIN === START_ENTRY ? " (what npm start runs)" : ""}`)
+  log(`service: node ${rel(MAIN)} (what npm start runs)`)
   buildIfNeeded()
 
   const git = (cmd) => { try { return execSync(cmd, { cwd: ROOT, stdio: ["ignore", "pipe", "ignore"] }).toString().trim() } catch { return undefined } }
