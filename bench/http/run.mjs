@@ -487,12 +487,12 @@ const main = async () => {
       const init = await startService({ databaseUrl: undefined, dataDir: liteDir })
       await init.stop()
       for (const entry of entries) {
-        log(`\nstart-up of node ${rel(entry)}${entry === START_ENTRY ? " (npm start)" : ""}: spawn -> API port accepts and /health answers; median of ${opts.starts}`)
+        log(`\nstart-up of node ${rel(entry)}${entry === MAIN ? " (npm start)" : ""}: spawn -> API port accepts and /health answers; median of ${opts.starts}`)
         const pgStart = await measureStartups("PostgreSQL", { databaseUrl: db.url, dataDir: join(tmp, "data-pg"), entry })
         log(`  PostgreSQL median: ${round(pgStart.medianMs)} ms (target < 1500 ms); CPU ${round(pgStart.medianCpuMs)} ms`)
         const liteStart = await measureStartups("PGlite", { databaseUrl: undefined, dataDir: liteDir, entry })
         log(`  PGlite median: ${round(liteStart.medianMs)} ms (target < 1500 ms); CPU ${round(liteStart.medianCpuMs)} ms`)
-        results.startup[rel(entry)] = { npmStart: entry === START_ENTRY, postgresql: pgStart, pglite: liteStart }
+        results.startup[rel(entry)] = { npmStart: entry === MAIN, postgresql: pgStart, pglite: liteStart }
       }
     }
   } finally {
