@@ -8,6 +8,7 @@
  *   node bench/purchases/ab.mjs [--clients 1] [--merchants 1] [--windows 6] [--seconds 4] [--warmup 2]
  *                               [--catalogue 30000] [--A '{"ENV":"value"}'] [--B '{...}']
  *                               [--entryA dist-a/src/main.js] [--entryB ...] [--workerA deferred] [--workerB ...]
+ *                               [--nodeArgsA '--trace-gc'] [--nodeArgsB ...] [--outputTo dir]
  *
  * Both services run at once, each on its own database and catalogue (no churn, SIM_TIME_SCALE=100),
  * with --merchants funded merchants; each is loaded in turn (A B, B A, A B, ...) by --clients
@@ -16,9 +17,11 @@
  * and is dropped. Printed: each window's buys/s, the service's CPU per buy and latencies, the means,
  * and B/A for each pair. --A/--B: environment of each service (JSON); --entryA/--entryB: a service
  * entry other than the build's (e.g. a copy of dist/ made before a change); --workerX deferred:
- * that service's purchase worker held off new purchases (harness `deferPurchaseWorker`).
+ * that service's purchase worker held off new purchases (harness `deferPurchaseWorker`);
+ * --nodeArgsX: node flags for that service beside npm start's; --outputTo: each service's output
+ * (stdout and stderr, e.g. a --trace-gc log) written there as A.log and B.log at the end.
  */
-import { mkdtempSync, rmSync } from "node:fs"
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
 import { openConnection } from "../lib/http-connection.mjs"
@@ -39,7 +42,10 @@ const opts = argOptions(process.argv.slice(2), {
   entryA: "",
   entryB: "",
   workerA: "on",
-  workerB: "on"
+  workerB: "on",
+  nodeArgsA: "",
+  nodeArgsB: "",
+  outputTo: ""
 })
 const TRADE_URL = "https://steamcommunity.com/tradeoffer/new/?partner=12345678&token=abcdEFGH"
 
@@ -51,6 +57,7 @@ const setUp = async (name) => {
     databaseUrl: db.url,
     dataDir,
     ...(entry === "" ? {} : { entry: resolve(entry) }),
+    nodeArgs: opts[`nodeArgs${name}`].split(/\s+/).filter(Boolean),
     extra: { SIM_CATALOGUE_SIZE: String(opts.catalogue), SIM_CHURN_PER_SECOND: "0", SIM_TIME_SCALE: "100", ...JSON.parse(opts[name]) },
     readyTimeoutMs: 600_000,
     untilIdle: true
@@ -128,6 +135,10 @@ const main = async () => {
     log(`B/A buys/s: ${round(avg(b, "rate") / avg(a, "rate"), 3)}; by pair: ${a.windows.map((w, i) => round(b.windows[i].rate / w.rate, 2)).join(" ")}`)
   } finally {
     for (const v of [a, b]) {
+      if (opts.outputTo !== "") {
+        mkdirSync(opts.outputTo, { recursive: true })
+        writeFileSync(join(opts.outputTo, `${v.name}.log`), v.service.output())
+      }
       v.connections.forEach((c) => c.close())
       await v.service.stop()
       await v.db.drop()

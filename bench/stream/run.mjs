@@ -38,6 +38,8 @@
  *     Same figures (latency from the broadcast's start); its window is the replay. --bare lists
  *     send modes: `buffer` (default: each frame encoded once, ws.send(Buffer) to every client,
  *     the idiomatic `ws` broadcast) and `string` (ws.send(string): `ws` encodes per client).
+ * --entry: a service entry other than npm start's (e.g. a copy of dist/ made before a change);
+ * --nodeArgs: node flags for the service beside npm start's.
  * --profile: the service phase runs under `node --cpu-prof` (figures then include the profiler's
  * overhead); a summary of the window is printed and the profile kept in bench/stream/out/.
  *
@@ -46,7 +48,7 @@
  */
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
-import { join } from "node:path"
+import { join, resolve } from "node:path"
 import { fileURLToPath } from "node:url"
 import pg from "pg"
 import { summarise, printSummary } from "../http/cpuprofile-summary.mjs"
@@ -71,7 +73,9 @@ const opts = argOptions(argv, {
   profile: false,
   source: "external",
   quietBusy: 25,
-  waitQuiet: 60
+  waitQuiet: 60,
+  entry: "",
+  nodeArgs: ""
 })
 
 const scenarios = opts.scenarios.split(",").map((s) => {
@@ -185,7 +189,8 @@ const runScenario = async ({ clients: N, rate }, dir, pgAdmin) => {
     service = await startService({
       databaseUrl: db.url,
       dataDir: join(dir, `data-${N}x${rate}`),
-      nodeArgs: opts.profile ? ["--cpu-prof", "--cpu-prof-dir", profileDir] : [],
+      nodeArgs: [...opts.nodeArgs.split(/\s+/).filter(Boolean), ...(opts.profile ? ["--cpu-prof", "--cpu-prof-dir", profileDir] : [])],
+      ...(opts.entry === "" ? {} : { entry: resolve(opts.entry) }),
       extra: { SIM_CATALOGUE_SIZE: String(opts.catalogue), SIM_CHURN_PER_SECOND: String(opts.source === "sim" ? rate : 0) }
     })
     dbClient = await connectClient(db.url)
