@@ -11,7 +11,6 @@ import { Int8 } from "../Domain/Db.js"
 import { Fibers } from "../Ops/Fibers.js"
 import { Metrics } from "../Ops/Metrics.js"
 import { Readiness } from "../Ops/Readiness.js"
-import { tuneForCatalogue } from "../RuntimeTuning.js"
 import { CHANGES_CHANNEL } from "./ChangeLog.js"
 import { forEachInSlices } from "./EventLoop.js"
 import { CatalogueIndex, entryOf, type Entry, Interner, type ListFilters, type Page, type SortOrder } from "./Index.js"
@@ -121,7 +120,6 @@ export class CatalogueEngine extends Effect.Service<CatalogueEngine>()("Catalogu
         return state
       }))
       const fresh = CatalogueIndex.bulk(entries, interner)
-      tuneForCatalogue(fresh.size)
       const changedEpoch = loaded && state.epoch !== epoch
       index = fresh
       version++
