@@ -20,6 +20,10 @@
  * that service's purchase worker held off new purchases (harness `deferPurchaseWorker`);
  * --nodeArgsX: node flags for that service beside npm start's; --outputTo: each service's output
  * (stdout and stderr, e.g. a --trace-gc log) written there as A.log and B.log at the end.
+ *
+ * Order bias: on the AMD EPYC microVM, whichever variant is B measured about 6 % more buys/s than
+ * the same build would as A (bench/RESULTS.md, "2026-11-25, sixth session"; cause unknown). Run
+ * both orders (swap --entryA/--entryB, or --A/--B) and take the geometric mean of B/A and 1/(B/A).
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"

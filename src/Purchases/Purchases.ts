@@ -115,8 +115,9 @@ const boughtOf = (
  * Batches of the fast lane's buys running at once, and buys in one batch at most. Two at once: the
  * next batch's first round trip (records, item locks) overlaps the last one's second (buys,
  * COMMIT), and where they share a merchant it waits on that balance row inside PostgreSQL only.
- * At 16 clients two gave 9 % more buys a second than one with 16 merchants and 17 % with one, at
- * the same p99 or better; three gave no more than two (bench/purchases/ab.mjs, RESULTS.md).
+ * At 16 clients two gave more buys a second than one, at the same p99 or better: about 2 % with 16
+ * merchants and 10 % with one, once ab.mjs's bias towards its B is allowed for (9 % and 17 % as
+ * measured); three gave no more than two (bench/purchases/ab.mjs, RESULTS.md).
  */
 const BUY_BATCHES_IN_FLIGHT = 2
 const BUY_BATCH_MAX = 32
