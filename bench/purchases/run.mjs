@@ -23,6 +23,10 @@
  *    request a distinct custom_id and item_id, max_price above any price, the trade URL
  *    https://steamcommunity.com/tradeoffer/new/?partner=12345678&token=abcdEFGH. The bare runs the
  *    same statements with a pg Pool of as many connections as clients.
+ *    With --httpBare (the default; --no-httpBare leaves it out), a third variant in each round:
+ *    bench/purchases/bare-http.mjs, the bare's transaction behind a minimal node:http server, on a
+ *    third copy, loaded over HTTP exactly as the service is: what an HTTP hop alone costs the bare,
+ *    so that the service's own cost (service / bare-http) is told from the hop's (bare-http / bare).
  * 4. Beside the figures: CPU time per buy of the server process (service or bare), the WAL
  *    written per buy (the whole server's), the cores used by the PostgreSQL backends of the
  *    database under test (the server is shared with other databases; its WAL writer and
@@ -64,6 +68,7 @@ const opts = argOptions(argv, {
   timeScale: 100,
   merchants: 1,
   worker: "on",
+  httpBare: true,
   profile: false,
   profileAt: 16,
   quietBusy: 15,
@@ -186,11 +191,23 @@ const buyBatchMetrics = async (service) => {
   }
 }
 
+/** A bare's pool: a connection per client, as far as the shared server has free ones. */
+const barePoolSize = async (concurrency) => {
+  const free = await withAdminClient((c) => c.query(
+    "SELECT current_setting('max_connections')::int - (SELECT count(*) FROM pg_stat_activity)::int AS free")).then((q) => q.rows[0].free)
+  const poolMax = Math.max(1, Math.min(concurrency, free - 20))
+  if (poolMax < concurrency) log(`  note: PostgreSQL has ${free} free connections (max_connections is shared): the bare's pool is capped at ${poolMax}`)
+  return poolMax
+}
+
 const measure = async (which, ctx, concurrency) => {
   const busyBefore = await waitQuiet(`${which} at ${concurrency}`, { maxSeconds: opts.waitQuiet, quietBusy: opts.quietBusy })
-  const pid = which === "service" ? ctx.service.child.pid : ctx.bare.child.pid
-  const sampler = which === "service" ? ctx.serviceSampler : ctx.bareSampler
-  const database = which === "service" ? ctx.dbName : ctx.bareDbName
+  const { process: proc, sampler, database } = {
+    service: { process: ctx.service, sampler: ctx.serviceSampler, database: ctx.dbName },
+    bare: { process: ctx.bare, sampler: ctx.bareSampler, database: ctx.bareDbName },
+    "bare-http": { process: ctx.bareHttp?.process, sampler: ctx.bareHttpSampler, database: ctx.bareHttpDbName }
+  }[which]
+  const pid = proc.child.pid
   let before
   let pgBefore
   let walBefore
@@ -223,16 +240,18 @@ const measure = async (which, ctx, concurrency) => {
     const [transactions, purchases] = [batchesAfter.transactions - batchesBefore.transactions, batchesAfter.purchases - batchesBefore.purchases]
     batching = `\n              fast lane (warm-up included): ${purchases} purchases in ${transactions} transactions, ${round(purchases / transactions, 2)} per transaction` +
       `; event loop delay since the warm-up: p99 ${round(batchesAfter.loopP99 * 1000, 1)} ms, max ${round(batchesAfter.loopMax * 1000, 1)} ms`
+  } else if (which === "bare-http") {
+    await ctx.bareHttpCall({ cmd: "pool", max: await barePoolSize(concurrency) })
+    r = await loadService({ baseUrl: ctx.bareHttp.baseUrl }, ctx.merchants, ctx.bareHttpItems, {
+      concurrency, warmup: opts.warmup, duration: opts.duration, prefix, onMeasuring, onWindowEnd
+    })
   } else {
     const measuringListener = (m) => {
       if (m && m.measuring) onMeasuring()
       if (m && m.windowEnd) onWindowEnd()
     }
     ctx.bare.child.on("message", measuringListener)
-    const free = await withAdminClient((c) => c.query(
-      "SELECT current_setting('max_connections')::int - (SELECT count(*) FROM pg_stat_activity)::int AS free")).then((q) => q.rows[0].free)
-    const poolMax = Math.max(1, Math.min(concurrency, free - 20))
-    if (poolMax < concurrency) log(`  note: PostgreSQL has ${free} free connections (max_connections is shared): the bare's pool is capped at ${poolMax}`)
+    const poolMax = await barePoolSize(concurrency)
     r = await ctx.bareCall({ cmd: "run", concurrency, poolMax, warmup: opts.warmup, duration: opts.duration, prefix })
     ctx.bare.child.off("message", measuringListener)
   }
@@ -254,7 +273,7 @@ const measure = async (which, ctx, concurrency) => {
     cpuMsPerBuy: (after.cpu - before.cpu) / r.count,
     cores: {
       server: cores(after.cpu - before.cpu),
-      loadGenerator: which === "service" ? cores((after.self.user + after.self.system) / 1000) : 0,
+      loadGenerator: which !== "bare" ? cores((after.self.user + after.self.system) / 1000) : 0,
       postgres: cores(pgMs),
       machine: cores(((after.ticks.busy - before.ticks.busy) * 1000) / CLK_TCK)
     },
@@ -267,7 +286,7 @@ const measure = async (which, ctx, concurrency) => {
   log(`  ${which.padEnd(8)} c=${String(concurrency).padStart(2)}  ${String(round(res.rps, 1)).padStart(7)} buys/s  p50 ${round(res.p50, 1)} ms` +
     `  p99 ${round(res.p99, 1)} ms  max ${round(res.max, 1)} ms  errors ${res.errors}${res.errors ? ` ${JSON.stringify(res.errorKinds).slice(0, 300)}` : ""}` +
     `\n              CPU ${round(res.cpuMsPerBuy * 1000)} µs/buy in the ${which} process; cores: machine ${res.cores.machine} = ${which} ${res.cores.server}` +
-    ` + its postgres backends ${res.cores.postgres}${which === "service" ? ` + load generator ${res.cores.loadGenerator}` : " (its own workers included)"}` +
+    ` + its postgres backends ${res.cores.postgres}${which !== "bare" ? ` + load generator ${res.cores.loadGenerator}` : " (its own workers included)"}` +
     ` + rest ${round(res.cores.machine - res.cores.server - res.cores.postgres - res.cores.loadGenerator, 2)}` +
     `\n              WAL per buy (whole server): ${round(res.walPerBuy.bytes)} bytes, ${round(res.walPerBuy.records, 1)} records, ` +
     `${round(res.walPerBuy.fullPageImages, 2)} full-page images, ${round(res.walPerBuy.syncs, 2)} flushes` +
@@ -292,7 +311,10 @@ const main = async () => {
 
   const db = await createDatabase("mps_bench_buy")
   const bareDbName = `${db.name}_bare`
-  const dropBare = () => withAdminClient((c) => c.query(`DROP DATABASE IF EXISTS ${bareDbName} WITH (FORCE)`))
+  const bareHttpDbName = `${db.name}_barehttp`
+  const dropBare = () => withAdminClient(async (c) => {
+    for (const name of [bareDbName, bareHttpDbName]) await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
+  })
   atInterrupt(async () => { await sleep(300); await dropBare() })
   const ctx = {}
   try {
@@ -328,32 +350,51 @@ const main = async () => {
       }
       log("worker deferred: new purchases are due in a day (trigger in both databases)")
     }
-    await withAdminClient((c) => c.query(`DROP DATABASE IF EXISTS ${bareDbName} WITH (FORCE)`).then(() => c.query(`CREATE DATABASE ${bareDbName} TEMPLATE ${db.name}`)))
-    const bareUrl = new URL(db.url)
-    bareUrl.pathname = `/${bareDbName}`
+    const copyOf = async (name) => {
+      await withAdminClient((c) => c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).then(() => c.query(`CREATE DATABASE ${name} TEMPLATE ${db.name}`)))
+      const url = new URL(db.url)
+      url.pathname = `/${name}`
+      return url.toString()
+    }
+    const bareUrl = await copyOf(bareDbName)
+    const bareHttpUrl = opts.httpBare ? await copyOf(bareHttpDbName) : undefined
     service = await startService({ databaseUrl: db.url, dataDir, extra: serviceExtra, readyTimeoutMs: 600_000, untilIdle: true })
     ctx.service = service
     ctx.merchants = merchants
     ctx.serviceItems = { ids, next: 0 }
-    ctx.bare = forkChild(join(HERE, "bare.mjs"), [], { ...process.env, NODE_ENV: "production", DATABASE_URL: bareUrl.toString() }, "bare")
-    await new Promise((resolve, reject) => {
-      ctx.bare.child.once("message", resolve)
-      ctx.bare.exited.then((code) => reject(new Error(`bare exited ${code}: ${ctx.bare.output()}`)))
-    })
+    const forkBare = async (module, url, label) => {
+      const proc = forkChild(join(HERE, module), [], { ...process.env, NODE_ENV: "production", DATABASE_URL: url }, label)
+      await new Promise((resolve, reject) => {
+        proc.child.once("message", resolve)
+        proc.exited.then((code) => reject(new Error(`${label} exited ${code}: ${proc.output()}`)))
+      })
+      return proc
+    }
+    ctx.bare = await forkBare("bare.mjs", bareUrl, "bare")
     ctx.bareCall = rpc(ctx.bare)
     await ctx.bareCall({ cmd: "init", merchantIds: merchants.map((m) => m.merchant_id), tradeUrl: TRADE_URL, steamId: STEAM_ID, items: ids })
     ctx.dbName = db.name
     ctx.bareDbName = bareDbName
     ctx.serviceSampler = await activitySampler(db.name)
     ctx.bareSampler = await activitySampler(bareDbName)
+    if (bareHttpUrl !== undefined) {
+      const proc = await forkBare("bare-http.mjs", bareHttpUrl, "bare-http")
+      ctx.bareHttpCall = rpc(proc)
+      const { port } = await ctx.bareHttpCall({ cmd: "init", keys: Object.fromEntries(merchants.map((m) => [m.api_key, m.merchant_id])), steamId: STEAM_ID })
+      ctx.bareHttp = { process: proc, baseUrl: `http://127.0.0.1:${port}` }
+      ctx.bareHttpItems = { ids, next: 0 }
+      ctx.bareHttpDbName = bareHttpDbName
+      ctx.bareHttpSampler = await activitySampler(bareHttpDbName)
+    }
+    const variants = opts.httpBare ? ["service", "bare", "bare-http"] : ["service", "bare"]
 
     // 3. load
     results.levels = []
     for (const c of levels) {
       log(`\n${c} concurrent client(s): ${opts.warmup} s warm-up + ${opts.duration} s, ${opts.rounds} round(s)`)
-      const runs = { service: [], bare: [] }
+      const runs = Object.fromEntries(variants.map((which) => [which, []]))
       for (let i = 0; i < opts.rounds; i++) {
-        for (const which of i % 2 === 0 ? ["service", "bare"] : ["bare", "service"]) {
+        for (const which of i % 2 === 0 ? variants : [...variants].reverse()) {
           runs[which].push(await measure(which, ctx, c))
           await sleep(1000)
         }
@@ -367,7 +408,8 @@ const main = async () => {
       })
       const s = agg(runs.service)
       const b = agg(runs.bare)
-      results.levels.push({ concurrency: c, service: s, bare: b, ratio: s.rps / b.rps, runs })
+      const h = runs["bare-http"] === undefined ? undefined : agg(runs["bare-http"])
+      results.levels.push({ concurrency: c, service: s, bare: b, bareHttp: h, ratio: s.rps / b.rps, runs })
     }
     log(`\nsummary (mean of rounds; target: service >= 0.5 x bare, p99 < 50 ms at 16)`)
     log(`  clients   service buys/s  p50 ms  p99 ms   bare buys/s  p50 ms  p99 ms   ratio   CPU µs/buy service / bare`)
@@ -375,6 +417,14 @@ const main = async () => {
       log(`  ${String(l.concurrency).padStart(7)}   ${String(round(l.service.rps, 1)).padStart(14)}  ${String(round(l.service.p50, 1)).padStart(6)}  ${String(round(l.service.p99, 1)).padStart(6)}` +
         `   ${String(round(l.bare.rps, 1)).padStart(11)}  ${String(round(l.bare.p50, 1)).padStart(6)}  ${String(round(l.bare.p99, 1)).padStart(6)}` +
         `   ${String(round(l.ratio, 2)).padStart(5)}   ${round(l.service.cpuMsPerBuy * 1000)} / ${round(l.bare.cpuMsPerBuy * 1000)}`)
+    }
+    if (opts.httpBare) {
+      log(`\nthe HTTP hop (mean of rounds): bare-http is the bare's transaction behind a minimal node:http server`)
+      log(`  clients   bare-http buys/s  p50 ms  p99 ms   bare-http / bare   service / bare-http   CPU µs/buy bare-http`)
+      for (const l of results.levels) {
+        log(`  ${String(l.concurrency).padStart(7)}   ${String(round(l.bareHttp.rps, 1)).padStart(16)}  ${String(round(l.bareHttp.p50, 1)).padStart(6)}  ${String(round(l.bareHttp.p99, 1)).padStart(6)}` +
+          `   ${String(round(l.bareHttp.rps / l.bare.rps, 2)).padStart(16)}   ${String(round(l.service.rps / l.bareHttp.rps, 2)).padStart(19)}   ${round(l.bareHttp.cpuMsPerBuy * 1000)}`)
+      }
     }
     const at16 = results.levels.find((l) => l.concurrency === 16)
     results.targets = {
@@ -401,16 +451,18 @@ const main = async () => {
     }
   } finally {
     if (ctx.bare) await ctx.bare.stop()
+    if (ctx.bareHttp) await ctx.bareHttp.process.stop()
     if (ctx.service) await ctx.service.stop()
     await ctx.serviceSampler?.end().catch(() => undefined)
     await ctx.bareSampler?.end().catch(() => undefined)
+    await ctx.bareHttpSampler?.end().catch(() => undefined)
     await sleep(300)
     await db.drop().catch((e) => log(`could not drop ${db.name}: ${e.message}`))
-    await dropBare().catch((e) => log(`could not drop ${bareDbName}: ${e.message}`))
+    await dropBare().catch((e) => log(`could not drop ${bareDbName} or ${bareHttpDbName}: ${e.message}`))
     rmSync(dataDir, { recursive: true, force: true })
   }
   const file = join(OUT, `results-${stamp}.json`)
-  for (const l of results.levels ?? []) for (const k of ["service", "bare"]) for (const r of l.runs[k]) delete r.latencies
+  for (const l of results.levels ?? []) for (const rs of Object.values(l.runs)) for (const r of rs) delete r.latencies
   writeFileSync(file, JSON.stringify(results, null, 2) + "\n")
   log(`\nresults: ${file}`)
 }
