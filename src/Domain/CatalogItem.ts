@@ -71,6 +71,9 @@ export const StickerInput = Schema.Struct({
 const optionalNullable = <A, I>(schema: Schema.Schema<A, I>) =>
   Schema.optionalWith(Schema.NullOr(schema), { default: () => null })
 
+/** The most minutes an item's delivery may be estimated at: a purchase keeps them as a PostgreSQL integer. */
+export const MAX_DELIVERY_MINUTES = 2_147_483_647
+
 export const CatalogItemInput = Schema.Struct({
   id: Schema.optional(Schema.UUID),
   market_hash_name: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200)),
@@ -96,7 +99,7 @@ export const CatalogItemInput = Schema.Struct({
   rarity: optionalNullable(Schema.String),
   rarity_color: optionalNullable(Schema.String),
   delivery_type: DeliveryType,
-  estimated_delivery_minutes: optionalNullable(Schema.Int.pipe(Schema.nonNegative())),
+  estimated_delivery_minutes: optionalNullable(Schema.Int.pipe(Schema.between(0, MAX_DELIVERY_MINUTES))),
   sim: Schema.optional(SimHints)
 })
 export type CatalogItemInput = typeof CatalogItemInput.Type

@@ -82,11 +82,6 @@ const floorCents = ({ digits, scale }: Decimal): number => {
 /** The largest whole number of cents <= n USD, exactly. */
 export const centsFloor = (n: number): number => floorCents(decimalOf(n))
 
-/** A JSON number literal (as a client wrote it) as an exact decimal; undefined if it is not one. */
-export const decimalOfLiteral = (text: string): Decimal | undefined =>
-  // no amount of money needs more: refusing it bounds the BigInt work an input can cause
-  text.length > 400 || /[eE][+-]?\d{5}/.test(text) ? undefined : parseDecimal(text)
-
 /**
  * The literal text of the number at top-level `key` of a JSON object text (the last one, as
  * JSON.parse keeps), or undefined. Strings, nested values and escaped keys are read as JSON reads
@@ -134,18 +129,37 @@ export const topLevelNumberText = (json: string, key: string): string | undefine
   return found
 }
 
+/** Catalogue prices are below 10^8 USD (Admin.ts, CatalogItem.ts): an amount from 10^9 on is above all of them. */
+const ABOVE_EVERY_PRICE = 1e9
+
+const JSON_NUMBER = /^(-?)(\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?$/
+
 /**
- * A money field as the handlers compare it with whole cents. JSON.parse reads a number into the
- * nearest binary double, which loses digits past about 16 (0.99999999999999999999 becomes 1);
- * when the client's text says more than the double does, the value given instead compares with
- * every whole number of cents exactly as the written one does: its cents rounded down, plus half
- * a cent (never 0 for a positive amount). Literals of over 400 characters are taken as read.
+ * A money field as the handlers compare it with whole cents: a number that compares with every
+ * catalogue price exactly as the client's literal does, whatever its length or exponent.
+ * JSON.parse reads a literal into the nearest binary double, which loses digits past about 16
+ * (0.99999999999999999999 becomes 1), reads 1e-400 as 0 and 1e400 as Infinity. A literal of
+ * whole cents is its value; one with more below a cent is its cents rounded down plus half a cent
+ * (so never 0 when it is positive); one of 10^9 or more is 10^9. A literal of zero or below comes
+ * back zero or below, as the caller's check for > 0 needs. Linear in the literal's length: the
+ * digits are read as text, never as one number.
  */
 export const exactForCents = (parsed: number, literal: string | undefined): number => {
-  if (literal === undefined || !Number.isFinite(parsed)) return parsed
-  const written = decimalOfLiteral(literal)
-  if (written === undefined) return parsed
-  const read = decimalOf(parsed)
-  if (written.digits * pow10(read.scale) === read.digits * pow10(written.scale)) return parsed
-  return (floorCents(written) * 10 + 5) / 1000
+  const match = literal === undefined ? null : JSON_NUMBER.exec(literal)
+  if (match === null) return Math.min(parsed, ABOVE_EVERY_PRICE)
+  const [, sign, whole, fraction = "", exponentText = "0"] = match
+  const written = whole + fraction
+  const first = written.search(/[1-9]/)
+  if (first < 0) return 0
+  if (sign === "-") return -1
+  let last = written.length
+  while (written[last - 1] === "0") last--
+  // value = 0.<significant> x 10^point (Number() of a long exponent is only approximate, and
+  // anything that far out is past either end anyway)
+  const significant = written.slice(first, last)
+  const point = whole.length - first + Number(exponentText)
+  if (point > 9) return ABOVE_EVERY_PRICE
+  const centsDigits = point + 2
+  const floorCents = centsDigits <= 0 ? 0 : Number(significant.slice(0, centsDigits).padEnd(centsDigits, "0"))
+  return significant.length <= centsDigits ? floorCents / 100 : (floorCents * 10 + 5) / 1000
 }

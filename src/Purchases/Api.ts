@@ -16,10 +16,11 @@ const TradeUrl = Schema.String.pipe(
     message: () => "a trade URL https://steamcommunity.com/tradeoffer/new/?partner=<id>&token=<8 chars>"
   })
 )
-const MaxPrice = Schema.Number.pipe(
-  // JSON.parse reads a literal beyond the doubles' range (1e400) as Infinity
-  Schema.filter((n) => !(n > 0) ? "max_price must be greater than 0" : Number.isFinite(n) || "max_price is too large")
-).annotations({ description: "Consent ceiling in USD; compared exactly with the live price", jsonSchema: { exclusiveMinimum: 0 } })
+/**
+ * Only the sign is checked here: JSON.parse reads 1e-400 as 0 and 1e400 as Infinity, so whether
+ * the literal is above 0 is the handlers' to say (Http.ts `exactMaxPrice`, from the body's text).
+ */
+const MaxPrice = Schema.Number.pipe(Schema.filter((n) => n >= 0 || "max_price must be greater than 0")).annotations({ description: "Consent ceiling in USD; compared exactly with the live price", jsonSchema: { exclusiveMinimum: 0 } })
 const CustomId = StorableString.pipe(
   Schema.filter((s) => [...s].length >= 1 && [...s].length <= 100, { message: () => "custom_id must be 1 to 100 characters" })
 ).annotations({ jsonSchema: { minLength: 1, maxLength: 100 } })
@@ -39,7 +40,11 @@ export const BuyByNameRequest = Schema.Struct({
   max_price: MaxPrice,
   trade_url: TradeUrl,
   custom_id: CustomId,
-  estimated_time: Schema.optional(Schema.NullOr(Schema.Int.pipe(Schema.greaterThanOrEqualTo(10))))
+  // any whole number of minutes from 10 (spec 4.3 sets no upper bound; the handler caps it at the longest an item may have)
+  estimated_time: Schema.optional(Schema.NullOr(Schema.Number.pipe(
+    Schema.filter((n) => Number.isInteger(n) || "estimated_time must be a whole number of minutes"),
+    Schema.greaterThanOrEqualTo(10)
+  ).annotations({ jsonSchema: { type: "integer", minimum: 10 } })))
 }).annotations({ identifier: "BuyByNameRequest" })
 
 export const PurchaseCreated = Schema.Struct({

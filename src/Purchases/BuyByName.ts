@@ -84,7 +84,11 @@ export class BuyByName extends Effect.Service<BuyByName>()("BuyByName", {
     const owner = (yield* PurchaseHandover).owner
     const cycles = yield* Effect.scope
 
-    const verdict = (row: PurchaseRow) => row.status === "failed" || row.acknowledged || row.topupWaiting || row.status === "completed"
+    /**
+     * What an attempt's wait ends on. A provider top-up does not end it (unlike /buy-sync's, spec
+     * 4.3): by name, 202 means only that the budget ran out with the attempt in flight.
+     */
+    const verdict = (row: PurchaseRow) => row.status === "failed" || row.acknowledged || row.status === "completed"
     /**
      * An attempt the provider rejected before accepting it: the cycle tries the next item. One that
      * was accepted (acknowledged, its offer sent, completed) and failed later (declined, reversed)

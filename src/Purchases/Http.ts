@@ -2,7 +2,8 @@ import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/p
 import { Effect, Either, Option, Schema } from "effect"
 import { API_PREFIX, MerchantApi } from "../Api.js"
 import { Settings } from "../Config.js"
-import { PurchaseNotFound, SteamIdMismatch } from "../Domain/Errors.js"
+import { MAX_DELIVERY_MINUTES } from "../Domain/CatalogItem.js"
+import { InvalidMaxPrice, PurchaseNotFound, SteamIdMismatch } from "../Domain/Errors.js"
 import { exactForCents, topLevelNumberText } from "../Domain/Money.js"
 import { parseTradeUrl } from "../Domain/TradeUrl.js"
 import { CurrentMerchant } from "../Merchants/Authentication.js"
@@ -28,14 +29,23 @@ const failedAttemptCode = (row: PurchaseRow) =>
   : row.failureCode === "PRICE_CHANGED" ? "MERCHANT_PRICE_CHANGED"
   : "MERCHANT_PURCHASE_FAILED"
 
-/** max_price as compared with prices: exactly as the client wrote it in `body` (CONTRACT 6). */
-const exactMaxPrice = (parsed: number, body: string) => exactForCents(parsed, topLevelNumberText(body, "max_price"))
+/**
+ * max_price as compared with prices: exactly as the client wrote it in `body` (CONTRACT 6), or
+ * undefined when that is not above 0 (spec 4.3).
+ */
+const exactMaxPrice = (parsed: number, body: string): number | undefined => {
+  const value = exactForCents(parsed, topLevelNumberText(body, "max_price"))
+  return value > 0 ? value : undefined
+}
 
 /** The handlers' exactMaxPrice: the body's text is read again (the request keeps it). */
 const maxPriceOf = (parsed: number) =>
-  Effect.map(
+  Effect.flatMap(
     Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => Effect.orElseSucceed(request.text, () => "")),
-    (text) => exactMaxPrice(parsed, text)
+    (text) => {
+      const value = exactMaxPrice(parsed, text)
+      return value === undefined ? new InvalidMaxPrice({ message: "max_price: max_price must be greater than 0" }) : Effect.succeed(value)
+    }
   )
 
 const decodeBuyRequest = Schema.decodeUnknownEither(BuyRequest)
@@ -55,14 +65,14 @@ export const PurchasesFastRoutes = Effect.map(Purchases, (purchases): ReadonlyAr
       answer: async (body, merchant, text) => {
         const payload = Either.getOrUndefined(decodeBuyRequest(body))
         if (payload === undefined) return undefined
-        // a max_price that JSON.parse could not read exactly is the handler's (maxPriceOf)
-        if (exactMaxPrice(payload.max_price, text) !== payload.max_price) return undefined
+        const maxPrice = exactMaxPrice(payload.max_price, text)
+        if (maxPrice === undefined) return undefined
         const recipient = Either.getOrUndefined(recipientOf(payload.target_trade_url, payload.target_steam_id))
         if (recipient === undefined) return undefined
         const created = await createByIdDirect({
           merchantId: merchant.id,
           itemId: payload.item_id,
-          maxPrice: payload.max_price,
+          maxPrice,
           customId: payload.custom_id,
           recipient
         })
@@ -83,8 +93,8 @@ export const PurchasesHttp = HttpApiBuilder.group(MerchantApi, "purchases", (han
 
     /** /buy and /buy-sync: created (or found) in full before anything else; a client that goes away cancels nothing. */
     const createById = (merchantId: string, payload: typeof BuyRequest.Type) =>
-      Effect.all([recipientOf(payload.target_trade_url, payload.target_steam_id), maxPriceOf(payload.max_price)]).pipe(
-        Effect.flatMap(([recipient, maxPrice]) => Effect.uninterruptible(purchases.createById({
+      Effect.all([maxPriceOf(payload.max_price), recipientOf(payload.target_trade_url, payload.target_steam_id)]).pipe(
+        Effect.flatMap(([maxPrice, recipient]) => Effect.uninterruptible(purchases.createById({
           merchantId,
           itemId: payload.item_id,
           maxPrice,
@@ -124,7 +134,8 @@ export const PurchasesHttp = HttpApiBuilder.group(MerchantApi, "purchases", (han
             maxPrice: yield* maxPriceOf(payload.max_price),
             customId: payload.custom_id,
             recipient,
-            estimatedTime: payload.estimated_time ?? null
+            // a longer wait than any item's estimate excludes nothing more (and fits the SQL integer)
+            estimatedTime: payload.estimated_time == null ? null : Math.min(payload.estimated_time, MAX_DELIVERY_MINUTES)
           })
           switch (outcome._tag) {
             case "accepted":

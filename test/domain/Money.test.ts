@@ -4,7 +4,6 @@ import fc from "fast-check"
 import {
   compareCents,
   decimalOf,
-  decimalOfLiteral,
   exactForCents,
   MICROS_PER_CENT,
   percentOfMicrosInCents,
@@ -148,15 +147,6 @@ describe("a money field exactly as the client wrote it (CONTRACT 6: max_price co
     expect(topLevelNumberText(`[{"max_price":5}]`, "max_price")).toBeUndefined()
   })
 
-  it("reads a literal as its exact decimal, and refuses what is no amount", () => {
-    expect(decimalOfLiteral("9.99999999999999999999")).toEqual({ digits: 999999999999999999999n, scale: 20 })
-    expect(decimalOfLiteral("12E+2")).toEqual({ digits: 1200n, scale: 0 })
-    expect(decimalOfLiteral("5e-400")).toEqual({ digits: 5n, scale: 400 })
-    expect(decimalOfLiteral("1e99999")).toBeUndefined()
-    expect(decimalOfLiteral("1".repeat(401))).toBeUndefined()
-    expect(decimalOfLiteral("abc")).toBeUndefined()
-  })
-
   it("keeps a number JSON.parse read exactly, and replaces one it rounded", () => {
     expect(exactForCents(9.99, "9.99")).toBe(9.99)
     expect(exactForCents(10, "10.000")).toBe(10)
@@ -168,12 +158,46 @@ describe("a money field exactly as the client wrote it (CONTRACT 6: max_price co
     expect(compareCents(1000, exactForCents(10, "10.00000000000000000001"))).toBe(-1)
   })
 
+  it("compares literals of any length or exponent exactly, and says when one is not above 0", () => {
+    const below10 = "9." + "9".repeat(450)
+    expect(JSON.parse(below10)).toBe(10)
+    expect(compareCents(1000, exactForCents(10, below10))).toBe(1)
+    expect(compareCents(999, exactForCents(10, below10))).toBe(-1)
+    const above10 = "10." + "0".repeat(500) + "1"
+    expect(compareCents(1000, exactForCents(10, above10))).toBe(-1)
+    expect(compareCents(1001, exactForCents(10, above10))).toBe(1)
+    expect(exactForCents(10, "1" + "0".repeat(499) + "e-498")).toBe(10)
+    // positive, though JSON.parse reads 0: below every price, yet above 0
+    expect(exactForCents(0, "1e-400")).toBe(0.005)
+    expect(compareCents(1, exactForCents(0, "1e-400"))).toBe(1)
+    // beyond the doubles (Infinity) or any price: above every price, and finite
+    expect(exactForCents(Infinity, "1e400")).toBe(1e9)
+    expect(exactForCents(1e300, "1e300")).toBe(1e9)
+    expect(exactForCents(Infinity, "1e99999999999999999999")).toBe(1e9)
+    expect(exactForCents(0, "1e-99999999999999999999")).toBe(0.005)
+    // zero and negatives stay not above 0
+    for (const zero of ["0", "-0", "0.000", "0e7", "-0.0e-3"]) expect(exactForCents(0, zero)).toBe(0)
+    for (const negative of ["-1", "-1e-400", "-0.001"]) expect(exactForCents(-0, negative)).toBeLessThan(0)
+    // a megabyte of digits (a body's limit) is read as text
+    expect(exactForCents(0, "0." + "0".repeat(1_000_000) + "1")).toBe(0.005)
+    expect(exactForCents(1, "0." + "9".repeat(1_000_000))).toBe(0.995)
+  })
+
+  /** The oracle: a literal's exact decimal, with BigInt. */
+  const exactDecimal = (text: string) => {
+    const [, whole, fraction = "", exponent = "0"] = /^(\d+)(?:\.(\d+))?(?:e([+-]?\d+))?$/.exec(text)!
+    const scale = fraction.length - Number(exponent)
+    return scale >= 0
+      ? { digits: BigInt(whole + fraction), scale }
+      : { digits: BigInt(whole + fraction) * 10n ** BigInt(-scale), scale: 0 }
+  }
+
   it("property: compares with whole cents exactly as the written decimal does", () => {
-    const literal = fc.tuple(fc.integer({ min: 0, max: 100_000 }), fc.stringMatching(/^[0-9]{1,30}$/))
-      .map(([whole, fraction]) => `${whole}.${fraction}`)
-      .filter((text) => /[1-9]/.test(text))
+    const literal = fc.tuple(fc.integer({ min: 0, max: 100_000 }), fc.stringMatching(/^[0-9]{1,30}$/), fc.integer({ min: -40, max: 6 }))
+      .map(([whole, fraction, exponent]) => exponent === 0 ? `${whole}.${fraction}` : `${whole}.${fraction}e${exponent}`)
+      .filter((text) => /[1-9]/.test(text.split("e")[0]!))
     fc.assert(fc.property(literal, fc.integer({ min: 0, max: 10_000_001 }), (text, cents) => {
-      const written = decimalOfLiteral(text)!
+      const written = exactDecimal(text)
       const left = BigInt(cents) * 10n ** BigInt(written.scale)
       const right = written.digits * 100n
       const exact = left < right ? -1 : left > right ? 1 : 0

@@ -191,9 +191,42 @@ describe("request bodies refused as they are read", () => {
     expect(long.json.error.message.length).toBeLessThan(400)
   })
 
-  it("max_price beyond the doubles' range is 400 'too large', not 'must be greater than 0'", async () => {
-    const res = await rawPost(api("/buy"), Buffer.from(buyText({ max_price: "1e400" })), auth())
-    expect([res.status, res.json.error.code, res.json.error.message]).toEqual([400, "MERCHANT_INVALID_MAX_PRICE", "max_price: max_price is too large"])
+  it("max_price is compared exactly as written, whatever its length or exponent (CONTRACT 6); only <= 0 is invalid", async () => {
+    // its own merchant: these purchases go on moving its balance while later tests run
+    const buyer = await fundedMerchant(server, 10_000)
+    /** /buy of a fresh 1.00 item with max_price written as `literal`: status and code. */
+    const buyWith = async (literal: string) => {
+      const text = JSON.stringify(buyBody({ itemId: await loadItem(server, 100), maxPrice: 7 })).replace(`"max_price":7`, `"max_price":${literal}`)
+      const res = await rawPost(api("/buy"), Buffer.from(text), { authorization: `Bearer ${buyer.apiKey}` })
+      return `${literal.slice(0, 12)}: ${res.status} ${res.json?.error?.code ?? res.json?.item?.price}`
+    }
+    const before = await balanceOf(server, buyer)
+    // JSON.parse reads these as 1 (450 nines), 0 and -0: each was bought, refused as 0, or refused as 0
+    expect(await buyWith(`0.${"9".repeat(450)}`)).toBe(`0.9999999999: 409 MERCHANT_PRICE_CHANGED`)
+    expect(await buyWith("1e-400")).toBe("1e-400: 409 MERCHANT_PRICE_CHANGED")
+    expect(await buyWith("-1e-400")).toBe("-1e-400: 400 MERCHANT_INVALID_MAX_PRICE")
+    expect(await buyWith("-0")).toBe("-0: 400 MERCHANT_INVALID_MAX_PRICE")
+    expect((await balanceOf(server, buyer)).available).toBe(before.available)
+    // above every price, though JSON.parse reads Infinity: bought at the item's price
+    expect(await buyWith("1e400")).toBe("1e400: 201 1")
+    expect(await buyWith(`1${"0".repeat(400)}`)).toBe("100000000000: 201 1")
+    expect(await buyWith(`1.${"0".repeat(450)}`)).toBe("1.0000000000: 201 1")
+    expect((await balanceOf(server, buyer)).available).toBe(before.available - 300)
+  })
+
+  it("estimated_time has no upper bound: 2^31 minutes and more exclude nothing more (it was a 500)", async () => {
+    const buyer = await fundedMerchant(server, 10_000)
+    const name = `Eta ${randomUUID()}`
+    await loadItem(server, 100, { market_hash_name: name, estimated_delivery_minutes: 2_147_483_647 })
+    const before = await balanceOf(server, buyer)
+    for (const [estimatedTime, expected] of [[2 ** 31, "400 MERCHANT_NO_ITEMS_FOUND"], [2 ** 53, "400 MERCHANT_NO_ITEMS_FOUND"], [1e300, "400 MERCHANT_NO_ITEMS_FOUND"]] as const) {
+      const res = await rawPost(api("/buy-by-name"), Buffer.from(JSON.stringify({ ...byNameBody({ name: `${name} (none)`, maxPrice: 5 }), estimated_time: estimatedTime })), { authorization: `Bearer ${buyer.apiKey}` })
+      expect(`${estimatedTime}: ${res.status} ${res.json.error?.code}`).toBe(`${estimatedTime}: ${expected}`)
+    }
+    const bought = await rawPost(api("/buy-by-name"), Buffer.from(JSON.stringify({ ...byNameBody({ name, maxPrice: 5 }), estimated_time: 2 ** 53 })), { authorization: `Bearer ${buyer.apiKey}` })
+    expect([200, 202]).toContain(bought.status)
+    expect(bought.json.item.estimated_delivery_minutes).toBe(2_147_483_647)
+    expect((await balanceOf(server, buyer)).available).toBe(before.available - 100)
   })
 })
 
