@@ -9,7 +9,7 @@
  *
  * Forked by run.mjs (DATABASE_URL in the environment), driven over IPC:
  *   init {keys: {apiKey: merchantId}, steamId}   -> {port}   (listens on 127.0.0.1, any free port)
- *   pool {max}                                   -> {max}    (a new pool of `max` warm connections)
+ *   pool {max}                                   -> {max}    (a new pool of `max` warm connections; 0: none)
  * POST /api/v1/merchant/buy with `Authorization: Bearer <key>` and the service's body answers 201
  * with a PurchaseCreated-shaped body, or 409 `{"error": ...}` when the transaction refused.
  */
@@ -23,6 +23,8 @@ let pool
 
 const openPool = async (max) => {
   if (pool !== undefined) await pool.end()
+  pool = undefined
+  if (max === 0) return
   pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max })
   pool.on("error", () => undefined)
   const opened = []

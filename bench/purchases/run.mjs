@@ -245,6 +245,10 @@ const measure = async (which, ctx, concurrency) => {
     r = await loadService({ baseUrl: ctx.bareHttp.baseUrl }, ctx.merchants, ctx.bareHttpItems, {
       concurrency, warmup: opts.warmup, duration: opts.duration, prefix, onMeasuring, onWindowEnd
     })
+    // its connections are given back between windows, as the bare's are (the server's are shared),
+    // once their CPU time at the window's end is read
+    await pgAfter
+    await ctx.bareHttpCall({ cmd: "pool", max: 0 })
   } else {
     const measuringListener = (m) => {
       if (m && m.measuring) onMeasuring()
