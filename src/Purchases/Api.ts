@@ -20,7 +20,10 @@ const TradeUrl = Schema.String.pipe(
  * Only the sign is checked here: JSON.parse reads 1e-400 as 0 and 1e400 as Infinity, so whether
  * the literal is above 0 is the handlers' to say (Http.ts `exactMaxPrice`, from the body's text).
  */
-const MaxPrice = Schema.Number.pipe(Schema.filter((n) => n >= 0 || "max_price must be greater than 0")).annotations({ description: "Consent ceiling in USD; compared exactly with the live price", jsonSchema: { exclusiveMinimum: 0 } })
+const MaxPrice = Schema.Number.pipe(Schema.filter((n) => n >= 0 || "max_price must be greater than 0")).annotations({
+  description: "Consent ceiling in USD; compared exactly with the live price",
+  jsonSchema: { exclusiveMinimum: 0 }
+})
 const CustomId = StorableString.pipe(
   Schema.filter((s) => [...s].length >= 1 && [...s].length <= 100, { message: () => "custom_id must be 1 to 100 characters" })
 ).annotations({ jsonSchema: { minLength: 1, maxLength: 100 } })
