@@ -25,12 +25,13 @@ export const DecimalText = Schema.compose(nonNegativeNumberText("0.25"), Schema.
 
 /**
  * A USD amount as a bound on prices, compared with whole cents exactly as written: 0.0100000001
- * is above 0.01, though its nearest double is not (Money.ts `exactForCents`).
+ * is above 0.01, though its nearest double is not (Money.ts `exactForCents`). A bound past the
+ * doubles' range (1e400) is an invalid filter.
  */
 export const UsdText = Schema.transform(
   nonNegativeNumberText("12.50"),
   Schema.Number,
-  { strict: true, decode: (text) => exactForCents(Number(text), text), encode: String }
+  { strict: true, decode: (text) => Number.isFinite(Number(text)) ? exactForCents(Number(text), text) : Number(text), encode: String }
 ).pipe(Schema.finite()).annotations({
   description: "USD, 0 or more; compared with prices exactly as written",
   jsonSchema: { type: "number", minimum: 0 }
