@@ -54,10 +54,15 @@ const Services = Layer.mergeAll(CatalogueDump.Default, Purchases.Default, BuyByN
   Layer.provideMerge(Base)
 )
 
-export const AppLive = Layer.mergeAll(
-  Layer.provide(FeedShutdownLive, HttpLive),
-  OpsServerLive,
-  SyncLive,
-  PurchaseWorkerLive,
-  StartupBannerLive
-).pipe(Layer.provide(Services))
+/**
+ * What works behind the merchant API. It is provided to the API so that it is built before it and
+ * released after it: on SIGTERM the API drains first (requests under way answered, up to
+ * SHUTDOWN_GRACE_SECONDS) while the purchase worker still steps what they bought and the ops
+ * listener still answers (/ready 503: Http.ts).
+ */
+const Background = Layer.mergeAll(OpsServerLive, SyncLive, PurchaseWorkerLive)
+
+export const AppLive = Layer.mergeAll(Layer.provide(FeedShutdownLive, HttpLive), StartupBannerLive).pipe(
+  Layer.provide(Background),
+  Layer.provide(Services)
+)

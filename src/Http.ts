@@ -191,6 +191,9 @@ export const requestMiddleware = (server: string, metrics: Metrics, routes: Read
 
 // ---- the server ----------------------------------------------------------------------------------
 
+/** While the server closes, how often connections that became idle are closed. */
+const CLOSE_IDLE_EVERY_MS = 100
+
 /**
  * Node's server with keep-alive longer than clients' and proxies' (Node's 5 s default races
  * clients that reuse an idle connection just as the server closes it: ECONNRESET). With a fast
@@ -201,17 +204,30 @@ export const makeNodeServer = (options: {
   readonly shutdownGraceSeconds: number
   /** The largest request body the listener reads (RequestBody.ts). */
   readonly bodyMaxBytes: number
+  /** Called as the server begins to close (shutdown). */
+  readonly onClosing?: (() => void) | undefined
 }) => {
   const { fastLane } = options
   const server = createServer()
   server.keepAliveTimeout = 65_000
   server.headersTimeout = 66_000
-  // Closing waits for every open connection, and one client that stalls (a body never finished, a
-  // download never read) held shutdown for good: what is still open after the grace is cut.
+  // Closing waits for every open connection. Node closes those idle when it begins; one busy then
+  // stayed open once idle (a kept-alive client's next request went unanswered until the grace
+  // ran out, and the process waited for it): every answer not yet begun says `Connection: close`
+  // (node then closes its connection), and idle ones are closed as they come. One client that
+  // stalls (a body never finished, a download never read) held shutdown for good: what is still
+  // open after the grace is cut.
+  let closing = false
+  const unanswered = new Set<ServerResponse>()
   const close = server.close.bind(server)
   server.close = ((callback?: (error?: Error) => void) => {
+    closing = true
+    options.onClosing?.()
+    for (const response of unanswered) if (!response.headersSent) response.shouldKeepAlive = false
+    const idle = setInterval(() => server.closeIdleConnections(), CLOSE_IDLE_EVERY_MS).unref()
     const cut = setTimeout(() => server.closeAllConnections(), options.shutdownGraceSeconds * 1000).unref()
     return close((error) => {
+      clearInterval(idle)
       clearTimeout(cut)
       callback?.(error)
     })
@@ -220,6 +236,11 @@ export const makeNodeServer = (options: {
   server.emit = (event: string, ...args: Array<unknown>): boolean => {
     const [request, response] = args
     if (event === "request" && request instanceof IncomingMessage && response instanceof ServerResponse) {
+      if (closing) response.shouldKeepAlive = false
+      else {
+        unanswered.add(response)
+        response.once("close", () => unanswered.delete(response))
+      }
       if (request.method !== "GET" && request.method !== "HEAD") guardBody(request, options.bodyMaxBytes)
       readBodyAsJson(request)
       if (fastLane?.handle(request, response, (passed = request) => emit(event, passed, response)) === true) return true
@@ -264,7 +285,14 @@ export const HttpLive = Layer.unwrapEffect(Effect.gen(function*() {
     // Per-request spans cost about a quarter of a request's CPU; traces come from service spans.
     HttpMiddleware.withTracerDisabledWhen(() => true),
     HttpServer.withLogAddress,
-    Layer.provide(NodeHttpServer.layer(() => makeNodeServer({ fastLane, shutdownGraceSeconds: settings.shutdownGraceSeconds, bodyMaxBytes: API_BODY_MAX_BYTES }), {
+    Layer.provide(NodeHttpServer.layer(() =>
+      makeNodeServer({
+        fastLane,
+        shutdownGraceSeconds: settings.shutdownGraceSeconds,
+        bodyMaxBytes: API_BODY_MAX_BYTES,
+        // /ready answers 503 from then on: a balancer sends no more work (the ops listener stays up)
+        onClosing: readiness.markDraining
+      }), {
       port: settings.port,
       host: settings.host
     })),

@@ -23,6 +23,13 @@ export class Readiness extends Effect.Service<Readiness>()("Readiness", {
     const serving = yield* Deferred.make<void>()
     const markServing = Deferred.succeed(serving, undefined)
     const awaitServing = Deferred.await(serving)
+    // The merchant API takes traffic from when it listens until it begins to drain (SIGTERM).
+    let draining = false
+    checks.set("api", Effect.map(Deferred.isDone(serving), (listening) => listening && !draining))
+    /** The API stopped taking new work (synchronous: node's server calls it as it begins to close). */
+    const markDraining = (): void => {
+      draining = true
+    }
 
     const report: Effect.Effect<ReadinessReport> = Effect.gen(function*() {
       const results = yield* Effect.forEach(Array.from(checks), ([name, check]) =>
@@ -30,6 +37,6 @@ export class Readiness extends Effect.Service<Readiness>()("Readiness", {
       return { ready: results.every(([, r]) => r.ok), checks: Object.fromEntries(results) }
     })
 
-    return { register, report, markServing, awaitServing } as const
+    return { register, report, markServing, awaitServing, markDraining } as const
   })
 }) {}

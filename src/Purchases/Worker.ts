@@ -55,6 +55,17 @@ export const PurchaseWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
   const handover = yield* PurchaseHandover
   const owner = handover.owner
 
+  // Added first, so run last: once this process's steps are stopped (shutdown), what it still
+  // holds is let go and announced, for another process to claim at once instead of when the
+  // leases run out. Anything a stopped step began was rolled back; its provider request id stays.
+  yield* Effect.addFinalizer(() =>
+    sql`UPDATE purchases SET lease_owner = NULL, lease_until = NULL WHERE lease_owner = ${owner}
+        RETURNING ${notifications.notifying(sql`id::text`)}`.pipe(
+      Effect.timeout("2 seconds"),
+      Effect.ignoreLogged
+    )
+  )
+
   // The claimer's schedule: when it wakes from idling (-Infinity while it claims), and the earliest
   // next look that this process's steps scheduled since its last claim began.
   let claimerWakesAt = Number.NEGATIVE_INFINITY
