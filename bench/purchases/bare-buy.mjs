@@ -9,20 +9,9 @@
  */
 import { randomUUID } from "node:crypto"
 import { pipelined } from "../../dist/src/Db/Pipeline.js"
-
-const PURCHASE_COLUMNS = `
-  id, merchant_id AS "merchantId", custom_id AS "customId", attempt, item_id AS "itemId",
-  market_hash_name AS "marketHashName", image_url AS "imageUrl", exterior, float, delivery_type AS "deliveryType",
-  estimated_delivery_minutes AS "estimatedDeliveryMinutes", price_cents AS "priceCents", sim,
-  target_trade_url AS "targetTradeUrl", target_steam_id AS "targetSteamId", status,
-  provider_request_id AS "providerRequestId", acknowledged_at IS NOT NULL AS acknowledged, topup_waiting AS "topupWaiting",
-  trade_offer_id AS "tradeOfferId", trade_offer_url AS "tradeOfferUrl", failure_code AS "failureCode",
-  failure_message AS "failureMessage", refunded_cents AS "refundedCents", created_at AS "createdAt",
-  completed_at AS "completedAt", watch_until IS NOT NULL AS watching,
-  to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS position`
+import { PURCHASE_COLUMNS } from "../../dist/src/Purchases/Rows.js"
 
 export const usd = (cents) => Number(cents) / 100
-
 
 export const buy = async (pool, { merchantId, itemId, customId, tradeUrl, steamId, maxPriceCents }) => {
   const client = await pool.connect()

@@ -40,7 +40,8 @@ export type PurchaseRow = typeof PurchaseRow.Type
 /** Decodes purchase rows; an Either, so that it also serves as an Effect (`Effect.flatMap(decodeRows)`). */
 export const decodeRows = Schema.decodeUnknownEither(Schema.Array(PurchaseRow))
 
-export const purchaseColumns = (sql: SqlClient.SqlClient) => sql`
+/** The columns every purchase read selects, as PurchaseRow names them (the benches' bare statements use the text too). */
+export const PURCHASE_COLUMNS = `
   id, merchant_id AS "merchantId", custom_id AS "customId", attempt, item_id AS "itemId",
   market_hash_name AS "marketHashName", image_url AS "imageUrl", exterior, float, delivery_type AS "deliveryType",
   estimated_delivery_minutes AS "estimatedDeliveryMinutes", price_cents AS "priceCents", sim,
@@ -50,6 +51,8 @@ export const purchaseColumns = (sql: SqlClient.SqlClient) => sql`
   failure_message AS "failureMessage", refunded_cents AS "refundedCents", created_at AS "createdAt",
   completed_at AS "completedAt", watch_until IS NOT NULL AS watching,
   to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS position`
+
+export const purchaseColumns = (sql: SqlClient.SqlClient) => sql.literal(PURCHASE_COLUMNS)
 
 /** PurchaseCreated (spec 2.8). */
 export const purchaseCreated = (row: PurchaseRow, balanceAfterCents: number) => ({
