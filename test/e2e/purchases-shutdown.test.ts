@@ -62,8 +62,9 @@ describe("graceful shutdown with purchases under way", () => {
 
   it("what the worker still holds when it stops is let go and announced, not left leased", async () => {
     const database = await freshDatabase()
-    // the benches' deferred worker: a new purchase is due in a day, so it stays as the buy wrote
-    // it, leased to the buying process's worker
+    // a first start migrates the database; then the benches' deferred worker: a new purchase is
+    // due in a day, so it stays as the buy wrote it, leased to the buying process's worker
+    await (await startServer({ env: PURCHASE_ENV, database })).stop()
     await withStoppedDatabase(database, async (query) => {
       await query(`CREATE FUNCTION test_defer_worker() RETURNS trigger LANGUAGE plpgsql AS $$
         BEGIN NEW.next_step_at := now() + interval '1 day'; RETURN NEW; END $$`)
