@@ -219,6 +219,10 @@ export const makeNodeServer = (options: {
   // open after the grace is cut.
   let closing = false
   const unanswered = new Set<ServerResponse>()
+  // one listener for every response (a closure per request would be one more allocation on the hot path)
+  const answered = function(this: ServerResponse) {
+    unanswered.delete(this)
+  }
   const close = server.close.bind(server)
   server.close = ((callback?: (error?: Error) => void) => {
     closing = true
@@ -239,7 +243,7 @@ export const makeNodeServer = (options: {
       if (closing) response.shouldKeepAlive = false
       else {
         unanswered.add(response)
-        response.once("close", () => unanswered.delete(response))
+        response.once("close", answered)
       }
       if (request.method !== "GET" && request.method !== "HEAD") guardBody(request, options.bodyMaxBytes)
       readBodyAsJson(request)

@@ -31,7 +31,14 @@ export const DecimalText = Schema.compose(nonNegativeNumberText("0.25"), Schema.
 export const UsdText = Schema.transform(
   nonNegativeNumberText("12.50"),
   Schema.Number,
-  { strict: true, decode: (text) => Number.isFinite(Number(text)) ? exactForCents(Number(text), text) : Number(text), encode: String }
+  {
+    strict: true,
+    decode: (text) => {
+      const read = Number(text)
+      return Number.isFinite(read) ? exactForCents(read, text) : read
+    },
+    encode: String
+  }
 ).pipe(Schema.finite()).annotations({
   description: "USD, 0 or more; compared with prices exactly as written",
   jsonSchema: { type: "number", minimum: 0 }
