@@ -24,8 +24,10 @@ import { Fibers } from "./Ops/Fibers.js"
 import { Metrics } from "./Ops/Metrics.js"
 import { Readiness } from "./Ops/Readiness.js"
 import { OpsServerLive } from "./Ops/Server.js"
+import { WebhookDeliveries } from "./Webhooks/Deliveries.js"
 import { WebhookEvents } from "./Webhooks/Events.js"
 import { Outbox } from "./Webhooks/Outbox.js"
+import { WebhookSenderLive } from "./Webhooks/Sender.js"
 
 /** What every feature may use: the fiber registry, metrics, readiness, the admin token. */
 const Base = Layer.mergeAll(Fibers.Default, Metrics.Default, Readiness.Default, AdminToken.Default)
@@ -37,6 +39,7 @@ const Core = Layer.mergeAll(
   Ledger.Default,
   Outbox.Default,
   WebhookEvents.Default,
+  WebhookDeliveries.Default,
   Deposits.Default,
   ChangeLog.Default,
   CatalogueReservations.Default,
@@ -57,10 +60,10 @@ const Services = Layer.mergeAll(CatalogueDump.Default, Purchases.Default, BuyByN
 /**
  * What works behind the merchant API. It is provided to the API so that it is built before it and
  * released after it: on SIGTERM the API drains first (requests under way answered, up to
- * SHUTDOWN_GRACE_SECONDS) while the purchase worker still steps what they bought and the ops
- * listener still answers (/ready 503: Http.ts).
+ * SHUTDOWN_GRACE_SECONDS) while the purchase worker still steps what they bought, the webhook
+ * sender still delivers and the ops listener still answers (/ready 503: Http.ts).
  */
-const Background = Layer.mergeAll(OpsServerLive, SyncLive, PurchaseWorkerLive)
+const Background = Layer.mergeAll(OpsServerLive, SyncLive, PurchaseWorkerLive, WebhookSenderLive)
 
 export const AppLive = Layer.mergeAll(Layer.provide(FeedShutdownLive, HttpLive), StartupBannerLive).pipe(
   Layer.provide(Background),

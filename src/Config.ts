@@ -79,6 +79,8 @@ export interface AppSettings {
   readonly webhookRetrySchedule: ReadonlyArray<number>
   readonly webhookTimeoutSeconds: number
   readonly webhookAllowPrivateTargets: boolean
+  readonly webhookMerchantConcurrency: number
+  readonly webhookConcurrency: number
   readonly walletIssuanceEnabled: boolean
   readonly logLevel: string
   readonly demoMerchant: boolean
@@ -115,6 +117,8 @@ export const AppConfig: Config.Config<AppSettings> = Config.all({
   webhookRetrySchedule: retrySchedule,
   webhookTimeoutSeconds: positive("WEBHOOK_TIMEOUT_SECONDS", 10),
   webhookAllowPrivateTargets: Config.boolean("WEBHOOK_ALLOW_PRIVATE_TARGETS").pipe(Config.withDefault(false)),
+  webhookMerchantConcurrency: positiveInt("WEBHOOK_MERCHANT_CONCURRENCY", 4),
+  webhookConcurrency: positiveInt("WEBHOOK_CONCURRENCY", 64),
   walletIssuanceEnabled: Config.boolean("WALLET_ISSUANCE_ENABLED").pipe(Config.withDefault(false)),
   logLevel,
   demoMerchant: Config.boolean("DEMO_MERCHANT").pipe(Config.withDefault(true)),

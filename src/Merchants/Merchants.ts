@@ -145,11 +145,22 @@ export class Merchants extends Effect.Service<Merchants>()("Merchants", {
         Effect.withSpan("Merchants.rotateApiKey")
       )
 
-    const rotateWebhookSecret = (id: string) =>
+    /**
+     * A new signing secret. With `previousValidSeconds` > 0 the one it replaces still signs
+     * deliveries (X-Signature-Previous) for that long, so a receiver can switch without a gap; only
+     * the immediate predecessor is kept, and 0 ends it at once (CONTRACT 4).
+     */
+    const rotateWebhookSecret = (id: string, previousValidSeconds = 0) =>
       Effect.gen(function*() {
         if (!Schema.is(Schema.UUID)(id)) return Option.none<string>()
         const secret = generateWebhookSecret()
-        const rows = yield* sql`UPDATE merchants SET webhook_secret = ${secret}, updated_at = now() WHERE id = ${id} RETURNING id`
+        const keep = previousValidSeconds > 0
+        const rows = yield* sql`
+          UPDATE merchants SET webhook_secret = ${secret},
+            webhook_secret_previous = ${keep ? sql`webhook_secret` : sql`NULL`},
+            webhook_secret_previous_until = ${keep ? sql`now() + make_interval(secs => ${previousValidSeconds})` : sql`NULL`},
+            updated_at = now()
+          WHERE id = ${id} RETURNING id`
         return rows.length === 0 ? Option.none<string>() : Option.some(secret)
       }).pipe(Effect.orDie, Effect.withSpan("Merchants.rotateWebhookSecret"))
 

@@ -3,32 +3,20 @@
  * errors in the spec's Error shape. Handlers only decode, call services and shape answers.
  */
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { NodeHttpServerRequest } from "@effect/platform-node"
-import { Data, Effect, Option, ParseResult, Schema } from "effect"
+import { Effect, Option, Schema } from "effect"
 import { randomUUID } from "node:crypto"
 import { ChangeLog } from "../Catalogue/ChangeLog.js"
 import { CatalogueEngine } from "../Catalogue/Engine.js"
 import { DepositAmountInvalid, Deposits } from "../Deposits/Deposits.js"
 import { CatalogItemInput } from "../Domain/CatalogItem.js"
-import { unstorableMessage, unstorablePath } from "../Domain/Db.js"
-import { boundedMessage, errorBody } from "../Domain/Errors.js"
+import { errorBody } from "../Domain/Errors.js"
 import { toUnits } from "../Domain/Money.js"
 import type { Merchant } from "../Domain/Merchant.js"
 import { MerchantStatus } from "../Domain/Merchant.js"
 import { Merchants } from "../Merchants/Merchants.js"
-import { type BodyProblem, bodyProblemMessage, bodyProblemOf } from "../RequestBody.js"
+import { WebhookAdminRoutes } from "../Webhooks/Admin.js"
+import { AdminError, body, found, invalid, json, notFound, optionalBody, pathId } from "./AdminHttp.js"
 import { AdminToken } from "./AdminToken.js"
-
-export class AdminError extends Data.TaggedError("AdminError")<{
-  readonly status: number
-  readonly code: string
-  readonly message: string
-}> {}
-
-const invalid = (message: string) => new AdminError({ status: 400, code: "ADMIN_INVALID_REQUEST", message })
-const notFound = (what: string) => new AdminError({ status: 404, code: "ADMIN_NOT_FOUND", message: `${what} not found` })
-
-const json = (body: unknown, status = 200) => HttpServerResponse.unsafeJson(body, { status })
 
 const WebhookUrl = Schema.NullOr(Schema.String.pipe(
   Schema.maxLength(2048),
@@ -52,6 +40,10 @@ const PatchMerchant = Schema.Struct({
   status: Schema.optional(MerchantStatus),
   webhook_url: Schema.optional(WebhookUrl)
 })
+/** How long the replaced secret still signs deliveries (X-Signature-Previous): up to a week (CONTRACT 4). */
+const RotateWebhookSecret = Schema.Struct({
+  previous_valid_seconds: Schema.optionalWith(Schema.Int.pipe(Schema.between(0, 604_800)), { default: () => 0 })
+})
 const LegacyAddresses = Schema.Struct({
   trc20: Schema.NullOr(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(128))),
   bep20: Schema.NullOr(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(128)))
@@ -63,47 +55,10 @@ const SimulatedDeposit = Schema.Struct({
   tx_id: Schema.optional(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200)))
 })
 
-/** The first problem of a body, as `field.path: message` (the whole schema tree is too long to read). */
-const firstIssue = (error: ParseResult.ParseError) => {
-  const issue = ParseResult.ArrayFormatter.formatErrorSync(error)[0]
-  return issue === undefined ? "invalid body" : boundedMessage(`${issue.path.length > 0 ? issue.path.join(".") : "body"}: ${issue.message}`)
-}
-
-/** A body refused as it was read (RequestBody.ts): too large is 413, the rest 400. */
-const refusedBody = (problem: BodyProblem) =>
-  problem._tag === "TooLarge"
-    ? new AdminError({ status: 413, code: "ADMIN_BODY_TOO_LARGE", message: bodyProblemMessage(problem) })
-    : invalid(bodyProblemMessage(problem))
-
-/**
- * The JSON body decoded by `schema`; unreadable, refused or invalid bodies, or a string the database
- * cannot hold as it is (Db.ts `unstorablePath`), are 400.
- */
-const body = <A, I>(schema: Schema.Schema<A, I>) =>
-  HttpServerRequest.schemaBodyJson(schema, { onExcessProperty: "ignore" }).pipe(
-    Effect.catchAll((error) =>
-      Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
-        const problem = bodyProblemOf(NodeHttpServerRequest.toIncomingMessage(request))
-        return Effect.fail(
-          problem !== undefined ? refusedBody(problem)
-          : ParseResult.isParseError(error) ? invalid(firstIssue(error))
-          : invalid("body must be JSON")
-        )
-      })
-    ),
-    Effect.flatMap((decoded) => {
-      const unstorable = unstorablePath(decoded)
-      return unstorable === undefined ? Effect.succeed(decoded) : Effect.fail(invalid(unstorableMessage(unstorable)))
-    })
-  )
-
 const CatalogueItems = Schema.Struct({
   items: Schema.Array(CatalogItemInput.pipe(Schema.filter((item) =>
     toUnits(item.price, 2) !== undefined || "price must have at most two decimals")))
 })
-
-/** The `:id` path parameter. */
-const pathId = HttpRouter.params.pipe(Effect.map((p) => p["id"] ?? ""))
 
 export const merchantView = (m: Merchant) => ({
   merchant_id: m.id,
@@ -115,15 +70,13 @@ export const merchantView = (m: Merchant) => ({
   updated_at: m.updatedAt.toISOString()
 })
 
-const found = <A>(what: string) => (option: Option.Option<A>) =>
-  Option.match(option, { onNone: () => Effect.fail(notFound(what)), onSome: Effect.succeed })
-
 export const AdminRoutes = Effect.gen(function*() {
   const merchants = yield* Merchants
   const deposits = yield* Deposits
   const adminToken = yield* AdminToken
   const changeLog = yield* ChangeLog
   const engine = yield* CatalogueEngine
+  const webhookRoutes = yield* WebhookAdminRoutes
 
   const routes = HttpRouter.empty.pipe(
     HttpRouter.post("/admin/merchants", Effect.gen(function*() {
@@ -160,7 +113,9 @@ export const AdminRoutes = Effect.gen(function*() {
       return json({ api_key: apiKey }, 201)
     })),
     HttpRouter.post("/admin/merchants/:id/webhook-secret", Effect.gen(function*() {
-      const secret = yield* pathId.pipe(Effect.flatMap(merchants.rotateWebhookSecret), Effect.flatMap(found("merchant")))
+      const id = yield* pathId
+      const input = yield* optionalBody(RotateWebhookSecret)
+      const secret = yield* merchants.rotateWebhookSecret(id, input.previous_valid_seconds).pipe(Effect.flatMap(found("merchant")))
       return json({ webhook_secret: secret }, 201)
     })),
     HttpRouter.put("/admin/merchants/:id/legacy-addresses", Effect.gen(function*() {
@@ -211,7 +166,8 @@ export const AdminRoutes = Effect.gen(function*() {
       if (removed === 0) return yield* notFound("active item")
       yield* engine.refresh
       return HttpServerResponse.empty({ status: 204 })
-    }))
+    })),
+    HttpRouter.concat(webhookRoutes)
   )
 
   /** Every admin route checks the token first; admin errors become the spec's Error body. */

@@ -88,6 +88,15 @@ export class Metrics extends Effect.Service<Metrics>()("Metrics", {
       options: { readonly name: string; readonly help: string; readonly labelNames?: ReadonlyArray<L> }
     ) => new Counter<L>({ ...options, labelNames: options.labelNames ?? [], registers })
 
+    const histogram = <L extends string>(
+      options: {
+        readonly name: string
+        readonly help: string
+        readonly buckets: ReadonlyArray<number>
+        readonly labelNames?: ReadonlyArray<L>
+      }
+    ) => new Histogram<L>({ ...options, buckets: [...options.buckets], labelNames: options.labelNames ?? [], registers })
+
     const onScrape = (refresh: Effect.Effect<void>) => Effect.sync(() => { scrapeHooks.push(refresh) })
 
     /** The Prometheus text exposition. A failing refresh leaves its gauges at their last value. */
@@ -97,7 +106,7 @@ export class Metrics extends Effect.Service<Metrics>()("Metrics", {
       return yield* Effect.promise(() => registry.metrics())
     })
 
-    return { recordRequest, gauge, counter, onScrape, render, contentType: registry.contentType } as const
+    return { recordRequest, gauge, counter, histogram, onScrape, render, contentType: registry.contentType } as const
   }),
   dependencies: [Fibers.Default]
 }) {}

@@ -43,16 +43,19 @@ export class WebhookEvents extends Effect.Service<WebhookEvents>()("WebhookEvent
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
 
+    /** A claim whose lease has ended (its sender died) is pending again, whether or not a sender has taken it back yet. */
+    const shownStatus = sql`(CASE WHEN delivery_status = 'sending' AND next_attempt_at <= now() THEN 'pending' ELSE delivery_status END)`
+
     const list = (merchantId: string, query: EventQuery) =>
       Effect.gen(function*() {
         const after = query.cursor === undefined ? undefined : yield* decodeCursor(Position, query.cursor)
         const rows = yield* sql`
-          SELECT id, event_type AS "eventType", order_id AS "orderId", delivery_status AS "deliveryStatus",
+          SELECT id, event_type AS "eventType", order_id AS "orderId", ${shownStatus} AS "deliveryStatus",
                  delivery_attempts AS "deliveryAttempts", last_response_code AS "lastResponseCode",
                  created_at AS "createdAt", delivered_at AS "deliveredAt", seq
           FROM webhook_events
           WHERE merchant_id = ${merchantId}
-          ${query.status === undefined ? sql`` : sql`AND delivery_status = ${query.status}`}
+          ${query.status === undefined ? sql`` : sql`AND ${shownStatus} = ${query.status}`}
           ${query.orderId === undefined ? sql`` : sql`AND order_id = ${query.orderId}`}
           ${after === undefined ? sql`` : sql`AND seq < ${after[0]}`}
           ORDER BY seq DESC
