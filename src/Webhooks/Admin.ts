@@ -5,14 +5,16 @@
  */
 import { HttpRouter } from "@effect/platform"
 import { Effect, Option, Schema } from "effect"
+import { isCalendarDateTime } from "../Domain/Db.js"
 import { Merchants } from "../Merchants/Merchants.js"
 import { AdminError, body, json, notFound, pathId } from "../Ops/AdminHttp.js"
 import { WebhookDeliveries } from "./Deliveries.js"
 
 const Recover = Schema.Struct({
+  // with its zone: an instant, whatever the server's time zone
   since: Schema.String.pipe(
-    Schema.filter((s) => /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/.test(s) && !Number.isNaN(Date.parse(s)) ||
-      "since must be an ISO 8601 date-time with a time zone, e.g. 2026-11-26T00:00:00Z")
+    Schema.filter((s) => /(Z|[+-]\d{2}:\d{2})$/.test(s) && isCalendarDateTime(s) ||
+      "since must be an ISO 8601 date-time of a real date with a time zone, e.g. 2026-11-26T00:00:00Z")
   )
 })
 

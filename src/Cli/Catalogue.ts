@@ -1,0 +1,41 @@
+/** `catalogue load FILE`: upserts items through the supplier-sync path. */
+import * as Args from "@effect/cli/Args"
+import * as Command from "@effect/cli/Command"
+import * as FileSystem from "@effect/platform/FileSystem"
+import { Effect, Schema } from "effect"
+import { call, CliFailure, connection, connectionOptions, report } from "./Admin.js"
+
+const catalogueLoad = Command.make("load", {
+  ...connectionOptions,
+  file: Args.file({ name: "FILE", exists: "yes" }).pipe(
+    Args.withDescription("a JSON file holding an array of CatalogItem-shaped objects (or {\"items\": [...]})")
+  )
+}, (flags) =>
+  Effect.gen(function*() {
+    const conn = yield* connection(flags)
+    const fs = yield* FileSystem.FileSystem
+    const text = yield* fs.readFileString(flags.file).pipe(
+      Effect.mapError((e) => new CliFailure({ message: `cannot read ${flags.file}: ${e.message}` }))
+    )
+    const parsed = yield* Effect.try({
+      try: () => JSON.parse(text) as unknown,
+      catch: (e) => new CliFailure({ message: `${flags.file} is not JSON: ${e instanceof Error ? e.message : String(e)}` })
+    })
+    const items = Array.isArray(parsed)
+      ? parsed
+      : typeof parsed === "object" && parsed !== null && Array.isArray((parsed as { items?: unknown }).items)
+      ? (parsed as { items: Array<unknown> }).items
+      : undefined
+    if (items === undefined) {
+      return yield* new CliFailure({ message: `${flags.file} must hold a JSON array of catalogue items` })
+    }
+    const answer = yield* call(conn, "PUT", "/admin/catalogue/items", { items })
+    yield* report(conn, answer, Schema.Struct({ upserted: Schema.Number }), (body) =>
+      `upserted ${body.upserted} catalogue item${body.upserted === 1 ? "" : "s"} from ${flags.file}`)
+  })).pipe(Command.withDescription("upsert catalogue items through the supplier-sync path"))
+
+export const catalogue = Command.make("catalogue").pipe(
+  Command.withDescription("the catalogue"),
+  Command.withSubcommands([catalogueLoad])
+)
+

@@ -1,0 +1,62 @@
+/** `deposit simulate`: a confirmed provider payment through the real crediting path. */
+import * as Args from "@effect/cli/Args"
+import * as Command from "@effect/cli/Command"
+import * as HelpDoc from "@effect/cli/HelpDoc"
+import * as Options from "@effect/cli/Options"
+import { Effect, Option, Schema } from "effect"
+import { call, connection, connectionOptions, lines, report, show } from "./Admin.js"
+import { merchantIdArg } from "./Merchant.js"
+
+const DepositItem = Schema.Struct({
+  id: Schema.String,
+  amount: Schema.Number,
+  currency: Schema.String,
+  network: Schema.NullOr(Schema.String),
+  tx_id: Schema.NullOr(Schema.String),
+  status: Schema.String
+})
+
+const usdtAmount = Args.text({ name: "AMOUNT" }).pipe(
+  Args.withDescription("USDT sent, e.g. 102.50 (at most 6 decimals)"),
+  Args.mapEffect((text) =>
+    /^\d+(\.\d{1,6})?$/.test(text) && Number(text) > 0
+      ? Effect.succeed(Number(text))
+      : Effect.fail(HelpDoc.p(`AMOUNT must be a positive number of USDT with at most 6 decimals, got ${JSON.stringify(text)}`))
+  )
+)
+
+const depositSimulate = Command.make("simulate", {
+  ...connectionOptions,
+  merchantId: merchantIdArg,
+  amount: usdtAmount,
+  network: Options.choice("network", ["tron", "bsc"]).pipe(
+    Options.withDescription("the network the USDT came over"),
+    Options.withDefault("tron" as const)
+  ),
+  txId: Options.text("tx-id").pipe(
+    Options.withDescription("the provider's transaction id; the same one twice credits once"),
+    Options.optional
+  )
+}, (flags) =>
+  Effect.gen(function*() {
+    const conn = yield* connection(flags)
+    const answer = yield* call(conn, "POST", "/admin/deposits", {
+      merchant_id: flags.merchantId,
+      network: flags.network,
+      amount: flags.amount,
+      ...Option.match(flags.txId, { onNone: () => ({}), onSome: (txId) => ({ tx_id: txId }) })
+    })
+    yield* report(conn, answer, DepositItem, (d) =>
+      lines(`credited ${d.amount.toFixed(2)} ${d.currency} to merchant ${flags.merchantId}`, [
+        ["deposit", d.id],
+        ["sent", `${flags.amount} USDT over ${show(d.network)}`],
+        ["tx_id", show(d.tx_id)],
+        ["status", d.status]
+      ]))
+  })).pipe(Command.withDescription("credit a confirmed provider payment through the real crediting path"))
+
+export const deposit = Command.make("deposit").pipe(
+  Command.withDescription("deposits"),
+  Command.withSubcommands([depositSimulate])
+)
+
