@@ -2,7 +2,8 @@
  * A local webhook receiver for the tests: a real HTTP server on 127.0.0.1 that records every
  * request it gets (headers, raw body bytes) and answers each path as told: `/ok`, `/fail/<status>`,
  * `/hang` (never answers until `releaseHung`), `/reset` (destroys the connection),
- * `/redirect` (302 to `/ok/redirected`), `/slow/<ms>` (200 after that long).
+ * `/redirect` (302 to `/ok/redirected`), `/slow/<ms>` (200 after that long), `/hang-once` (the first
+ * request to each such path hangs, later ones get 200).
  */
 import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from "node:http"
 import type { Socket } from "node:net"
@@ -38,6 +39,7 @@ export const startReceiver = async (): Promise<Receiver> => {
   const deliveries: Array<Delivery> = []
   const hung = new Set<ServerResponse>()
   const sockets = new Set<Socket>()
+  const hungOnce = new Set<string>()
   let maxHung = 0
   let connections = 0
   const server: Server = createServer((request, response) => {
@@ -48,7 +50,9 @@ export const startReceiver = async (): Promise<Receiver> => {
       deliveries.push({ path, headers: request.headers, body: Buffer.concat(chunks), receivedAt: Date.now() })
       const failing = path.match(/^\/fail\/(\d{3})/)
       const slow = path.match(/^\/slow\/(\d+)/)
-      if (path.startsWith("/hang")) {
+      const hangs = path.startsWith("/hang-once") ? !hungOnce.has(path) : path.startsWith("/hang")
+      if (path.startsWith("/hang-once")) hungOnce.add(path)
+      if (hangs) {
         hung.add(response)
         maxHung = Math.max(maxHung, hung.size)
         response.on("close", () => hung.delete(response))
