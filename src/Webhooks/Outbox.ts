@@ -6,6 +6,7 @@
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import { randomUUID } from "node:crypto"
+import { Settings } from "../Config.js"
 
 export const EVENT_TYPES = [
   "purchase.created",
@@ -51,13 +52,16 @@ export const prepare = (event: NewEvent): PreparedEvent => {
 export class Outbox extends Effect.Service<Outbox>()("Outbox", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
+    // the retry schedule's first value: the wait before an event's first attempt
+    const firstDelayMs = ((yield* Settings).webhookRetrySchedule[0] ?? 0) * 1000
+    const dueAt = (createdAt: Date) => new Date(createdAt.getTime() + firstDelayMs)
 
     /** Writes one event; returns its event_id. Call inside the state change's transaction. */
     const enqueue = (event: NewEvent) =>
       Effect.gen(function*() {
         const { id, createdAt, body } = prepare(event)
-        yield* sql`INSERT INTO webhook_events (id, merchant_id, event_type, order_id, body, created_at)
-                   VALUES (${id}, ${event.merchantId}, ${event.type}, ${event.orderId}, ${body}, ${createdAt})`
+        yield* sql`INSERT INTO webhook_events (id, merchant_id, event_type, order_id, body, created_at, next_attempt_at)
+                   VALUES (${id}, ${event.merchantId}, ${event.type}, ${event.orderId}, ${body}, ${createdAt}, ${dueAt(createdAt)})`
         return id
       })
 
@@ -75,9 +79,10 @@ export class Outbox extends Effect.Service<Outbox>()("Outbox", {
       // the amount as JSON.stringify writes cents / 100: no trailing zeros, no exponent
       return sql`
         event AS (
-          INSERT INTO webhook_events (id, merchant_id, event_type, order_id, body, created_at)
+          INSERT INTO webhook_events (id, merchant_id, event_type, order_id, body, created_at, next_attempt_at)
           SELECT ${prepared.id}, ${event.merchantId}, ${event.type}, ${event.orderId},
-            ${head} || trim_scale(available_cents::numeric / 100)::text || ${tail}, ${prepared.createdAt}
+            ${head} || trim_scale(available_cents::numeric / 100)::text || ${tail}, ${prepared.createdAt},
+            ${dueAt(prepared.createdAt)}
           FROM ${sql(from)})`
     }
 
@@ -89,8 +94,8 @@ export class Outbox extends Effect.Service<Outbox>()("Outbox", {
       const prepared = events.map(prepare)
       return sql`
         events AS (
-          INSERT INTO webhook_events (id, merchant_id, event_type, order_id, body, created_at)
-          SELECT e.id, e.merchant_id, e.event_type, e.order_id, e.body, e.created_at
+          INSERT INTO webhook_events (id, merchant_id, event_type, order_id, body, created_at, next_attempt_at)
+          SELECT e.id, e.merchant_id, e.event_type, e.order_id, e.body, e.created_at, e.created_at + make_interval(secs => ${firstDelayMs / 1000})
           FROM unnest(${prepared.map((p) => p.id)}::uuid[], ${events.map((e) => e.merchantId)}::uuid[],
                       ${events.map((e) => e.type)}::text[], ${events.map((e) => e.orderId)}::uuid[],
                       ${prepared.map((p) => p.body)}::text[], ${prepared.map((p) => p.createdAt.toISOString())}::timestamptz[])

@@ -288,3 +288,21 @@ describe("observability", () => {
     }
   })
 })
+
+describe("the schedule's first value", () => {
+  let delayed: RunningServer
+  beforeAll(async () => {
+    delayed = await startServer({ env: { ...ENV, WEBHOOK_RETRY_SCHEDULE: "1.5,0.2" } })
+  })
+  afterAll(async () => { await delayed?.stop() })
+
+  it("is the wait before an event's first attempt", async () => {
+    const path = `/ok/${randomUUID()}`
+    const m = await delayed.createMerchant(undefined, receiver.url(path))
+    const res = await delayed.deposit(m.id, 10, `tx-${randomUUID()}`)
+    expect(res.status).toBe(201)
+    const [delivery] = await awaitDeliveries(receiver, path, 1)
+    const created = Date.parse(bodyOf(delivery!).created_at)
+    expect(delivery!.receivedAt - created).toBeGreaterThanOrEqual(1_400)
+  })
+})
