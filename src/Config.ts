@@ -115,7 +115,11 @@ export const AppConfig: Config.Config<AppSettings> = Config.all({
   authFailureRps: positive("AUTH_FAILURE_RPS", 100),
   authFailureBurst: positiveInt("AUTH_FAILURE_BURST", 1000),
   webhookRetrySchedule: retrySchedule,
-  webhookTimeoutSeconds: positive("WEBHOOK_TIMEOUT_SECONDS", 10),
+  // an attempt must end well within its claim's lease, which is at most 120 s (spec 3.3)
+  webhookTimeoutSeconds: positive("WEBHOOK_TIMEOUT_SECONDS", 10).pipe(Config.validate({
+    message: "WEBHOOK_TIMEOUT_SECONDS must be at most 110 (an attempt ends within the 120 s claim window)",
+    validation: (n) => n <= 110
+  })),
   webhookAllowPrivateTargets: Config.boolean("WEBHOOK_ALLOW_PRIVATE_TARGETS").pipe(Config.withDefault(false)),
   webhookMerchantConcurrency: positiveInt("WEBHOOK_MERCHANT_CONCURRENCY", 4),
   webhookConcurrency: positiveInt("WEBHOOK_CONCURRENCY", 64),

@@ -67,7 +67,10 @@ export class Metrics extends Effect.Service<Metrics>()("Metrics", {
 
     // Bound children per label set: hashing the labels on every request costs more than the update.
     const requestSeries = new Map<string, { readonly count: Counter.Internal; readonly latency: Histogram.Internal<string> }>()
+    // requests the merchant API answered: background work gives way while they keep the process busy
+    let apiRequests = 0
     const recordRequest = (server: string, method: string, route: string, status: number, seconds: number) => {
+      if (server === "api") apiRequests += 1
       const key = `${server} ${method} ${status} ${route}`
       let series = requestSeries.get(key)
       if (series === undefined) {
@@ -106,7 +109,7 @@ export class Metrics extends Effect.Service<Metrics>()("Metrics", {
       return yield* Effect.promise(() => registry.metrics())
     })
 
-    return { recordRequest, gauge, counter, histogram, onScrape, render, contentType: registry.contentType } as const
+    return { recordRequest, apiRequestsAnswered: () => apiRequests, gauge, counter, histogram, onScrape, render, contentType: registry.contentType } as const
   }),
   dependencies: [Fibers.Default]
 }) {}

@@ -1,17 +1,25 @@
 /**
  * The SQL of webhook delivery: claiming due events with a lease, recording attempts, letting go at
- * shutdown, and the support procedures (replay, recovery). Each claim holds an advisory lock for its
- * transaction, so processes claim one at a time and the per-merchant limit holds across all of them.
+ * shutdown, and the support procedures (replay, recovery).
  */
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
 import { randomUUID } from "node:crypto"
+import { Settings } from "../Config.js"
+import { DatabaseKind } from "../Db/Database.js"
 
 export const DUE_CHANNEL = "webhook_events_due"
 const CLAIM_LOCK_KEY = 7_311_024
 
 /** A timestamptz as pg (Date) or an expression's text gives it. */
 const Instant = Schema.Union(Schema.DateFromSelf, Schema.DateFromString)
+
+const ClaimOutlook = Schema.Struct({
+  leftOut: Schema.Boolean,
+  windowFull: Schema.Boolean,
+  deep: Schema.Boolean,
+  nextDue: Schema.NullOr(Instant)
+})
 
 const ClaimedRow = Schema.Struct({
   id: Schema.String,
@@ -37,9 +45,15 @@ export interface AttemptResult {
   readonly nextAttemptAt: Date | null
 }
 
+/** When to claim next (see `claim`). */
+export type ClaimNext = "now" | "soon" | "deep" | "idle" | Date
+
 export interface ClaimLimits {
-  /** Attempts this process may still start. */
+  /** This process: the lease owner. */
+  readonly owner: string
+  /** Events this process may still take. */
   readonly free: number
+  /** Events this process may hold per merchant. */
   readonly perMerchant: number
   readonly leaseSeconds: number
 }
@@ -47,66 +61,109 @@ export interface ClaimLimits {
 export class WebhookDeliveries extends Effect.Service<WebhookDeliveries>()("WebhookDeliveries", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-
-    /** Live claims per merchant: sending rows whose lease has not ended. */
-    const busy = (perMerchant: number) => sql`
-      busy AS (
-        SELECT merchant_id, count(*)::int AS n FROM webhook_events
-        WHERE delivery_status = 'sending' AND next_attempt_at > now()
-        GROUP BY merchant_id
-        HAVING count(*) >= 1),
-      full_merchants AS (SELECT merchant_id FROM busy WHERE n >= ${perMerchant})`
+    const exclusive = DatabaseKind(yield* Settings) === "postgresql"
 
     /**
-     * Leases up to `free` due events, oldest due first, at most `perMerchant` per merchant counting
-     * those already in flight anywhere, with what an attempt needs (URL, secrets).
+     * Leases due events for this process (`owner`), oldest due first: at most `perMerchant` held
+     * per merchant, counting those it holds already, and none of a merchant whose events another
+     * process holds (a merchant's events are sent by one process at a time, so the per-merchant
+     * limit on attempts, kept by that process, holds across all of them). With the events, what an
+     * attempt needs (URL, secrets), and when to claim next:
+     * - "now": due events were left out only for want of `free`;
+     * - "soon": the window of candidates was full (others may wait beyond it);
+     * - "deep": the scan of the due events ran out on events of merchants it may not take (a
+     *   merchant at its limit with a backlog): others may wait behind them, which only a claim
+     *   `byMerchant` finds (it looks at each merchant with events in turn: dearer, so seldom);
+     * - else when the next event falls due ("idle": none is).
+     * On PostgreSQL an advisory lock makes processes claim one at a time (so the candidates need no
+     * row locks: only this statement claims, and its UPDATE checks each row is still due); PGlite
+     * serves one process.
      */
-    const claim = (limits: ClaimLimits) =>
-      sql.withTransaction(Effect.gen(function*() {
+    const claim = (limits: ClaimLimits, byMerchant = false) =>
+      Effect.gen(function*() {
         const token = randomUUID()
-        yield* sql`SELECT pg_advisory_xact_lock(${CLAIM_LOCK_KEY})`
-        const rows = yield* sql`
-          WITH ${busy(limits.perMerchant)},
-          candidates AS (
-            SELECT id, merchant_id, next_attempt_at, seq FROM webhook_events
-            WHERE delivery_status IN ('pending', 'sending') AND next_attempt_at <= now()
-              AND merchant_id NOT IN (SELECT merchant_id FROM full_merchants)
-            ORDER BY next_attempt_at, seq
-            LIMIT ${Math.max(limits.free * 4, 64)}
-            FOR UPDATE SKIP LOCKED),
+        const window = Math.max(limits.free * 2, 64)
+        const scanLimit = window * 2
+        const candidates = byMerchant
+          ? sql`
+            candidates AS (
+              SELECT r.id, r.merchant_id, r.next_attempt_at, r.seq
+              FROM merchants_with_events h CROSS JOIN LATERAL (
+                SELECT id, merchant_id, next_attempt_at, seq FROM webhook_events
+                WHERE merchant_id = h.merchant_id AND delivery_status IN ('pending', 'sending') AND next_attempt_at <= now()
+                ORDER BY next_attempt_at, seq LIMIT ${limits.perMerchant}) AS r
+              WHERE h.merchant_id IS NOT NULL AND h.merchant_id NOT IN (SELECT merchant_id FROM closed)
+              ORDER BY r.next_attempt_at, r.seq LIMIT ${window}),
+            scanned AS (SELECT 1 WHERE false),`
+          : sql`
+            scanned AS (
+              SELECT id, merchant_id, next_attempt_at, seq FROM webhook_events
+              WHERE delivery_status IN ('pending', 'sending') AND next_attempt_at <= now()
+              ORDER BY next_attempt_at, seq LIMIT ${scanLimit}),
+            candidates AS (
+              SELECT * FROM scanned WHERE merchant_id NOT IN (SELECT merchant_id FROM closed)
+              ORDER BY next_attempt_at, seq LIMIT ${window}),`
+        // every merchant with events to send, one index probe each (a loose index scan)
+        const merchantsWithEvents = byMerchant
+          ? sql`
+            merchants_with_events AS (
+              (SELECT merchant_id FROM webhook_events WHERE delivery_status IN ('pending', 'sending') ORDER BY merchant_id LIMIT 1)
+              UNION ALL
+              SELECT (SELECT e.merchant_id FROM webhook_events e
+                      WHERE e.delivery_status IN ('pending', 'sending') AND e.merchant_id > h.merchant_id
+                      ORDER BY e.merchant_id LIMIT 1)
+              FROM merchants_with_events h WHERE h.merchant_id IS NOT NULL),`
+          : sql``
+        const statement = sql`
+          WITH RECURSIVE ${merchantsWithEvents}
+          live AS (
+            SELECT merchant_id, lease_owner FROM webhook_events
+            WHERE delivery_status = 'sending' AND next_attempt_at > now()),
+          held AS (
+            SELECT merchant_id, count(*)::int AS n FROM live WHERE lease_owner = ${limits.owner} GROUP BY merchant_id),
+          closed AS (
+            SELECT merchant_id FROM live WHERE lease_owner IS DISTINCT FROM ${limits.owner}
+            UNION SELECT merchant_id FROM held WHERE n >= ${limits.perMerchant}),
+          ${candidates}
           ranked AS (
             SELECT c.id, c.next_attempt_at, c.seq,
-              row_number() OVER (PARTITION BY c.merchant_id ORDER BY c.next_attempt_at, c.seq) + coalesce(b.n, 0) AS slot
-            FROM candidates c LEFT JOIN busy b ON b.merchant_id = c.merchant_id),
+              row_number() OVER (PARTITION BY c.merchant_id ORDER BY c.next_attempt_at, c.seq) + coalesce(h.n, 0) AS slot
+            FROM candidates c LEFT JOIN held h ON h.merchant_id = c.merchant_id),
           chosen AS (
             SELECT id FROM ranked WHERE slot <= ${limits.perMerchant}
-            ORDER BY next_attempt_at, seq LIMIT ${limits.free})
-          UPDATE webhook_events e
-          SET delivery_status = 'sending', claim_token = ${token},
-              lease_until = now() + make_interval(secs => ${limits.leaseSeconds}),
-              next_attempt_at = now() + make_interval(secs => ${limits.leaseSeconds})
-          FROM chosen, merchants m
-          WHERE e.id = chosen.id AND m.id = e.merchant_id
-          RETURNING e.id, e.merchant_id AS "merchantId", e.event_type AS "eventType", e.body,
-            e.created_at AS "createdAt", e.run_attempts AS "runAttempts", m.webhook_url AS "webhookUrl",
-            m.webhook_secret AS secret,
-            CASE WHEN m.webhook_secret_previous_until > now() THEN m.webhook_secret_previous END AS "previousSecret"`
-        const decoded = yield* Schema.decodeUnknown(Schema.Array(ClaimedRow))(rows)
-        return decoded.map((row): ClaimedEvent => ({ ...row, claimToken: token }))
-      })).pipe(Effect.orDie, Effect.withSpan("WebhookDeliveries.claim"))
-
-    /**
-     * When the next event falls due that a claim could take now (its merchant below the limit); a
-     * time in the past means now. None: nothing is waiting.
-     */
-    const nextDue = (perMerchant: number) =>
-      sql`WITH ${busy(perMerchant)}
-          SELECT min(next_attempt_at) AS "nextDue" FROM webhook_events
-          WHERE delivery_status IN ('pending', 'sending') AND merchant_id NOT IN (SELECT merchant_id FROM full_merchants)`.pipe(
-        Effect.flatMap(Schema.decodeUnknown(Schema.Array(Schema.Struct({ nextDue: Schema.NullOr(Instant) })))),
-        Effect.map((rows) => Option.fromNullable(rows[0]?.nextDue)),
-        Effect.orDie
-      )
+            ORDER BY next_attempt_at, seq LIMIT ${limits.free}),
+          claimed AS (
+            UPDATE webhook_events e
+            SET delivery_status = 'sending', claim_token = ${token}, lease_owner = ${limits.owner},
+                lease_until = now() + make_interval(secs => ${limits.leaseSeconds}),
+                next_attempt_at = now() + make_interval(secs => ${limits.leaseSeconds})
+            FROM chosen, merchants m
+            -- still due once its row lock is had (a replay or a record may have changed it meanwhile)
+            WHERE e.id = chosen.id AND m.id = e.merchant_id
+              AND e.delivery_status IN ('pending', 'sending') AND e.next_attempt_at <= now()
+            RETURNING e.id, e.merchant_id AS "merchantId", e.event_type AS "eventType", e.body,
+              e.created_at AS "createdAt", e.run_attempts AS "runAttempts", m.webhook_url AS "webhookUrl",
+              m.webhook_secret AS secret,
+              CASE WHEN m.webhook_secret_previous_until > now() THEN m.webhook_secret_previous END AS "previousSecret")
+          SELECT claimed.*,
+            (SELECT count(*) FROM ranked WHERE slot <= ${limits.perMerchant}) > (SELECT count(*) FROM chosen) AS "leftOut",
+            (SELECT count(*) FROM candidates) >= ${window} AS "windowFull",
+            (SELECT count(*) FROM scanned) >= ${scanLimit} AS "deep",
+            (SELECT min(next_attempt_at) FROM webhook_events
+             WHERE delivery_status IN ('pending', 'sending') AND next_attempt_at > now()
+               AND merchant_id NOT IN (SELECT merchant_id FROM closed)) AS "nextDue"
+          FROM (SELECT 1) AS one LEFT JOIN claimed ON true`
+        const rows = yield* (exclusive
+          ? sql.withTransaction(Effect.zipRight(sql`SELECT pg_advisory_xact_lock(${CLAIM_LOCK_KEY})`, statement))
+          : statement)
+        const outlook = yield* Schema.decodeUnknown(ClaimOutlook)(rows[0])
+        const claimed = yield* Schema.decodeUnknown(Schema.Array(ClaimedRow))(rows.filter((row) => row["id"] !== null))
+        const next: ClaimNext = outlook.leftOut ? "now"
+          : outlook.windowFull ? "soon"
+          : outlook.deep ? "deep"
+          : outlook.nextDue ?? "idle"
+        return { events: claimed.map((row): ClaimedEvent => ({ ...row, claimToken: token })), next }
+      }).pipe(Effect.orDie, Effect.withSpan("WebhookDeliveries.claim"))
 
     /** Records attempts; a result whose claim is no longer held (its lease ended, it was reclaimed) changes nothing. */
     const record = (results: ReadonlyArray<AttemptResult>) =>
@@ -118,7 +175,7 @@ export class WebhookDeliveries extends Effect.Service<WebhookDeliveries>()("Webh
           delivery_status = CASE WHEN r.delivered THEN 'delivered' WHEN r.next_at IS NULL THEN 'failed' ELSE 'pending' END,
           delivered_at = CASE WHEN r.delivered THEN r.at ELSE e.delivered_at END,
           next_attempt_at = coalesce(r.next_at, r.at),
-          lease_until = NULL, claim_token = NULL
+          lease_until = NULL, claim_token = NULL, lease_owner = NULL
         FROM unnest(${results.map((r) => r.id)}::uuid[], ${results.map((r) => r.claimToken)}::uuid[],
                     ${results.map((r) => r.status)}::int[], ${results.map((r) => r.delivered)}::bool[],
                     ${results.map((r) => r.at.toISOString())}::timestamptz[],
@@ -132,7 +189,8 @@ export class WebhookDeliveries extends Effect.Service<WebhookDeliveries>()("Webh
     /** Gives claimed events back (shutdown): due again at once, for any process. */
     const release = (claims: ReadonlyArray<{ readonly id: string; readonly claimToken: string }>) =>
       claims.length === 0 ? Effect.void : sql`
-        UPDATE webhook_events e SET delivery_status = 'pending', next_attempt_at = now(), lease_until = NULL, claim_token = NULL
+        UPDATE webhook_events e SET delivery_status = 'pending', next_attempt_at = now(), lease_until = NULL,
+          claim_token = NULL, lease_owner = NULL
         FROM unnest(${claims.map((c) => c.id)}::uuid[], ${claims.map((c) => c.claimToken)}::uuid[]) AS r(id, token)
         WHERE e.id = r.id AND e.claim_token = r.token AND e.delivery_status = 'sending'
         RETURNING pg_notify(${DUE_CHANNEL}, 'released')`.pipe(Effect.asVoid)
@@ -155,7 +213,7 @@ export class WebhookDeliveries extends Effect.Service<WebhookDeliveries>()("Webh
         if (!Schema.is(Schema.UUID)(id)) return "missing" as const
         const rows = yield* sql`
           UPDATE webhook_events SET delivery_status = 'pending', next_attempt_at = now(), run_attempts = 0,
-            lease_until = NULL, claim_token = NULL
+            lease_until = NULL, claim_token = NULL, lease_owner = NULL
           WHERE id = ${id} AND NOT (delivery_status = 'sending' AND next_attempt_at > now())
           RETURNING pg_notify(${DUE_CHANNEL}, 'replay')`
         if (rows.length > 0) return "queued" as const
@@ -184,6 +242,6 @@ export class WebhookDeliveries extends Effect.Service<WebhookDeliveries>()("Webh
       Effect.orDie
     )
 
-    return { claim, nextDue, record, release, replay, recover, backlog } as const
+    return { claim, record, release, replay, recover, backlog } as const
   })
 }) {}

@@ -56,7 +56,9 @@ export const attemptHeaders = (input: AttemptInput, timestamp: string, bodyBytes
 
 /**
  * Makes attempts with keep-alive agents of their own. An attempt never fails: every end is an
- * Outcome. Interrupting it aborts the request.
+ * Outcome. `send` is the attempt as node callbacks (the sender starts thousands a second: no fiber
+ * each); it calls `done` once and returns what aborts it. `attempt` is the same as an Effect,
+ * interrupted by aborting.
  */
 export const makeDelivery = (settings: DeliverySettings) => {
   const lookup = guardedLookup(settings.resolve, settings.allowPrivateTargets)
@@ -65,56 +67,69 @@ export const makeDelivery = (settings: DeliverySettings) => {
     "https:": new https.Agent({ keepAlive: true, maxFreeSockets: 64, timeout: 30_000 })
   }
 
-  const attempt = (input: AttemptInput): Effect.Effect<Outcome> =>
-    Effect.async<Outcome>((resume) => {
-      const target = checkUrl(input.url, settings.allowPrivateTargets)
-      if (target instanceof PreflightRejected) {
-        resume(Effect.succeed({ kind: "pre-flight", status: 0, detail: target.message }))
-        return
-      }
-      const bodyBytes = Buffer.from(input.body, "utf8")
-      const timestamp = String(Math.floor(Date.now() / 1000))
-      let settled = false
-      const settle = (outcome: Outcome) => {
-        if (settled) return
-        settled = true
-        resume(Effect.succeed(outcome))
-      }
-      const transport = target.protocol === "https:" ? https : http
-      const request = transport.request(target, {
+  const send = (input: AttemptInput, done: (outcome: Outcome) => void): () => void => {
+    const target = checkUrl(input.url, settings.allowPrivateTargets)
+    if (target instanceof PreflightRejected) {
+      done({ kind: "pre-flight", status: 0, detail: target.message })
+      return () => {}
+    }
+    const bodyBytes = Buffer.from(input.body, "utf8")
+    const timestamp = String(Math.floor(Date.now() / 1000))
+    let settled = false
+    const settle = (outcome: Outcome) => {
+      if (settled) return
+      settled = true
+      done(outcome)
+    }
+    const transport = target.protocol === "https:" ? https : http
+    let request: http.ClientRequest
+    try {
+      request = transport.request(target, {
         method: "POST",
         agent: agents[target.protocol === "https:" ? "https:" : "http:"],
         lookup,
         headers: attemptHeaders(input, timestamp, bodyBytes)
-      }, (response) => {
-        const status = response.statusCode ?? 0
-        settle({ kind: kindOf(status), status, detail: `HTTP ${status}` })
-        // read a little of the answer and drop it; a receiver that sends more loses its connection
-        let read = 0
-        response.on("data", (chunk: Buffer) => {
-          read += chunk.length
-          if (read > RESPONSE_BODY_CAP_BYTES) response.destroy()
-        })
-        response.on("error", () => {})
+      }, onResponse)
+    } catch (error) {
+      // node refuses some URLs as the request is made (a host it cannot send, say)
+      settle({ kind: "transport", status: 0, detail: error instanceof Error ? error.message.slice(0, 300) : "request refused" })
+      return () => {}
+    }
+    function onResponse(response: http.IncomingMessage) {
+      const status = response.statusCode ?? 0
+      settle({ kind: kindOf(status), status, detail: `HTTP ${status}` })
+      // read a little of the answer and drop it; a receiver that sends more loses its connection
+      let read = 0
+      response.on("data", (chunk: Buffer) => {
+        read += chunk.length
+        if (read > RESPONSE_BODY_CAP_BYTES) response.destroy()
       })
-      // one deadline for the whole exchange: an answer's status after it is a timeout, and a body
-      // still trickling in after a 2xx status loses its connection then
-      const deadline = setTimeout(() => {
-        settle({ kind: "timeout", status: 0, detail: `no answer within ${settings.timeoutMs} ms` })
-        request.destroy()
-      }, settings.timeoutMs)
-      request.on("error", (error) =>
-        settle(
-          error instanceof PreflightRejected
-            ? { kind: "pre-flight", status: 0, detail: error.message }
-            : { kind: "transport", status: 0, detail: error.message.slice(0, 300) }
-        ))
-      request.on("close", () => clearTimeout(deadline))
-      request.end(bodyBytes)
-      return Effect.sync(() => {
-        settle({ kind: "transport", status: 0, detail: "interrupted" })
-        request.destroy()
-      })
+      response.on("error", () => {})
+    }
+    // one deadline for the whole exchange: an answer's status after it is a timeout, and a body
+    // still trickling in after a 2xx status loses its connection then
+    const deadline = setTimeout(() => {
+      settle({ kind: "timeout", status: 0, detail: `no answer within ${settings.timeoutMs} ms` })
+      request.destroy()
+    }, settings.timeoutMs)
+    request.on("error", (error) =>
+      settle(
+        error instanceof PreflightRejected
+          ? { kind: "pre-flight", status: 0, detail: error.message }
+          : { kind: "transport", status: 0, detail: error.message.slice(0, 300) }
+      ))
+    request.on("close", () => clearTimeout(deadline))
+    request.end(bodyBytes)
+    return () => {
+      settle({ kind: "transport", status: 0, detail: "interrupted" })
+      request.destroy()
+    }
+  }
+
+  const attempt = (input: AttemptInput): Effect.Effect<Outcome> =>
+    Effect.async<Outcome>((resume) => {
+      const abort = send(input, (outcome) => resume(Effect.succeed(outcome)))
+      return Effect.sync(abort)
     })
 
   const close = Effect.sync(() => {
@@ -122,5 +137,5 @@ export const makeDelivery = (settings: DeliverySettings) => {
     agents["https:"].destroy()
   })
 
-  return { attempt, close } as const
+  return { send, attempt, close } as const
 }

@@ -1,19 +1,22 @@
 /**
  * The webhook sender (CONTRACT 4): supervised fibers on every process that claim due events through
  * PostgreSQL with a lease, attempt them, and record each attempt. New events wake it through a
- * notification sent at their commit (a slow poll is only the safety net). At most
- * WEBHOOK_CONCURRENCY attempts run in this process, and at most WEBHOOK_MERCHANT_CONCURRENCY per
- * merchant across all processes (the claim counts the live leases), so a receiver that hangs holds
- * up only its own merchant's events. A process that dies loses nothing: its leases end and the
- * events are claimed again; at shutdown it gives back what it holds at once.
+ * notification sent at their commit (a slow poll is only the safety net). A merchant's events are
+ * held by one process at a time, a few ahead of its attempts, so the next attempt starts when one
+ * ends, without a round trip. At most WEBHOOK_CONCURRENCY attempts run in this process and at most
+ * WEBHOOK_MERCHANT_CONCURRENCY per merchant (in all processes: only one sends a merchant's), so a
+ * receiver that hangs holds up only its own merchant's events. A process that dies loses nothing:
+ * its leases end and the events are claimed again; at shutdown it gives back what it holds at once.
  */
 import { PgClient } from "@effect/sql-pg"
-import { Context, Duration, Effect, FiberSet, Layer, Option, Queue, Schedule, Stream } from "effect"
+import { randomUUID } from "node:crypto"
+import { Context, Duration, Effect, Layer, Queue, Schedule, Stream } from "effect"
 import { Settings } from "../Config.js"
 import { Fibers } from "../Ops/Fibers.js"
 import { Metrics } from "../Ops/Metrics.js"
 import { type AttemptResult, type ClaimedEvent, DUE_CHANNEL, WebhookDeliveries } from "./Deliveries.js"
 import { makeDelivery, type Outcome } from "./Delivery.js"
+import { makePacer } from "./Pacing.js"
 import { type Resolve, systemResolve } from "./Targets.js"
 
 /** How names of webhook hosts are resolved: the system's resolver, replaced in tests. */
@@ -23,13 +26,34 @@ export class WebhookResolver extends Context.Reference<WebhookResolver>()("Webho
 
 /** The safety net: the longest the claimer idles without a notification. */
 const POLL_MS = 2_000
-/** A claim that took nothing while something is due (rows held by another transaction): look again soon, not at once. */
-const RETRY_SOON_MS = 25
+/** How soon to claim again when due events may wait beyond the claim's window of candidates. */
+const SOON_MS = 25
+/** The least time between two claims (notifications of a busy service come far more often). */
+const CLAIM_SPACING_MS = 10
+/** The least time between two claims that look at merchants one by one (see Deliveries.claim). */
+const BY_MERCHANT_SPACING_MS = 100
 const RESULT_BATCH = 256
+/** How long the results of attempts ending together are gathered into one statement. */
+const RESULT_GATHER = "5 millis"
 const MAX_LEASE_SECONDS = 120
+/**
+ * Events held per merchant (and per process), as a multiple of the attempts allowed in flight: the
+ * next ones are at hand when an attempt ends, without a claim's round trip in between. At most 8;
+ * fewer when the attempts are long, so that the lease covers them all (`holding`).
+ */
+const MAX_HOLD_FACTOR = 8
+/** An event held this close to its lease's end is given back unattempted (another claim takes it). */
+const LEASE_MARGIN_MS = 2_000
 
-/** Long enough for an attempt (its timeout) and the recording of its result; at most 120 s (spec 3.3). */
-export const leaseSeconds = (timeoutSeconds: number) => Math.min(MAX_LEASE_SECONDS, Math.ceil(2 * timeoutSeconds + 5))
+/**
+ * How many rounds of attempts a merchant's held events make (`factor`), and the lease: long enough
+ * for an event held behind the others (each round up to the timeout) and the recording of its
+ * result, at most 120 s (spec 3.3). Config.ts keeps the timeout under the longest lease.
+ */
+export const holding = (timeoutSeconds: number) => {
+  const factor = Math.max(1, Math.min(MAX_HOLD_FACTOR, Math.floor((MAX_LEASE_SECONDS - 5) / timeoutSeconds) - 1))
+  return { factor, leaseSeconds: Math.min(MAX_LEASE_SECONDS, Math.ceil((factor + 1) * timeoutSeconds + 5)) }
+}
 
 /** When the attempt after `attemptsInRun` attempts is due, or null when the schedule is exhausted. */
 export const nextAttemptAt = (schedule: ReadonlyArray<number>, attemptsInRun: number, after: Date): Date | null => {
@@ -46,7 +70,9 @@ export const WebhookSenderLive = Layer.scopedDiscard(Effect.gen(function*() {
   const resolve = yield* WebhookResolver
   const schedule = settings.webhookRetrySchedule
   const perMerchant = settings.webhookMerchantConcurrency
-  const lease = leaseSeconds(settings.webhookTimeoutSeconds)
+  const { factor: holdFactor, leaseSeconds: lease } = holding(settings.webhookTimeoutSeconds)
+  const holdPerMerchant = holdFactor * perMerchant
+  const owner = randomUUID()
 
   const delivery = makeDelivery({
     timeoutMs: settings.webhookTimeoutSeconds * 1000,
@@ -76,23 +102,26 @@ export const WebhookSenderLive = Layer.scopedDiscard(Effect.gen(function*() {
     help: "Age of the oldest webhook event that is due now (0 when none is)"
   })
 
-  // What this process holds: every claimed event until its result is recorded (or it is given back).
-  const held = new Map<string, ClaimedEvent>()
-  const perMerchantInFlight = new Map<string, number>()
-  const hold = (event: ClaimedEvent) => {
-    held.set(event.id, event)
-    perMerchantInFlight.set(event.merchantId, (perMerchantInFlight.get(event.merchantId) ?? 0) + 1)
+  // What this process holds: every claimed event until its result is recorded (or it is given
+  // back); of those, the ones waiting for an attempt (per merchant, in claim order) and the
+  // attempts in flight (per merchant and in all).
+  const held = new Map<string, ClaimedEvent & { readonly leaseEndsAt: number }>()
+  const heldPerMerchant = new Map<string, number>()
+  const unhold = (id: string) => {
+    const event = held.get(id)
+    if (event === undefined) return
+    held.delete(id)
+    const left = (heldPerMerchant.get(event.merchantId) ?? 1) - 1
+    if (left > 0) heldPerMerchant.set(event.merchantId, left)
+    else heldPerMerchant.delete(event.merchantId)
   }
-  const letGo = (event: ClaimedEvent) => {
-    if (!held.delete(event.id)) return
-    const left = (perMerchantInFlight.get(event.merchantId) ?? 1) - 1
-    if (left > 0) perMerchantInFlight.set(event.merchantId, left)
-    else perMerchantInFlight.delete(event.merchantId)
-  }
+  const waiting = new Map<string, Array<ClaimedEvent & { readonly leaseEndsAt: number }>>()
+  const inFlight = new Map<string, number>()
+  let inFlightTotal = 0
 
   yield* metrics.onScrape(Effect.gen(function*() {
     inFlightGauge.reset()
-    for (const [merchantId, n] of perMerchantInFlight) inFlightGauge.set({ merchant_id: merchantId }, n)
+    for (const [merchantId, n] of inFlight) inFlightGauge.set({ merchant_id: merchantId }, n)
     const backlog = yield* deliveries.backlog
     dueGauge.set(backlog.due)
     oldestGauge.set(backlog.oldestSeconds)
@@ -100,89 +129,183 @@ export const WebhookSenderLive = Layer.scopedDiscard(Effect.gen(function*() {
 
   const wake = yield* Queue.sliding<void>(1)
   const signal = Queue.offer(wake, undefined)
-  const results = yield* Queue.unbounded<{ readonly event: ClaimedEvent; readonly result: AttemptResult }>()
+  /**
+   * A claim is due at the claimer's next turn: at start, on a notification (new or requeued events
+   * somewhere), at the time the last claim gave, after the poll.
+   */
+  let claimDue = true
+  const notified = Effect.zipRight(Effect.sync(() => { claimDue = true }), signal)
+  const results = yield* Queue.unbounded<AttemptResult>()
+  const pacer = makePacer(metrics.apiRequestsAnswered)
+  // the attempts in flight, to abort at shutdown (after which their ends are not results)
+  const aborts = new Map<string, () => void>()
+  let stopping = false
+  // held events dropped unattempted (their leases were running out), given back by the claimer
+  const toRelease: Array<ClaimedEvent> = []
+  // merchants whose attempts ended since the results were last recorded
+  const finishedSinceRecord = new Set<string>()
 
-  /** Records what is left of the results, then gives back what is still held: last at shutdown. */
+  /** Aborts what is in flight, records what is left of the results, then gives back what is still held: last at shutdown. */
   yield* Effect.addFinalizer(() =>
     Effect.gen(function*() {
-      const left = yield* Queue.takeAll(results)
-      const done = Array.from(left)
-      if (done.length > 0) yield* deliveries.record(done.map((d) => d.result))
-      for (const d of done) letGo(d.event)
+      stopping = true
+      for (const abort of aborts.values()) abort()
+      const left = Array.from(yield* Queue.takeAll(results))
+      if (left.length > 0) yield* deliveries.record(left)
+      for (const result of left) unhold(result.id)
       yield* deliveries.release(Array.from(held.values()))
     }).pipe(Effect.timeout("3 seconds"), Effect.ignoreLogged)
   )
 
-  const attempt = (event: ClaimedEvent) =>
-    Effect.gen(function*() {
-      const outcome: Outcome = yield* delivery.attempt({
-        url: event.webhookUrl,
-        eventId: event.id,
-        eventType: event.eventType,
-        body: event.body,
-        secret: event.secret,
-        previousSecret: event.previousSecret
-      })
-      const at = new Date()
-      attempts.inc({ outcome: outcome.kind })
-      const delivered = outcome.kind === "2xx"
-      if (delivered) latency.observe(Math.max(0, at.getTime() - event.createdAt.getTime()) / 1000)
-      else {
-        yield* Effect.logDebug("webhook attempt failed").pipe(
-          Effect.annotateLogs({ event_id: event.id, merchant_id: event.merchantId, outcome: outcome.kind, detail: outcome.detail })
-        )
-      }
-      const result: AttemptResult = {
-        id: event.id,
-        claimToken: event.claimToken,
-        status: outcome.status,
-        delivered,
-        at,
-        nextAttemptAt: delivered ? null : nextAttemptAt(schedule, event.runAttempts + 1, at)
-      }
-      yield* Queue.offer(results, { event, result })
+  /** An attempt's end: counted, its result queued for recording, its slot given to the next. */
+  const finish = (event: ClaimedEvent, outcome: Outcome) => {
+    aborts.delete(event.id)
+    if (stopping) return
+    finishedSinceRecord.add(event.merchantId)
+    const at = new Date()
+    attempts.inc({ outcome: outcome.kind })
+    const delivered = outcome.kind === "2xx"
+    if (delivered) latency.observe(Math.max(0, at.getTime() - event.createdAt.getTime()) / 1000)
+    Queue.unsafeOffer(results, {
+      id: event.id,
+      claimToken: event.claimToken,
+      status: outcome.status,
+      delivered,
+      at,
+      nextAttemptAt: delivered ? null : nextAttemptAt(schedule, event.runAttempts + 1, at)
     })
+    const left = (inFlight.get(event.merchantId) ?? 1) - 1
+    if (left > 0) inFlight.set(event.merchantId, left)
+    else inFlight.delete(event.merchantId)
+    inFlightTotal -= 1
+    dispatch()
+  }
 
-  const running = yield* FiberSet.make<void, never>()
+  /**
+   * Starts attempts of waiting events while the limits allow: at most WEBHOOK_MERCHANT_CONCURRENCY
+   * per merchant and WEBHOOK_CONCURRENCY in all, merchants taken in turn, and while the merchant
+   * API keeps the process saturated, only as many as Pacing.ts allows. An event whose lease is
+   * about to end is given back unattempted (its result could no longer be recorded). Attempts are
+   * node callbacks, not fibers: thousands start a second.
+   */
+  const dispatch = () => {
+    const now = Date.now()
+    // (keys first: a merchant served is moved to the end of the map)
+    for (const merchantId of Array.from(waiting.keys())) {
+      if (inFlightTotal >= settings.webhookConcurrency) break
+      const queue = waiting.get(merchantId)!
+      let n = inFlight.get(merchantId) ?? 0
+      while (queue.length > 0 && n < perMerchant && inFlightTotal < settings.webhookConcurrency && pacer.take()) {
+        const event = queue.shift()!
+        if (event.leaseEndsAt - now < settings.webhookTimeoutSeconds * 1000 + LEASE_MARGIN_MS) {
+          unhold(event.id)
+          toRelease.push(event)
+          continue
+        }
+        n += 1
+        inFlightTotal += 1
+        inFlight.set(merchantId, n)
+        aborts.set(event.id, delivery.send({
+          url: event.webhookUrl,
+          eventId: event.id,
+          eventType: event.eventType,
+          body: event.body,
+          secret: event.secret,
+          previousSecret: event.previousSecret
+        }, (outcome) => finish(event, outcome)))
+      }
+      // the next dispatch starts with the merchants served least recently
+      waiting.delete(merchantId)
+      if (queue.length > 0) waiting.set(merchantId, queue)
+    }
+  }
 
-  // Results are written in batches: one statement for all that ended meanwhile. A batch that cannot
+  /**
+   * Whether the events this process holds run short: half its capacity is free, or a merchant whose
+   * attempts ended since the last record has fewer than its next round waiting, and room for more
+   * (the results just recorded freed some). Recorded results make a claim due only then (new events, a due time and the poll
+   * always do), so a steady stream of deliveries costs a claim for many events, not one each.
+   */
+  const runningShort = () => {
+    let short = held.size <= holdCapacity / 2
+    for (const merchantId of finishedSinceRecord) {
+      if ((waiting.get(merchantId)?.length ?? 0) < perMerchant && (heldPerMerchant.get(merchantId) ?? 0) < holdPerMerchant) short = true
+    }
+    finishedSinceRecord.clear()
+    return short
+  }
+
+  // Results are written in batches: one statement for all that ended within a few ms. A batch that cannot
   // be written is dropped: its events stay claimed until their leases end, then are sent again.
   yield* fibers.supervise("webhook-results", (beat) =>
     Effect.forever(Effect.gen(function*() {
-      const batch = Array.from(yield* Queue.takeBetween(results, 1, RESULT_BATCH))
-      yield* deliveries.record(batch.map((d) => d.result)).pipe(
+      const first = yield* Queue.takeBetween(results, 1, RESULT_BATCH)
+      // a few more milliseconds gather the results of the attempts ending meanwhile into the same statement
+      if (first.length < RESULT_BATCH) yield* Effect.sleep(RESULT_GATHER)
+      const batch = [...first, ...(yield* Queue.takeUpTo(results, RESULT_BATCH - first.length))]
+      yield* deliveries.record(batch).pipe(
         Effect.retry(Schedule.exponential("50 millis").pipe(Schedule.intersect(Schedule.recurs(4)))),
         Effect.catchAll((error) => Effect.logError("webhook results not recorded; their leases will end", error)),
-        Effect.ensuring(Effect.sync(() => batch.forEach((d) => letGo(d.event))))
+        Effect.ensuring(Effect.sync(() => batch.forEach((result) => unhold(result.id))))
       )
-      yield* signal
+      if (runningShort()) yield* notified
       yield* beat
     })))
 
-  yield* fibers.supervise("webhook-notifications", (beat) =>
-    pg.listen(DUE_CHANNEL).pipe(Stream.runForEach(() => Effect.zipRight(signal, beat))))
+  yield* fibers.supervise("webhook-pacing", (beat) => pacer.run(Effect.zipRight(beat, Effect.sync(dispatch))))
 
+  yield* fibers.supervise("webhook-notifications", (beat) =>
+    pg.listen(DUE_CHANNEL).pipe(Stream.runForEach(() => Effect.zipRight(beat, notified))))
+
+  const holdCapacity = holdFactor * settings.webhookConcurrency
   yield* fibers.supervise("webhook-sender", (beat) =>
     Effect.gen(function*() {
+      let lastClaimAt = 0
+      // a claim that looks at merchants one by one, and when it may run next (null: none is wanted)
+      let byMerchantAt: number | null = null
       while (true) {
         yield* beat
-        const free = settings.webhookConcurrency - held.size
-        if (free <= 0) {
-          yield* Queue.take(wake)
+        if (toRelease.length > 0) yield* deliveries.release(toRelease.splice(0)).pipe(Effect.ignoreLogged)
+        const free = holdCapacity - held.size
+        const byMerchant = byMerchantAt !== null && byMerchantAt <= Date.now()
+        if (free <= 0 || !(claimDue || byMerchant)) {
+          const timeout = byMerchantAt === null ? POLL_MS : Math.max(1, Math.min(POLL_MS, byMerchantAt - Date.now()))
+          const woken = yield* Queue.take(wake).pipe(Effect.timeoutOption(Duration.millis(timeout)))
+          if (woken._tag === "None" && byMerchantAt === null) claimDue = true
           continue
         }
-        const claimed = yield* deliveries.claim({ free, perMerchant, leaseSeconds: lease })
-        for (const event of claimed) {
-          hold(event)
-          yield* FiberSet.run(running, attempt(event))
+        // claims come at most every CLAIM_SPACING_MS, however many notifications arrive
+        const sinceLast = Date.now() - lastClaimAt
+        if (sinceLast < CLAIM_SPACING_MS) yield* Effect.sleep(Duration.millis(CLAIM_SPACING_MS - sinceLast))
+        claimDue = false
+        if (byMerchant) byMerchantAt = null
+        const claimedAt = lastClaimAt = Date.now()
+        const { events, next } = yield* deliveries.claim(
+          { owner, free, perMerchant: holdPerMerchant, leaseSeconds: lease },
+          byMerchant
+        )
+        for (const event of events) {
+          const entry = { ...event, leaseEndsAt: claimedAt + lease * 1000 }
+          held.set(event.id, entry)
+          heldPerMerchant.set(event.merchantId, (heldPerMerchant.get(event.merchantId) ?? 0) + 1)
+          const queue = waiting.get(event.merchantId)
+          if (queue === undefined) waiting.set(event.merchantId, [entry])
+          else queue.push(entry)
         }
-        if (claimed.length > 0) continue
-        const next = yield* deliveries.nextDue(perMerchant)
-        const waitMs = Option.match(next, {
-          onNone: () => POLL_MS,
-          onSome: (at) => Math.min(POLL_MS, Math.max(RETRY_SOON_MS, at.getTime() - Date.now()))
-        })
-        yield* Queue.take(wake).pipe(Effect.timeoutOption(Duration.millis(waitMs)))
+        if (events.length > 0) dispatch()
+        if (next === "now") {
+          claimDue = true
+          continue
+        }
+        if (next === "deep") {
+          byMerchantAt ??= claimedAt + BY_MERCHANT_SPACING_MS
+          continue
+        }
+        const waitMs = next === "idle" ? POLL_MS
+          : next === "soon" ? SOON_MS
+          : Math.min(POLL_MS, Math.max(SOON_MS, next.getTime() - Date.now()))
+        const woken = yield* Queue.take(wake).pipe(Effect.timeoutOption(Duration.millis(waitMs)))
+        if (woken._tag === "None") claimDue = true
       }
     }))
 }))

@@ -32,7 +32,7 @@ describe("fairness", () => {
         ...PURCHASE_ENV,
         WEBHOOK_ALLOW_PRIVATE_TARGETS: "true",
         // a hung receiver holds its attempts for the whole test
-        WEBHOOK_TIMEOUT_SECONDS: "120",
+        WEBHOOK_TIMEOUT_SECONDS: "100",
         WEBHOOK_MERCHANT_CONCURRENCY: "2",
         WEBHOOK_CONCURRENCY: "4"
       }
