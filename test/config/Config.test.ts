@@ -37,6 +37,9 @@ describe("settings", () => {
       [{ AUTH_FAILURE_RPS: "0" }, "AUTH_FAILURE_RPS must be a number greater than 0"],
       [{ FEED_RETENTION_HOURS: "0" }, "FEED_RETENTION_HOURS must be a number greater than 0"],
       [{ WEBHOOK_TIMEOUT_SECONDS: "0" }, "WEBHOOK_TIMEOUT_SECONDS must be a number greater than 0"],
+      [{ WEBHOOK_TIMEOUT_SECONDS: "111" }, "WEBHOOK_TIMEOUT_SECONDS must be at most 110"],
+      [{ WEBHOOK_MERCHANT_CONCURRENCY: "0" }, "WEBHOOK_MERCHANT_CONCURRENCY must be a positive integer"],
+      [{ WEBHOOK_CONCURRENCY: "1.5" }, "WEBHOOK_CONCURRENCY"],
       [{ WEBHOOK_RETRY_SCHEDULE: "" }, "WEBHOOK_RETRY_SCHEDULE must be comma-separated seconds"],
       [{ WEBHOOK_RETRY_SCHEDULE: "1,,2" }, "WEBHOOK_RETRY_SCHEDULE must be comma-separated seconds"],
       [{ WEBHOOK_RETRY_SCHEDULE: "0x10" }, "WEBHOOK_RETRY_SCHEDULE must be comma-separated seconds"],
@@ -54,7 +57,8 @@ describe("settings", () => {
       { ADMIN_TOKEN: "x" },
       { SIM_CATALOGUE_SIZE: "0", SIM_TIME_SCALE: "0", BUY_SYNC_WAIT_SECONDS: "0" },
       { WEBHOOK_RETRY_SCHEDULE: " 0, 5 ,300.5" },
-      { DUMP_INTERVAL_SECONDS: "0.5" }
+      { DUMP_INTERVAL_SECONDS: "0.5" },
+      { WEBHOOK_TIMEOUT_SECONDS: "110", WEBHOOK_MERCHANT_CONCURRENCY: "1", WEBHOOK_CONCURRENCY: "512" }
     ]
     for (const env of documented) expect([env, failureOf(env)]).toEqual([env, "started"])
     expect(Exit.map(load({ LOG_LEVEL: "WARNING" }), (c) => c.logLevel)).toEqual(Exit.succeed("warn"))
