@@ -62,6 +62,11 @@ export class WebhookDeliveries extends Effect.Service<WebhookDeliveries>()("Webh
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const exclusive = DatabaseKind(yield* Settings) === "postgresql"
+    /**
+     * Claims and results are bookkeeping of at-least-once delivery: one lost in a crash of the
+     * database only means an event is sent again. Their commits do not wait for the disk.
+     */
+    const noSyncCommit = sql`set_config('synchronous_commit', 'off', true)`
 
     /**
      * Leases due events for this process (`owner`), oldest due first: at most `perMerchant` held
@@ -154,7 +159,7 @@ export class WebhookDeliveries extends Effect.Service<WebhookDeliveries>()("Webh
                AND merchant_id NOT IN (SELECT merchant_id FROM closed)) AS "nextDue"
           FROM (SELECT 1) AS one LEFT JOIN claimed ON true`
         const rows = yield* (exclusive
-          ? sql.withTransaction(Effect.zipRight(sql`SELECT pg_advisory_xact_lock(${CLAIM_LOCK_KEY})`, statement))
+          ? sql.withTransaction(Effect.zipRight(sql`SELECT pg_advisory_xact_lock(${CLAIM_LOCK_KEY}), ${noSyncCommit}`, statement))
           : statement)
         const outlook = yield* Schema.decodeUnknown(ClaimOutlook)(rows[0])
         const claimed = yield* Schema.decodeUnknown(Schema.Array(ClaimedRow))(rows.filter((row) => row["id"] !== null))
@@ -176,7 +181,8 @@ export class WebhookDeliveries extends Effect.Service<WebhookDeliveries>()("Webh
           delivered_at = CASE WHEN r.delivered THEN r.at ELSE e.delivered_at END,
           next_attempt_at = coalesce(r.next_at, r.at),
           lease_until = NULL, claim_token = NULL, lease_owner = NULL
-        FROM unnest(${results.map((r) => r.id)}::uuid[], ${results.map((r) => r.claimToken)}::uuid[],
+        FROM (SELECT ${noSyncCommit}) AS bookkeeping,
+             unnest(${results.map((r) => r.id)}::uuid[], ${results.map((r) => r.claimToken)}::uuid[],
                     ${results.map((r) => r.status)}::int[], ${results.map((r) => r.delivered)}::bool[],
                     ${results.map((r) => r.at.toISOString())}::timestamptz[],
                     ${results.map((r) => r.nextAttemptAt?.toISOString() ?? null)}::timestamptz[])
