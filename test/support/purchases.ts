@@ -336,6 +336,22 @@ export const pollUntil = async <A>(what: string, check: () => Promise<A | undefi
   }
 }
 
+/**
+ * GET /balance once nothing of the merchant is on hold: every purchase has been delivered, refunded
+ * or settled, so the purchase worker moves no more of its money and the balance can be compared whole
+ * with a later read. Not for merchants with purchases of the reversal tokens (`revbuyer`,
+ * `revselr0`, an item's `sim.reversal`): those change the balance after on_hold is back to 0.
+ */
+export const settledBalanceOf = (server: RunningServer, m: Merchant): Promise<BalanceCents> =>
+  pollUntil(`nothing on hold for merchant ${m.id}`, async () => {
+    const b = await balanceOf(server, m)
+    return b.onHold === 0 ? b : undefined
+  })
+
+/** The ids of every purchase of a merchant, sorted: what a request could add, whatever their statuses. */
+export const purchaseIds = async (server: RunningServer, m: Merchant): Promise<Array<string>> =>
+  (await listPurchases(server, m)).map((p) => p.purchase_id).sort()
+
 /** Statuses allowed to follow each other, in order (spec 3.1; a reversal turns completed into failed). */
 const ORDER: Record<string, number> = { created: 0, processing: 1, sent_to_steam: 2, completed: 3, failed: 4 }
 
