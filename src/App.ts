@@ -8,12 +8,16 @@ import { FeedClients, FeedShutdownLive } from "./Catalogue/Stream.js"
 import { SyncLive } from "./Catalogue/Sync.js"
 import { ProviderSimLive } from "./Providers/Simulator/ProviderSim.js"
 import { SupplierSimLive } from "./Providers/Simulator/SupplierSim.js"
+import { WalletProviderSimLive } from "./Providers/Simulator/WalletProviderSim.js"
 import { BuyByName } from "./Purchases/BuyByName.js"
 import { PurchaseHandover } from "./Purchases/Handover.js"
 import { PurchaseNotifications } from "./Purchases/Notifications.js"
 import { Purchases } from "./Purchases/Purchases.js"
 import { PurchaseWorkerLive } from "./Purchases/Worker.js"
 import { Deposits } from "./Deposits/Deposits.js"
+import { WalletPayments } from "./Deposits/WalletPayments.js"
+import { WalletRequests } from "./Deposits/WalletRequests.js"
+import { Wallets } from "./Deposits/Wallets.js"
 import { HttpLive } from "./Http.js"
 import { Ledger } from "./Ledger/Ledger.js"
 import { Authenticator } from "./Merchants/Authentication.js"
@@ -48,11 +52,13 @@ const Core = Layer.mergeAll(
   PurchaseNotifications.Default,
   // the same layer as Purchases' dependency: built once, so the buys and the worker share it
   PurchaseHandover.Default,
+  WalletRequests.Default,
   SupplierSimLive,
-  ProviderSimLive
+  ProviderSimLive,
+  WalletProviderSimLive
 )
 
-const Services = Layer.mergeAll(CatalogueDump.Default, Purchases.Default, BuyByName.Default).pipe(
+const Services = Layer.mergeAll(CatalogueDump.Default, Purchases.Default, BuyByName.Default, Wallets.Default, WalletPayments.Default).pipe(
   Layer.provideMerge(Core),
   Layer.provideMerge(Base)
 )

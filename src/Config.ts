@@ -82,6 +82,7 @@ export interface AppSettings {
   readonly webhookMerchantConcurrency: number
   readonly webhookConcurrency: number
   readonly walletIssuanceEnabled: boolean
+  readonly walletSettlementVerified: boolean
   readonly logLevel: string
   readonly demoMerchant: boolean
   readonly shutdownGraceSeconds: number
@@ -124,6 +125,8 @@ export const AppConfig: Config.Config<AppSettings> = Config.all({
   webhookMerchantConcurrency: positiveInt("WEBHOOK_MERCHANT_CONCURRENCY", 4),
   webhookConcurrency: positiveInt("WEBHOOK_CONCURRENCY", 64),
   walletIssuanceEnabled: Config.boolean("WALLET_ISSUANCE_ENABLED").pipe(Config.withDefault(false)),
+  // the operator's switch of spec 2.3's "verified settlement": off, no wallet may be deposited to or created
+  walletSettlementVerified: Config.boolean("WALLET_SETTLEMENT_VERIFIED").pipe(Config.withDefault(true)),
   logLevel,
   demoMerchant: Config.boolean("DEMO_MERCHANT").pipe(Config.withDefault(true)),
   // long enough for a /buy-sync or /buy-by-name under way at the default budgets (30 s) to answer

@@ -21,6 +21,7 @@ import { createServer, IncomingMessage, ServerResponse } from "node:http"
 import { API_PREFIX, MerchantApi } from "./Api.js"
 import { CatalogueFastRoutes, CatalogueHttp } from "./Catalogue/Http.js"
 import { STREAM_PATH, StreamLive } from "./Catalogue/Stream.js"
+import { WALLET_CALLBACK_PATH, WalletCallbacksLive } from "./Deposits/WalletCallbacks.js"
 import { Settings } from "./Config.js"
 import { DepositsHttp } from "./Deposits/Http.js"
 import * as Errors from "./Domain/Errors.js"
@@ -61,6 +62,12 @@ const paramErrors: Record<string, ErrorFor> = {
 /** The first body field of each POST endpoint: what a body that is not an object fails as. */
 const firstBodyField = (path: string): string =>
   path.endsWith("/buy-by-name") ? "market_hash_name" : path.includes("/deposits/wallets") ? "network" : "item_id"
+
+/** Whether the decode failed on a path parameter with its own code. */
+const failsPathParam = (error: HttpApiError.HttpApiDecodeError) => {
+  const field = error.issues[0]?.path[0]
+  return field !== undefined && paramErrors[String(field)] !== undefined
+}
 
 const decodeFailure = (request: HttpServerRequest.HttpServerRequest, error: HttpApiError.HttpApiDecodeError) => {
   const issue = error.issues[0]
@@ -135,8 +142,9 @@ const SpecErrors = HttpApiBuilder.middleware(MerchantApi, (app) =>
       const error: unknown = failure ?? defect
       const problem = bodyProblemOf(NodeHttpServerRequest.toIncomingMessage(request))
       if (problem !== undefined) return Effect.succeed(bodyProblemResponse(request, problem))
-      // an empty body is no JSON at all (CONTRACT 6), not a body missing its fields
-      if (error instanceof HttpApiError.HttpApiDecodeError && request.method === "POST" && hasNoBody(request)) {
+      // an empty body is no JSON at all (CONTRACT 6), not a body missing its fields (unless a path
+      // parameter failed: a body-less POST such as a wallet's reconcile)
+      if (error instanceof HttpApiError.HttpApiDecodeError && request.method === "POST" && hasNoBody(request) && !failsPathParam(error)) {
         return Effect.succeed(malformedBody("request body is empty: a JSON object is expected"))
       }
       if (error instanceof HttpApiError.HttpApiDecodeError) return Effect.succeed(Errors.errorResponse(decodeFailure(request, error)))
@@ -281,10 +289,10 @@ export const HttpLive = Layer.unwrapEffect(Effect.gen(function*() {
   const metrics = yield* Metrics
   const readiness = yield* Readiness
   const fastLane = yield* makeFastLane([...yield* BalanceFastRoutes, ...yield* CatalogueFastRoutes], yield* PurchasesFastRoutes)
-  const routes = [STREAM_PATH, OPENAPI_PATH, DOCS_PATH]
+  const routes = [STREAM_PATH, OPENAPI_PATH, DOCS_PATH, WALLET_CALLBACK_PATH]
   HttpApi.reflect(MerchantApi, { onGroup: () => undefined, onEndpoint: ({ endpoint }) => { routes.push(endpoint.path) } })
   return HttpApiBuilder.serve(requestMiddleware("api", metrics, routes)).pipe(
-    Layer.provide([Docs, SpecErrors, StreamLive]),
+    Layer.provide([Docs, SpecErrors, StreamLive, WalletCallbacksLive]),
     Layer.provide(ApiLive),
     // Per-request spans cost about a quarter of a request's CPU; traces come from service spans.
     HttpMiddleware.withTracerDisabledWhen(() => true),

@@ -14,10 +14,11 @@ import { root } from "./Cli/Admin.js"
 import { catalogue } from "./Cli/Catalogue.js"
 import { deposit } from "./Cli/Deposit.js"
 import { merchant } from "./Cli/Merchant.js"
+import { wallet } from "./Cli/Wallet.js"
 import { webhook } from "./Cli/Webhook.js"
 
 const cli = root.pipe(
-  Command.withSubcommands([merchant, deposit, catalogue, webhook]),
+  Command.withSubcommands([merchant, deposit, wallet, catalogue, webhook]),
   Command.run({ name: "merchant purchasing operator CLI", version: "0.1.0" })
 )
 

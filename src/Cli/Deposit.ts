@@ -16,7 +16,7 @@ const DepositItem = Schema.Struct({
   status: Schema.String
 })
 
-const usdtAmount = Args.text({ name: "AMOUNT" }).pipe(
+export const usdtAmount = Args.text({ name: "AMOUNT" }).pipe(
   Args.withDescription("USDT sent, e.g. 102.50 (at most 6 decimals)"),
   Args.mapEffect((text) =>
     /^\d+(\.\d{1,6})?$/.test(text) && Number(text) > 0

@@ -33,6 +33,30 @@ export const DepositList = Schema.Struct({
   next_cursor: Schema.NullOr(Schema.String)
 }).annotations({ identifier: "DepositList" })
 
+export const DepositWallet = Schema.Struct({
+  id: Schema.UUID,
+  provider: Schema.String.annotations({ description: "The wallet provider (its single allowed value)." }),
+  currency: Schema.Literal("USDT"),
+  network: Schema.Literal("tron", "bsc"),
+  status: Schema.Literal("prepared", "creation_started", "requires_reconciliation", "bound").annotations({
+    description: "prepared: saved, provider creation not started; creation_started: read or reconcile, never request a replacement; " +
+      "requires_reconciliation: result unknown, reconcile; bound: a validated address is saved."
+  }),
+  address: Schema.NullOr(Schema.String).annotations({ description: "Present only after a validated binding." }),
+  memo: Schema.NullOr(Schema.String).annotations({ description: "When not null, shown apart from the address; a QR code holds the address alone." }),
+  can_deposit: Schema.Boolean.annotations({
+    description: "True only when the wallet is bound, its last saved provider status is active and settlement is verified. False: do not send funds."
+  }),
+  created_at: IsoDateTime,
+  updated_at: IsoDateTime
+}).annotations({ identifier: "DepositWallet" })
+
+export const DepositWalletList = Schema.Struct({
+  issuance_enabled: Schema.Boolean.annotations({ description: "Provider routing for new merchant wallets." }),
+  can_create: Schema.Boolean.annotations({ description: "Issuance, writes and verified settlement are all enabled." }),
+  wallets: Schema.Array(DepositWallet)
+}).annotations({ identifier: "DepositWalletList" })
+
 /** `limit` of the lists: 1 to 200, default 50 (spec 8). */
 export const PageLimit = IntegerText.pipe(Schema.between(1, 200)).annotations({
   jsonSchema: { type: "integer", minimum: 1, maximum: 200, default: 50 }
@@ -48,6 +72,23 @@ export class DepositsApi extends HttpApiGroup.make("deposits")
       }))
       .addSuccess(DepositList)
       .addError(Wire.InvalidQuery)
+  )
+  .add(HttpApiEndpoint.get("listWallets", "/deposits/wallets").addSuccess(DepositWalletList))
+  .add(
+    HttpApiEndpoint.post("requestWallet", "/deposits/wallets")
+      .setPayload(Schema.Struct({ network: Schema.Literal("tron", "bsc") }))
+      .addSuccess(DepositWallet)
+      .addError(Wire.WalletNetworkInvalid)
+      .addError(Wire.WalletIssuanceDisabled)
+      .addError(Wire.WalletProviderUnavailable)
+  )
+  .add(
+    HttpApiEndpoint.post("reconcileWallet", "/deposits/wallets/:walletId/reconcile")
+      .setPath(Schema.Struct({ walletId: Schema.UUID }))
+      .addSuccess(DepositWallet)
+      .addError(Wire.WalletNotFound)
+      .addError(Wire.WalletCreationNotStarted)
+      .addError(Wire.WalletProviderUnavailable)
   )
   .middleware(Authentication)
   .annotate(OpenApi.Title, "Deposits")

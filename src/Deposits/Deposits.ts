@@ -65,6 +65,12 @@ export interface CreditRequest {
   /** USDT sent, as the JSON number given. */
   readonly amount: number
   readonly txId?: string | undefined
+  /**
+   * A payment to one of the merchant's deposit wallets: its address is the destination. Without
+   * it, a payment confirmed by the operator: to the earlier provider's address when the merchant
+   * has one for the network.
+   */
+  readonly wallet?: { readonly address: string } | undefined
 }
 
 export class Deposits extends Effect.Service<Deposits>()("Deposits", {
@@ -110,14 +116,15 @@ export class Deposits extends Effect.Service<Deposits>()("Deposits", {
           const merchant = yield* sql<{ legacyTrc20: string | null; legacyBep20: string | null }>`
             SELECT legacy_trc20 AS "legacyTrc20", legacy_bep20 AS "legacyBep20" FROM merchants WHERE id = ${request.merchantId}`
           if (merchant.length === 0) return yield* new DepositMerchantNotFound({ merchantId: request.merchantId })
-          const legacy = request.network === "tron" ? merchant[0]!.legacyTrc20 : merchant[0]!.legacyBep20
+          const legacy = request.wallet !== undefined ? null : request.network === "tron" ? merchant[0]!.legacyTrc20 : merchant[0]!.legacyBep20
+          const destination = request.wallet?.address ?? legacy
           const id = randomUUID()
           // Concurrent confirmations of one tx_id: the unique index lets exactly one insert through.
           const inserted = yield* sql`
             INSERT INTO deposits (id, merchant_id, provider, network, destination, tx_id, amount_sent_micros,
                                   fee_basis_points, commission_cents, amount_cents)
             VALUES (${id}, ${request.merchantId}, ${legacy === null ? WALLET_PROVIDER : LEGACY_PROVIDER}, ${request.network},
-                    ${legacy}, ${txId}, ${sentMicros.toString()}, ${settlement.basisPoints},
+                    ${destination}, ${txId}, ${sentMicros.toString()}, ${settlement.basisPoints},
                     ${settlement.commissionCents.toString()}, ${settlement.creditedCents.toString()})
             ON CONFLICT (tx_id) DO NOTHING RETURNING id`
           if (inserted.length === 0) {

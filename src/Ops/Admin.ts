@@ -14,6 +14,7 @@ import { toUnits } from "../Domain/Money.js"
 import type { Merchant } from "../Domain/Merchant.js"
 import { MerchantStatus } from "../Domain/Merchant.js"
 import { Merchants } from "../Merchants/Merchants.js"
+import { WalletAdminRoutes } from "../Deposits/Admin.js"
 import { WebhookAdminRoutes } from "../Webhooks/Admin.js"
 import { AdminError, body, found, invalid, json, notFound, optionalBody, pathId } from "./AdminHttp.js"
 import { AdminToken } from "./AdminToken.js"
@@ -77,6 +78,7 @@ export const AdminRoutes = Effect.gen(function*() {
   const changeLog = yield* ChangeLog
   const engine = yield* CatalogueEngine
   const webhookRoutes = yield* WebhookAdminRoutes
+  const walletRoutes = yield* WalletAdminRoutes
 
   const routes = HttpRouter.empty.pipe(
     HttpRouter.post("/admin/merchants", Effect.gen(function*() {
@@ -167,7 +169,8 @@ export const AdminRoutes = Effect.gen(function*() {
       yield* engine.refresh
       return HttpServerResponse.empty({ status: 204 })
     })),
-    HttpRouter.concat(webhookRoutes)
+    HttpRouter.concat(webhookRoutes),
+    HttpRouter.concat(walletRoutes)
   )
 
   /** Every admin route checks the token first; admin errors become the spec's Error body. */
