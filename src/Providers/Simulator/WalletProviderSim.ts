@@ -104,7 +104,8 @@ export const WalletProviderSimLive = Layer.scopedContext(Effect.gen(function*() 
         yield* sql`UPDATE sim_wallet_provider_wallets SET response_lost = true WHERE idempotency_key = ${request.idempotencyKey}`.pipe(Effect.orDie)
         return yield* new WalletProviderUnavailable({ detail: "the wallet provider's answer was lost (test mode)", maybeReached: true })
       }
-      return walletAt(row, Date.now())
+      // bound once the wait is over (a timer may fire a hair before the wall clock says so)
+      return walletAt(row, Math.max(Date.now(), row.bindsAt.getTime()))
     }).pipe(Effect.withSpan("WalletProviderSim.createWallet"))
 
   const findWallet = (idempotencyKey: string) =>

@@ -1,0 +1,330 @@
+/**
+ * Deposit wallets end to end (spec 2.3, 2.4, 3.2, 4.1, 7.2; CONTRACT 5.4): one durable request per
+ * merchant and network, its states, the lost provider answer ending bound after a reconcile with one
+ * provider wallet, concurrent requests, outages, cross-merchant reads, issuance and settlement
+ * switches, a process killed between saving the request and the provider's answer, and payments as
+ * signed callbacks credited with the tier commission.
+ */
+import { randomUUID } from "node:crypto"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { losesCreationAnswer } from "../../src/Providers/Simulator/WalletProviderSim.js"
+import { freshDatabase, type FreshDatabase } from "../support/database.js"
+import { balanceOf, type Merchant, pollUntil, PURCHASE_ENV } from "../support/purchases.js"
+import { metricValue, type RunningServer, startServer } from "../support/server.js"
+
+const ENV = { ...PURCHASE_ENV, WALLET_ISSUANCE_ENABLED: "true" }
+type Network = "tron" | "bsc"
+const TRON = /^T[1-9A-HJ-NP-Za-km-z]{33}$/
+const BSC = /^0x[0-9a-f]{40}$/
+
+let server: RunningServer
+beforeAll(async () => { server = await startServer({ env: ENV }) })
+afterAll(async () => { await server?.stop() })
+
+const wallets = (s: RunningServer, m: Merchant) => s.api("/deposits/wallets", { key: m.apiKey })
+const request = (s: RunningServer, m: Merchant, body: unknown) => s.api("/deposits/wallets", { method: "POST", key: m.apiKey, body })
+const reconcile = (s: RunningServer, m: Merchant, id: string) => s.api(`/deposits/wallets/${id}/reconcile`, { method: "POST", key: m.apiKey })
+const creations = (s: RunningServer) =>
+  Promise.all(["ok", "answer_lost", "unavailable"].map((o) => metricValue(s, `wallet_provider_calls_total{call="create",outcome="${o}"}`)))
+    .then((counts) => counts.reduce((a, b) => a + b, 0))
+
+/** A merchant whose creation answer for `network` the simulator loses (or not), as CONTRACT 5.4's hash decides. */
+const merchantWhere = async (s: RunningServer, network: Network, loses: boolean): Promise<Merchant> => {
+  for (let i = 0; i < 200; i++) {
+    const m = await s.createMerchant()
+    if (losesCreationAnswer(m.id, network) === loses) return m
+  }
+  throw new Error("no such merchant in 200 tries")
+}
+
+const expectWalletShape = (w: any) => {
+  expect(Object.keys(w).sort()).toEqual(["address", "can_deposit", "created_at", "currency", "id", "memo", "network", "provider", "status", "updated_at"])
+  expect([w.provider, w.currency]).toEqual(["walletpay", "USDT"])
+}
+
+describe("requesting a wallet", () => {
+  it("a new merchant has none; a request binds a validated address per network; a repeat returns the saved request and creates nothing", async () => {
+    const m = await merchantWhere(server, "tron", false)
+    const empty = await wallets(server, m)
+    expect([empty.status, empty.json]).toEqual([200, { issuance_enabled: true, can_create: true, wallets: [] }])
+    const before = await creations(server)
+    const tron = await request(server, m, { network: "tron" })
+    expect(tron.status, tron.text).toBe(200)
+    expectWalletShape(tron.json)
+    expect(tron.json).toMatchObject({ network: "tron", status: "bound", can_deposit: true, memo: null })
+    expect(tron.json.address).toMatch(TRON)
+    const again = await request(server, m, { network: "tron" })
+    expect([again.status, again.json.id, again.json.address]).toEqual([200, tron.json.id, tron.json.address])
+    expect(await creations(server)).toBe(before + 1)
+
+    const bscMerchant = await merchantWhere(server, "bsc", false)
+    const bsc = await request(server, bscMerchant, { network: "bsc" })
+    expect([bsc.status, bsc.json.status]).toEqual([200, "bound"])
+    expect(bsc.json.address).toMatch(BSC)
+
+    const listed = await wallets(server, m)
+    expect(listed.json.wallets).toEqual([tron.json])
+  })
+
+  it("an invalid or missing network is 400 MERCHANT_WALLET_NETWORK_INVALID, malformed JSON is problem details; nothing is saved", async () => {
+    const m = await server.createMerchant()
+    for (const body of [{}, { network: "eth" }, { network: "TRON" }, { network: 5 }, { network: null }, [], JSON.stringify("tron")]) {
+      const res = await request(server, m, body)
+      expect([JSON.stringify(body), res.status, res.json?.error?.code]).toEqual([JSON.stringify(body), 400, "MERCHANT_WALLET_NETWORK_INVALID"])
+    }
+    const malformed = await server.api("/deposits/wallets", { method: "POST", key: m.apiKey, body: "{\"network\":", headers: { "content-type": "application/json" } })
+    expect([malformed.status, malformed.headers.get("content-type")]).toEqual([400, "application/problem+json"])
+    expect((await wallets(server, m)).json.wallets).toEqual([])
+  })
+
+  it("20 concurrent requests for one network give one request and one provider creation", async () => {
+    const m = await merchantWhere(server, "bsc", false)
+    const before = await creations(server)
+    const answers = await Promise.all(Array.from({ length: 20 }, () => request(server, m, { network: "bsc" })))
+    expect(answers.map((a) => a.status)).toEqual(Array(20).fill(200))
+    expect(new Set(answers.map((a) => a.json.id)).size).toBe(1)
+    expect(await creations(server)).toBe(before + 1)
+    // the losers answered the saved request as it was (creation_started or already bound); now it is bound
+    const listed = await wallets(server, m)
+    expect(listed.json.wallets.map((w: any) => [w.id, w.status])).toEqual([[answers[0]!.json.id, "bound"]])
+  })
+
+  it("a lost creation answer: 502, requires_reconciliation (no address, do not send funds), no second creation; reconcile binds the one provider wallet", async () => {
+    const m = await merchantWhere(server, "tron", true)
+    const before = await creations(server)
+    const lost = await request(server, m, { network: "tron" })
+    expect([lost.status, lost.json.error.code]).toEqual([502, "MERCHANT_WALLET_PROVIDER_UNAVAILABLE"])
+    const [saved] = (await wallets(server, m)).json.wallets
+    expect(saved).toMatchObject({ status: "requires_reconciliation", address: null, can_deposit: false })
+    const repeat = await request(server, m, { network: "tron" })
+    expect([repeat.status, repeat.json.id, repeat.json.status]).toEqual([200, saved.id, "requires_reconciliation"])
+    expect(await creations(server)).toBe(before + 1)
+    const reconciled = await reconcile(server, m, saved.id)
+    expect(reconciled.status, reconciled.text).toBe(200)
+    expect(reconciled.json).toMatchObject({ id: saved.id, status: "bound", can_deposit: true })
+    expect(reconciled.json.address).toMatch(TRON)
+    const admin = await server.admin(`/admin/merchants/${m.id}/wallets`)
+    expect(admin.json.wallets).toHaveLength(1)
+    expect(admin.json.wallets[0].provider_wallet_id).toMatch(/^wp_/)
+    expect(await creations(server)).toBe(before + 1)
+  })
+
+  it("a provider outage: 502 with the request saved as prepared (readable), reconcile 409 WALLET_CREATION_NOT_STARTED; after recovery it binds", async () => {
+    const m = await merchantWhere(server, "tron", false)
+    expect((await server.admin("/admin/simulator/wallet-provider", { method: "PUT", body: { available: false } })).status).toBe(200)
+    try {
+      const down = await request(server, m, { network: "tron" })
+      expect([down.status, down.json.error.code]).toEqual([502, "MERCHANT_WALLET_PROVIDER_UNAVAILABLE"])
+      const [saved] = (await wallets(server, m)).json.wallets
+      expect(saved).toMatchObject({ status: "prepared", address: null, can_deposit: false })
+      const notStarted = await reconcile(server, m, saved.id)
+      expect([notStarted.status, notStarted.json.error.code]).toEqual([409, "WALLET_CREATION_NOT_STARTED"])
+    } finally {
+      await server.admin("/admin/simulator/wallet-provider", { method: "PUT", body: { available: true } })
+    }
+    const up = await request(server, m, { network: "tron" })
+    expect([up.status, up.json.status], up.text).toEqual([200, "bound"])
+  })
+
+  it("reconcile during an outage of a bound wallet is 502 and changes nothing", async () => {
+    const m = await merchantWhere(server, "bsc", false)
+    const bound = (await request(server, m, { network: "bsc" })).json
+    await server.admin("/admin/simulator/wallet-provider", { method: "PUT", body: { available: false } })
+    try {
+      const res = await reconcile(server, m, bound.id)
+      expect([res.status, res.json.error.code]).toEqual([502, "MERCHANT_WALLET_PROVIDER_UNAVAILABLE"])
+    } finally {
+      await server.admin("/admin/simulator/wallet-provider", { method: "PUT", body: { available: true } })
+    }
+    expect((await wallets(server, m)).json.wallets).toEqual([bound])
+  })
+})
+
+describe("reconcile", () => {
+  it("of another merchant's wallet, an unknown or a malformed id is 404 MERCHANT_WALLET_NOT_FOUND", async () => {
+    const owner = await merchantWhere(server, "tron", false)
+    const other = await server.createMerchant()
+    const wallet = (await request(server, owner, { network: "tron" })).json
+    for (const [who, id] of [[other, wallet.id], [owner, randomUUID()], [owner, "not-a-uuid"], [owner, "00000000-0000-0000-0000-000000000000x"]] as const) {
+      const res = await reconcile(server, who, id)
+      expect([id, res.status, res.json?.error?.code]).toEqual([id, 404, "MERCHANT_WALLET_NOT_FOUND"])
+    }
+  })
+
+  it("refreshes a bound wallet's provider status (disabled: do not send funds) and never its address", async () => {
+    const m = await merchantWhere(server, "tron", false)
+    const bound = (await request(server, m, { network: "tron" })).json
+    expect((await server.admin(`/admin/simulator/wallets/${bound.id}/status`, { method: "POST", body: { status: "disabled" } })).status).toBe(200)
+    // saved state only: the list still says what was last read
+    expect((await wallets(server, m)).json.wallets[0].can_deposit).toBe(true)
+    const disabled = await reconcile(server, m, bound.id)
+    expect(disabled.json).toMatchObject({ id: bound.id, status: "bound", address: bound.address, can_deposit: false })
+    expect((await wallets(server, m)).json.wallets[0]).toMatchObject({ can_deposit: false, address: bound.address })
+    await server.admin(`/admin/simulator/wallets/${bound.id}/status`, { method: "POST", body: { status: "active" } })
+    expect((await reconcile(server, m, bound.id)).json).toMatchObject({ can_deposit: true, address: bound.address })
+  })
+})
+
+describe("an inactive merchant", () => {
+  it("gets 403 MERCHANT_NOT_ACTIVE on wallet mutations before any validation; reads still work and can_create is false", async () => {
+    const m = await merchantWhere(server, "tron", false)
+    const wallet = (await request(server, m, { network: "tron" })).json
+    await server.admin(`/admin/merchants/${m.id}`, { method: "PATCH", body: { status: "inactive" } })
+    for (const body of [{ network: "bsc" }, { network: "nope" }]) {
+      const res = await request(server, m, body)
+      expect([res.status, res.json.error.code]).toEqual([403, "MERCHANT_NOT_ACTIVE"])
+    }
+    expect((await reconcile(server, m, wallet.id)).json.error.code).toBe("MERCHANT_NOT_ACTIVE")
+    const listed = await wallets(server, m)
+    expect([listed.status, listed.json.can_create, listed.json.wallets.length]).toEqual([200, false, 1])
+  })
+})
+
+describe("payments", () => {
+  /** A merchant with a bound wallet on `network`. */
+  const payee = async (network: Network) => {
+    const m = await merchantWhere(server, network, false)
+    const wallet = (await request(server, m, { network })).json
+    expect(wallet.status).toBe("bound")
+    return { m, wallet }
+  }
+  const pay = (walletId: string, amount: number, txId?: string) =>
+    server.admin(`/admin/simulator/wallets/${walletId}/payments`, { method: "POST", body: { amount, ...(txId ? { tx_id: txId } : {}) } })
+  const depositsOf = async (m: Merchant) => (await server.api("/deposits", { key: m.apiKey })).json.deposits
+
+  it("102.50 USDT credits 101.47 and 6435 credits 6402.82 (tier commission), as walletpay deposits to the wallet's address, with balance.deposited", async () => {
+    const { m, wallet } = await payee("tron")
+    for (const [amount, credited, txId] of [[102.5, 101.47, `t-${randomUUID()}`], [6435, 6402.82, `t-${randomUUID()}`]] as const) {
+      expect((await pay(wallet.id, amount, txId)).status).toBe(202)
+      const deposit = await pollUntil("the deposit credited", async () => (await depositsOf(m)).find((d: any) => d.tx_id === txId))
+      expect(deposit).toMatchObject({ provider: "walletpay", amount: credited, currency: "USD", network: "tron", destination: wallet.address, tx_id: txId, status: "paid" })
+    }
+    expect(await balanceOf(server, m)).toEqual({ available: 650_429, onHold: 0, totalDeposited: 650_429, totalSpent: 0 })
+    const events = (await server.api("/webhook-events", { key: m.apiKey })).json.events
+    expect(events.filter((e: any) => e.event_type === "balance.deposited")).toHaveLength(2)
+  })
+
+  it("a transfer sent again is credited once", async () => {
+    const { m, wallet } = await payee("bsc")
+    const txId = `again-${randomUUID()}`
+    const repeats = await metricValue(server, 'wallet_payment_callbacks_total{outcome="repeat"}')
+    await pay(wallet.id, 50, txId)
+    await pollUntil("credited", async () => (await depositsOf(m)).length === 1 ? true : undefined)
+    await pay(wallet.id, 50, txId)
+    await pollUntil("the repeat seen", async () => (await metricValue(server, 'wallet_payment_callbacks_total{outcome="repeat"}')) > repeats ? true : undefined)
+    expect(await depositsOf(m)).toHaveLength(1)
+    expect((await balanceOf(server, m)).available).toBe(4950)
+  })
+
+  it("to a wallet the provider has disabled: recorded, not credited", async () => {
+    const { m, wallet } = await payee("tron")
+    await server.admin(`/admin/simulator/wallets/${wallet.id}/status`, { method: "POST", body: { status: "disabled" } })
+    const before = await metricValue(server, 'wallet_payment_callbacks_total{outcome="wallet_disabled"}')
+    expect((await pay(wallet.id, 100)).status).toBe(202)
+    await pollUntil("the callback recorded", async () =>
+      (await metricValue(server, 'wallet_payment_callbacks_total{outcome="wallet_disabled"}')) > before ? true : undefined)
+    expect(await depositsOf(m)).toEqual([])
+    expect((await balanceOf(server, m)).totalDeposited).toBe(0)
+  })
+
+  it("a forged callback is 401 and changes nothing", async () => {
+    const { m, wallet } = await payee("tron")
+    const admin = await server.admin(`/admin/merchants/${m.id}/wallets`)
+    const providerWalletId = admin.json.wallets[0].provider_wallet_id
+    const body = JSON.stringify({ transfer_id: `forged-${randomUUID()}`, provider_wallet_id: providerWalletId, network: "tron", address: wallet.address, amount: "1000", currency: "USDT", tx_hash: null, wallet_status: "active" })
+    const now = String(Math.floor(Date.now() / 1000))
+    const cases: ReadonlyArray<Record<string, string>> = [
+      { "x-walletpay-timestamp": now, "x-walletpay-signature": "0".repeat(64) },
+      { "x-walletpay-timestamp": now },
+      {},
+      { "x-walletpay-timestamp": "1000", "x-walletpay-signature": "0".repeat(64) }
+    ]
+    for (const headers of cases) {
+      const res = await fetch(`${server.baseUrl}/provider/walletpay/callbacks`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body })
+      const answer = (await res.json()) as { error: { code: string } }
+      expect([res.status, answer.error.code]).toEqual([401, "PROVIDER_CALLBACK_REJECTED"])
+    }
+    expect(await depositsOf(m)).toEqual([])
+  })
+
+  it("a payment to a wallet the provider has not created is refused (409 ADMIN_CONFLICT); unknown wallet 404; a bad amount 400", async () => {
+    const m = await merchantWhere(server, "tron", false)
+    await server.admin("/admin/simulator/wallet-provider", { method: "PUT", body: { available: false } })
+    const prepared = (await request(server, m, { network: "tron" }))
+    await server.admin("/admin/simulator/wallet-provider", { method: "PUT", body: { available: true } })
+    expect(prepared.status).toBe(502)
+    const [saved] = (await wallets(server, m)).json.wallets
+    expect((await pay(saved.id, 10)).json.error.code).toBe("ADMIN_CONFLICT")
+    expect((await pay(randomUUID(), 10)).status).toBe(404)
+    for (const amount of [0, -1, 1e-7, "10"]) {
+      const res = await server.admin(`/admin/simulator/wallets/${saved.id}/payments`, { method: "POST", body: { amount } })
+      expect([String(amount), res.status]).toEqual([String(amount), 400])
+    }
+  })
+})
+
+describe("switches and restarts on one database", () => {
+  let database: FreshDatabase
+  beforeAll(async () => { database = await freshDatabase() })
+  afterAll(async () => { await database?.drop() })
+
+  it("issuance disabled: 409 MERCHANT_WALLET_ISSUANCE_DISABLED, can_create false, reconcile still works; settlement unverified: nothing can be deposited to or created", async () => {
+    const enabled = await startServer({ env: ENV, database })
+    const m = await merchantWhere(enabled, "tron", false)
+    const bound = (await request(enabled, m, { network: "tron" })).json
+    await enabled.stop()
+
+    const disabled = await startServer({ env: PURCHASE_ENV, database })
+    try {
+      expect((await wallets(disabled, m)).json).toMatchObject({ issuance_enabled: false, can_create: false, wallets: [{ id: bound.id, can_deposit: true }] })
+      const refused = await request(disabled, m, { network: "bsc" })
+      expect([refused.status, refused.json.error.code]).toEqual([409, "MERCHANT_WALLET_ISSUANCE_DISABLED"])
+      expect((await reconcile(disabled, m, bound.id)).json).toMatchObject({ id: bound.id, status: "bound", can_deposit: true })
+      expect((await wallets(disabled, m)).json.wallets).toHaveLength(1)
+    } finally {
+      await disabled.stop()
+    }
+
+    const unverified = await startServer({ env: { ...ENV, WALLET_SETTLEMENT_VERIFIED: "false" }, database })
+    try {
+      expect((await wallets(unverified, m)).json).toMatchObject({ issuance_enabled: true, can_create: false, wallets: [{ id: bound.id, status: "bound", can_deposit: false }] })
+      const refused = await request(unverified, m, { network: "bsc" })
+      expect([refused.status, refused.json.error.code]).toEqual([409, "MERCHANT_WALLET_ISSUANCE_DISABLED"])
+      expect((await reconcile(unverified, m, bound.id)).json.can_deposit).toBe(false)
+    } finally {
+      await unverified.stop()
+    }
+  })
+
+  it("a process killed between saving the request and the provider's answer: on restart the request is creation_started, and reconcile binds the one provider wallet", async () => {
+    // the simulated provider binds after 1 s x SIM_TIME_SCALE: 5 s to kill the process in
+    const slow = await startServer({ env: { ...ENV, SIM_TIME_SCALE: "5" }, database })
+    const m = await merchantWhere(slow, "bsc", false)
+    const pending = request(slow, m, { network: "bsc" }).catch(() => undefined)
+    const [started] = await pollUntil("the request saved", async () => {
+      const listed = (await wallets(slow, m)).json.wallets
+      return listed.length === 1 ? listed : undefined
+    }, 30_000, 20)
+    expect(started.status).toBe("creation_started")
+    slow.process.kill("SIGKILL")
+    await new Promise((resolve) => slow.process.once("exit", resolve))
+    await pending
+
+    const restarted = await startServer({ env: ENV, database })
+    try {
+      expect((await wallets(restarted, m)).json.wallets).toMatchObject([{ id: started.id, status: "creation_started", address: null, can_deposit: false }])
+      // a repeat returns the saved request: the creation that started is never sent again
+      expect((await request(restarted, m, { network: "bsc" })).json).toMatchObject({ id: started.id, status: "creation_started" })
+      expect(await creations(restarted)).toBe(0)
+      const bound = await pollUntil("bound once the provider has bound it", async () => {
+        const res = await reconcile(restarted, m, started.id)
+        return res.json.status === "bound" ? res.json : undefined
+      }, 30_000, 200)
+      expect(bound.address).toMatch(BSC)
+      const admin = await restarted.admin(`/admin/merchants/${m.id}/wallets`)
+      expect(admin.json.wallets).toHaveLength(1)
+    } finally {
+      await restarted.stop()
+    }
+  })
+})
