@@ -65,12 +65,17 @@ const withoutFrameworkError = (responses: Json) => {
   }
 }
 
-/** Every operation's answers: their headers; a body's problem details on the POSTs. */
-const withHeadersAndProblems = (path: string, method: string, responses: Json) => {
+/**
+ * Every operation's answers: their headers; on the POSTs, 413 for a body too large, and problem
+ * details for a body that is not JSON where a body is read.
+ */
+const withHeadersAndProblems = (path: string, method: string, responses: Json, readsBody: boolean) => {
   if (method === "post") {
-    const bad = (objectAt(responses, "400") ?? (responses["400"] = { description: "The request is invalid." })) as Json
-    const content = (objectAt(bad, "content") ?? (bad["content"] = {})) as Json
-    content["application/problem+json"] = { schema: PROBLEM_REF }
+    if (readsBody) {
+      const bad = (objectAt(responses, "400") ?? (responses["400"] = { description: "The request is invalid." })) as Json
+      const content = (objectAt(bad, "content") ?? (bad["content"] = {})) as Json
+      content["application/problem+json"] = { schema: PROBLEM_REF }
+    }
     responses["413"] = {
       description: `The body is larger than ${API_BODY_MAX_BYTES} bytes.`,
       content: { "application/problem+json": { schema: PROBLEM_REF } }
@@ -103,7 +108,7 @@ export const completeDocument = (spec: Json): Json => {
       const responses = isObject(operation) ? objectAt(operation, "responses") : undefined
       if (responses === undefined) continue
       withoutFrameworkError(responses)
-      withHeadersAndProblems(path, method, responses)
+      withHeadersAndProblems(path, method, responses, objectAt(operation as Json, "requestBody") !== undefined)
     }
   }
   const components = (objectAt(spec, "components") ?? (spec["components"] = {})) as Json

@@ -49,7 +49,7 @@ describe("operator CLI", () => {
   }
 
   beforeAll(async () => {
-    server = await startServer()
+    server = await startServer({ env: { WALLET_ISSUANCE_ENABLED: "true", WEBHOOK_RETRY_SCHEDULE: "0" } })
     cli = (...args) => runCli([...args, "--ops-url", server.opsUrl, "--admin-token", server.adminToken])
   })
   afterAll(async () => { await server?.stop() })
@@ -223,5 +223,70 @@ describe("operator CLI", () => {
     } finally {
       rmSync(dataDir, { recursive: true, force: true })
     }
+  })
+
+  it("merchant rotate-webhook-secret --keep-previous keeps the old secret signing for that long", async () => {
+    const m = json(await cli("merchant", "create", `cli-rot-${Date.now()}`, "--json"))
+    const result = await cli("merchant", "rotate-webhook-secret", m.merchant_id, "--keep-previous", "3600")
+    expect(result.code).toBe(0)
+    expect(result.stdout).toMatch(/whsec_/)
+    expect(result.stdout).toContain("for 3600 s")
+    const refused = await cli("merchant", "rotate-webhook-secret", m.merchant_id, "--keep-previous", "604801")
+    expect([refused.code, refused.stderr]).toEqual([1, expect.stringContaining("ADMIN_INVALID_REQUEST")])
+  })
+
+  it("webhook replay and webhook recover send failed events again with their ids", async () => {
+    // no webhook URL: the one attempt of the schedule fails before any byte, and the event is failed
+    const m = json(await cli("merchant", "create", `cli-hook-${Date.now()}`, "--json"))
+    expect((await server.deposit(m.merchant_id, 10)).status).toBe(201)
+    const failed = await pollUntilFailed(m.api_key)
+    const replay = await cli("webhook", "replay", failed.id)
+    expect([replay.code, replay.stdout]).toEqual([0, expect.stringContaining(`replay of webhook event ${failed.id} queued`)])
+    await pollUntilFailed(m.api_key, 2)
+    const recover = await cli("webhook", "recover", m.merchant_id, "--since", "2020-01-01T00:00:00Z", "--json")
+    expect(json(recover)).toEqual({ requeued: 1 })
+    const bad = await cli("webhook", "recover", m.merchant_id, "--since", "yesterday")
+    expect([bad.code, bad.stderr]).toEqual([1, expect.stringContaining("ADMIN_INVALID_REQUEST")])
+  })
+
+  /** The merchant's only event once failed after `attempts` attempts. */
+  const pollUntilFailed = async (apiKey: string, attempts = 1) => {
+    for (let i = 0; i < 600; i++) {
+      const [event] = (await server.api("/webhook-events", { key: apiKey })).json.events
+      if (event?.delivery_status === "failed" && event.delivery_attempts === attempts) return event as { id: string }
+      await new Promise((r) => setTimeout(r, 50))
+    }
+    throw new Error("the event did not fail")
+  }
+
+  it("wallet list shows a merchant's wallets; wallet pay credits through the simulated provider's callback", async () => {
+    const m = json(await cli("merchant", "create", `cli-wallet-${Date.now()}`, "--json"))
+    expect((await cli("wallet", "list", m.merchant_id)).stdout).toContain("has no deposit wallets")
+    await server.api("/deposits/wallets", { method: "POST", key: m.api_key, body: { network: "bsc" } })
+    // one merchant and network in ten loses the provider's answer (CONTRACT 5.4): a reconcile binds it
+    const [saved] = (await server.api("/deposits/wallets", { key: m.api_key })).json.wallets
+    const wallet = saved.status === "bound" ? saved : (await server.api(`/deposits/wallets/${saved.id}/reconcile`, { method: "POST", key: m.api_key })).json
+    expect(wallet.status).toBe("bound")
+    const listed = await cli("wallet", "list", m.merchant_id)
+    expect(listed.stdout).toContain(wallet.address)
+    expect(listed.stdout).toContain("can deposit")
+    expect(json(await cli("wallet", "list", m.merchant_id, "--json")).wallets[0]).toMatchObject({ id: wallet.id, address: wallet.address })
+    const paid = await cli("wallet", "pay", wallet.id, "102.50", "--tx-id", `cli-pay-${Date.now()}`)
+    expect([paid.code, paid.stdout]).toEqual([0, expect.stringContaining("payment of 102.5 USDT")])
+    for (let i = 0; i < 200; i++) {
+      const deposits = (await server.api("/deposits", { key: m.api_key })).json.deposits
+      if (deposits.length === 1) {
+        expect(deposits[0]).toMatchObject({ amount: 101.47, provider: "walletpay", destination: wallet.address })
+        return
+      }
+      await new Promise((r) => setTimeout(r, 50))
+    }
+    throw new Error("the payment was not credited")
+  })
+
+  it("wallet pay refuses a malformed amount before calling the service", async () => {
+    const result = await cli("wallet", "pay", "00000000-0000-4000-8000-000000000000", "1e3")
+    expect(result.code).not.toBe(0)
+    expect(result.stderr + result.stdout).toContain("AMOUNT must be a positive number")
   })
 })
