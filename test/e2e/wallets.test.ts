@@ -263,6 +263,19 @@ describe("payments", () => {
   })
 })
 
+describe("observability", () => {
+  it("/metrics has the wallet requests by state and the provider calls by outcome", async () => {
+    expect(await metricValue(server, 'wallet_requests{state="bound"}')).toBeGreaterThan(0)
+    expect(await metricValue(server, 'wallet_requests{state="prepared"}')).toBeGreaterThanOrEqual(0)
+    expect(await metricValue(server, 'wallet_provider_calls_total{call="create",outcome="ok"}')).toBeGreaterThan(0)
+    expect(await metricValue(server, 'wallet_provider_calls_total{call="create",outcome="answer_lost"}')).toBeGreaterThan(0)
+    expect(await metricValue(server, 'wallet_provider_calls_total{call="create",outcome="unavailable"}')).toBeGreaterThan(0)
+    expect(await metricValue(server, 'wallet_payment_callbacks_total{outcome="credited"}')).toBeGreaterThan(0)
+    const text = await fetch(`${server.opsUrl}/metrics`).then((r) => r.text())
+    for (const state of ["prepared", "creation_started", "requires_reconciliation", "bound"]) expect(text).toContain(`wallet_requests{state="${state}"}`)
+  })
+})
+
 describe("switches and restarts on one database", () => {
   let database: FreshDatabase
   beforeAll(async () => { database = await freshDatabase() })
