@@ -3,14 +3,11 @@
  * wants: a payment to a wallet nobody has is recorded and not credited; one that does not verify
  * changes nothing; a verified one to a bound wallet is credited once per transfer.
  */
-import * as Reactivity from "@effect/experimental/Reactivity"
 import { expect, layer } from "@effect/vitest"
 import { PgClient } from "@effect/sql-pg"
-import { ConfigProvider, Effect, Either, Layer, Redacted } from "effect"
+import { ConfigProvider, Effect, Either, Layer } from "effect"
 import { createHash } from "node:crypto"
 import { AppConfig, Settings } from "../../src/Config.js"
-import { migrate } from "../../src/Db/Migrations.js"
-import * as Pglite from "../../src/Db/Pglite.js"
 import { Deposits } from "../../src/Deposits/Deposits.js"
 import { WalletPayments } from "../../src/Deposits/WalletPayments.js"
 import { WalletRequests } from "../../src/Deposits/WalletRequests.js"
@@ -18,14 +15,8 @@ import { tronAddress } from "../../src/Domain/WalletAddress.js"
 import { Fibers } from "../../src/Ops/Fibers.js"
 import { Metrics } from "../../src/Ops/Metrics.js"
 import { type PaymentNotice, WalletProvider } from "../../src/Providers/WalletProvider.js"
-import { freshDatabase } from "../support/database.js"
+import { DatabaseTest } from "../support/database-layer.js"
 
-const DatabaseTest = Layer.unwrapScoped(Effect.gen(function*() {
-  const database = yield* Effect.acquireRelease(Effect.promise(freshDatabase), (db) => Effect.promise(db.drop))
-  if (database.url === undefined) return Pglite.layer(`${database.dataDir}/pg`)
-  const client = PgClient.layer({ url: Redacted.make(database.url) }).pipe(Layer.provide(Reactivity.layer))
-  return Layer.provideMerge(Layer.effectDiscard(migrate), client)
-}))
 const SettingsTest = Layer.effect(Settings, Effect.map(Effect.withConfigProvider(AppConfig, ConfigProvider.fromMap(new Map())), Settings.make))
 
 /** The notice the next callback verifies as, or why it does not. */

@@ -5,14 +5,11 @@
  * that must never be believed (an address invalid for its network, another address for a bound
  * wallet).
  */
-import * as Reactivity from "@effect/experimental/Reactivity"
 import { expect, layer } from "@effect/vitest"
 import { PgClient } from "@effect/sql-pg"
-import { ConfigProvider, Effect, Either, Layer, Redacted } from "effect"
+import { ConfigProvider, Effect, Either, Layer } from "effect"
 import { createHash } from "node:crypto"
 import { AppConfig, Settings } from "../../src/Config.js"
-import { migrate } from "../../src/Db/Migrations.js"
-import * as Pglite from "../../src/Db/Pglite.js"
 import { idempotencyKeyOf, WalletRequests } from "../../src/Deposits/WalletRequests.js"
 import { Wallets } from "../../src/Deposits/Wallets.js"
 import type { AuthenticatedMerchant, MerchantId } from "../../src/Domain/Merchant.js"
@@ -20,14 +17,7 @@ import { bscAddress, tronAddress } from "../../src/Domain/WalletAddress.js"
 import { Fibers } from "../../src/Ops/Fibers.js"
 import { Metrics } from "../../src/Ops/Metrics.js"
 import { type ProviderWallet, WalletProvider, WalletProviderUnavailable } from "../../src/Providers/WalletProvider.js"
-import { freshDatabase } from "../support/database.js"
-
-const DatabaseTest = Layer.unwrapScoped(Effect.gen(function*() {
-  const database = yield* Effect.acquireRelease(Effect.promise(freshDatabase), (db) => Effect.promise(db.drop))
-  if (database.url === undefined) return Pglite.layer(`${database.dataDir}/pg`)
-  const client = PgClient.layer({ url: Redacted.make(database.url) }).pipe(Layer.provide(Reactivity.layer))
-  return Layer.provideMerge(Layer.effectDiscard(migrate), client)
-}))
+import { DatabaseTest } from "../support/database-layer.js"
 
 const SettingsTest = Layer.effect(Settings, Effect.map(
   Effect.withConfigProvider(AppConfig, ConfigProvider.fromMap(new Map([["WALLET_ISSUANCE_ENABLED", "true"]]))),

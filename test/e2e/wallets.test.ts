@@ -276,7 +276,7 @@ describe("observability", () => {
   })
 })
 
-describe("switches and restarts on one database", () => {
+describe("switches and restarts on one database", { timeout: 180_000 }, () => {
   let database: FreshDatabase
   beforeAll(async () => { database = await freshDatabase() })
   afterAll(async () => { await database?.drop() })

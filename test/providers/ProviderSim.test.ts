@@ -6,25 +6,14 @@
  * status read later is the one placing reported; an unknown order is a defect. Real time (no
  * TestClock): the order book dates orders by the clock.
  */
-import * as Reactivity from "@effect/experimental/Reactivity"
 import { expect, layer } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
-import { PgClient } from "@effect/sql-pg"
-import { ConfigProvider, Effect, Exit, Fiber, Layer, Redacted } from "effect"
+import { ConfigProvider, Effect, Exit, Fiber, Layer } from "effect"
 import { randomUUID } from "node:crypto"
 import { Settings } from "../../src/Config.js"
-import { migrate } from "../../src/Db/Migrations.js"
-import * as Pglite from "../../src/Db/Pglite.js"
 import { type OrderRequest, PurchaseProvider, type PurchaseProviderService } from "../../src/Providers/PurchaseProvider.js"
 import { ProviderSimLive } from "../../src/Providers/Simulator/ProviderSim.js"
-import { freshDatabase } from "../support/database.js"
-
-const DatabaseTest = Layer.unwrapScoped(Effect.gen(function*() {
-  const database = yield* Effect.acquireRelease(Effect.promise(freshDatabase), (db) => Effect.promise(db.drop))
-  if (database.url === undefined) return Pglite.layer(`${database.dataDir}/pg`)
-  const client = PgClient.layer({ url: Redacted.make(database.url) }).pipe(Layer.provide(Reactivity.layer))
-  return Layer.provideMerge(Layer.effectDiscard(migrate), client)
-}))
+import { DatabaseTest } from "../support/database-layer.js"
 
 const SettingsTest = Settings.Default.pipe(
   Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map([["SIM_TIME_SCALE", "1"], ["BUY_SYNC_WAIT_SECONDS", "30"]]))))

@@ -4,22 +4,11 @@
  * reaches the subscribers on its own, and it wakes the worker unless every id in it was announced
  * as this process's own change (`changingHere`).
  */
-import * as Reactivity from "@effect/experimental/Reactivity"
 import { expect, layer } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
-import { PgClient } from "@effect/sql-pg"
-import { Effect, Layer, Option, Redacted } from "effect"
-import { migrate } from "../../src/Db/Migrations.js"
-import * as Pglite from "../../src/Db/Pglite.js"
+import { Effect, Layer, Option } from "effect"
 import { PurchaseNotifications } from "../../src/Purchases/Notifications.js"
-import { freshDatabase } from "../support/database.js"
-
-const DatabaseTest = Layer.unwrapScoped(Effect.gen(function*() {
-  const database = yield* Effect.acquireRelease(Effect.promise(freshDatabase), (db) => Effect.promise(db.drop))
-  if (database.url === undefined) return Pglite.layer(`${database.dataDir}/pg`)
-  const client = PgClient.layer({ url: Redacted.make(database.url) }).pipe(Layer.provide(Reactivity.layer))
-  return Layer.provideMerge(Layer.effectDiscard(migrate), client)
-}))
+import { DatabaseTest } from "../support/database-layer.js"
 
 const NotificationsTest = Layer.provideMerge(PurchaseNotifications.Default, DatabaseTest)
 
