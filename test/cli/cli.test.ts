@@ -1,6 +1,6 @@
 /**
  * The operator CLI (CONTRACT 2) against the real service: each command runs as a child process
- * (`node dist/src/cli.js ...`, compiled by globalSetup when stale, as `npm run cli` runs it) and
+ * (`node dist/bundle/cli.mjs ...`, built by globalSetup when stale, as `npm run cli` runs it) and
  * talks to the ops listener over HTTP.
  */
 import { spawn } from "node:child_process"
@@ -24,7 +24,7 @@ const cleanEnv = (env: Record<string, string>) => {
 
 const runCli = (args: ReadonlyArray<string>, env: Record<string, string> = {}): Promise<CliResult> =>
   new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["dist/src/cli.js", ...args], {
+    const child = spawn(process.execPath, ["dist/bundle/cli.mjs", ...args], {
       cwd: ROOT,
       env: cleanEnv(env),
       stdio: ["ignore", "pipe", "pipe"]

@@ -11,8 +11,11 @@ import { type Merchant, pollUntil, PURCHASE_ENV, sleep } from "../support/purcha
 import { type RunningServer, startServer } from "../support/server.js"
 import { bodyOf, deliveriesTo, headerOf, type Receiver, startReceiver, verdictOf } from "../support/webhooks.js"
 
-/** 1 s per attempt: a lease of 14 s (Sender.ts `holding`: 8 rounds of held attempts, then 5 s to record). */
-const ENV = { ...PURCHASE_ENV, WEBHOOK_ALLOW_PRIVATE_TARGETS: "true", WEBHOOK_TIMEOUT_SECONDS: "1", WEBHOOK_RETRY_SCHEDULE: "0,1,1,1,1,1,1,1" }
+/**
+ * 0.5 s per attempt: a lease of 10 s (Schedule.ts `holding`: 8 rounds of held attempts, then 5 s to
+ * record), the wait after each kill. An attempt that times out is retried: 8 attempts a second apart.
+ */
+const ENV = { ...PURCHASE_ENV, WEBHOOK_ALLOW_PRIVATE_TARGETS: "true", WEBHOOK_TIMEOUT_SECONDS: "0.5", WEBHOOK_RETRY_SCHEDULE: "0,1,1,1,1,1,1,1" }
 
 const cleanup: Array<() => Promise<unknown>> = []
 afterEach(async () => {
@@ -128,7 +131,7 @@ describe("a burst of 1,000 events with SIGKILLs at random moments", { timeout: 3
     expect(verified.size).toBe(1_000)
     // and the audit log agrees: every event delivered, one event per deposit. The receiver may have
     // had an attempt whose result is not recorded yet: its sender records it a moment later, or was
-    // killed first, and then the event is sent again once its lease (14 s) ends
+    // killed first, and then the event is sent again once its lease (10 s) ends
     for (const m of merchants) {
       const events = await pollUntil("every event recorded delivered", async () => {
         const all = await eventsOf(server, m)

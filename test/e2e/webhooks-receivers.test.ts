@@ -87,7 +87,7 @@ describe("npm run cli -- webhook listen", () => {
   it("prints one line per delivery with its verdict, answers 200 to valid ones and 400 to forged ones; --json prints bodies", async () => {
     const port = await freePort()
     const m = await server.createMerchant()
-    receiver = await run(["dist/src/cli.js", "webhook", "listen", "--port", String(port), "--secret", m.webhookSecret, "--json"], {}, port)
+    receiver = await run(["dist/bundle/cli.mjs", "webhook", "listen", "--port", String(port), "--secret", m.webhookSecret, "--json"], {}, port)
     await server.admin(`/admin/merchants/${m.id}`, { method: "PATCH", body: { webhook_url: receiver.url } })
     const txId = `tx-${randomUUID()}`
     expect((await server.deposit(m.id, 10, txId)).status).toBe(201)

@@ -1,6 +1,6 @@
-/** The sender's arithmetic: the retry schedule and how long a claim holds its events. */
+/** The sender's arithmetic (Schedule.ts): the retry schedule and how long a claim holds its events. */
 import { describe, expect, it } from "vitest"
-import { holding, nextAttemptAt } from "../../src/Webhooks/Sender.js"
+import { holding, nextAttemptAt } from "../../src/Webhooks/Schedule.js"
 
 describe("nextAttemptAt", () => {
   const at = new Date("2026-11-26T12:00:00.000Z")
