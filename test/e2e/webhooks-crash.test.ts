@@ -13,9 +13,9 @@ import { bodyOf, deliveriesTo, headerOf, type Receiver, startReceiver, verdictOf
 
 /**
  * 0.5 s per attempt: a lease of 10 s (Schedule.ts `holding`: 8 rounds of held attempts, then 5 s to
- * record), the wait after each kill. An attempt that times out is retried: 8 attempts a second apart.
+ * record), the wait after each kill. An attempt that times out is retried: 12 attempts a second apart.
  */
-const ENV = { ...PURCHASE_ENV, WEBHOOK_ALLOW_PRIVATE_TARGETS: "true", WEBHOOK_TIMEOUT_SECONDS: "0.5", WEBHOOK_RETRY_SCHEDULE: "0,1,1,1,1,1,1,1" }
+const ENV = { ...PURCHASE_ENV, WEBHOOK_ALLOW_PRIVATE_TARGETS: "true", WEBHOOK_TIMEOUT_SECONDS: "0.5", WEBHOOK_RETRY_SCHEDULE: "0,1,1,1,1,1,1,1,1,1,1,1" }
 
 const cleanup: Array<() => Promise<unknown>> = []
 afterEach(async () => {
@@ -83,7 +83,7 @@ describe("a killed sender", { timeout: 120_000 }, () => {
   })
 })
 
-// (each kill costs a restart and a lease's end, 14 s: a long test on a loaded machine)
+// (each kill costs a restart and a lease's end, 10 s: a long test on a loaded machine)
 describe("a burst of 1,000 events with SIGKILLs at random moments", { timeout: 300_000 }, () => {
   it("every event reaches its receiver at least once with a valid signature", async () => {
     const { receiver, database } = await setting()
