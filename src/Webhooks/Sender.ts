@@ -198,8 +198,9 @@ export const WebhookSenderLive = Layer.scopedDiscard(Effect.gen(function*() {
   /**
    * Whether the events this process holds run short: half its capacity is free, or a merchant whose
    * attempts ended since the last record has fewer than its next round waiting, and room for more
-   * (the results just recorded freed some). Recorded results make a claim due only then (new events, a due time and the poll
-   * always do), so a steady stream of deliveries costs a claim for many events, not one each.
+   * (the results just recorded freed some). Recorded results make a claim due only then (new
+   * events, a due time and the poll always do), so a steady stream of deliveries costs a claim for
+   * many events, not one each.
    */
   const runningShort = () => {
     let short = held.size <= holdCapacity / 2
@@ -210,8 +211,8 @@ export const WebhookSenderLive = Layer.scopedDiscard(Effect.gen(function*() {
     return short
   }
 
-  // Results are written in batches: one statement for all that ended within a few ms. A batch that cannot
-  // be written is dropped: its events stay claimed until their leases end, then are sent again.
+  // Results are written in batches: one statement for all that ended within a few ms. A batch that
+  // cannot be written is dropped: its events stay claimed until their leases end, then are sent again.
   yield* fibers.supervise("webhook-results", (beat) =>
     Effect.forever(Effect.gen(function*() {
       const first = yield* Queue.takeBetween(results, 1, RESULT_BATCH)
