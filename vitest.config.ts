@@ -1,4 +1,5 @@
 import { defineConfig } from "vitest/config"
+import SlowestFirst from "./test/support/sequencer.js"
 
 export default defineConfig({
   test: {
@@ -10,6 +11,7 @@ export default defineConfig({
     pool: "forks",
     maxWorkers: 2,
     minWorkers: 1,
-    reporters: ["default"]
+    reporters: ["default"],
+    sequence: { sequencer: SlowestFirst }
   }
 })

@@ -19,10 +19,8 @@ import { Metrics } from "../../src/Ops/Metrics.js"
 import { type ProviderWallet, WalletProvider, WalletProviderUnavailable } from "../../src/Providers/WalletProvider.js"
 import { DatabaseTest } from "../support/database-layer.js"
 
-const SettingsTest = Layer.effect(Settings, Effect.map(
-  Effect.withConfigProvider(AppConfig, ConfigProvider.fromMap(new Map([["WALLET_ISSUANCE_ENABLED", "true"]]))),
-  Settings.make
-))
+const settingsWith = (env: Record<string, string>) =>
+  Layer.effect(Settings, Effect.map(Effect.withConfigProvider(AppConfig, ConfigProvider.fromMap(new Map(Object.entries(env)))), Settings.make))
 
 /** What the scripted provider answers next; every call is recorded with its key. */
 const script = {
@@ -43,11 +41,27 @@ const bound = (address: string, status: "active" | "disabled" = "active"): Provi
 const pending: ProviderWallet = { providerWalletId: "wp_pending", state: "pending", address: null, memo: null, status: "active" }
 const lost = new WalletProviderUnavailable({ detail: "lost", maybeReached: true })
 
-const WalletsTest = Wallets.Default.pipe(
-  Layer.provideMerge(Layer.mergeAll(ProviderTest, Metrics.Default, WalletRequests.Default)),
-  Layer.provideMerge(Layer.mergeAll(SettingsTest, Fibers.Default)),
-  Layer.provideMerge(DatabaseTest)
-)
+const walletsWith = (env: Record<string, string>) =>
+  Wallets.Default.pipe(
+    Layer.provideMerge(Layer.mergeAll(ProviderTest, Metrics.Default, WalletRequests.Default)),
+    Layer.provideMerge(Layer.mergeAll(settingsWith(env), Fibers.Default)),
+    Layer.provideMerge(DatabaseTest)
+  )
+const WalletsTest = walletsWith({ WALLET_ISSUANCE_ENABLED: "true" })
+
+/** A bound wallet as saved (made without the provider: these layers' switches forbid creation). */
+const boundWallet = (merchantId: string, address: string) =>
+  Effect.gen(function*() {
+    const requests = yield* WalletRequests
+    const saved = yield* requests.prepare(merchantId, "tron")
+    yield* requests.move(saved.id, ["prepared"], "creation_started")
+    return (yield* requests.move(saved.id, ["creation_started"], "bound", {
+      providerWalletId: `wp_${address.slice(-8)}`,
+      address,
+      memo: null,
+      providerStatus: "active"
+    }))!
+  })
 
 /** A merchant row for the wallets' foreign key. */
 const merchant = (name: string) =>
@@ -139,5 +153,33 @@ layer(WalletsTest, { timeout: 60_000, excludeTestServices: true })("wallet reque
       // a prepared request cannot be reconciled; another merchant's wallet is not found
       const other = yield* merchant("bound-stays-other")
       expect((yield* Effect.flip(wallets.reconcile(other, created.id)))._tag).toBe("WalletMissing")
+    }))
+})
+
+layer(walletsWith({ WALLET_ISSUANCE_ENABLED: "false" }), { timeout: 60_000, excludeTestServices: true })("issuance disabled", (it) => {
+  it.effect("a bound wallet can still be deposited to and reconciled; nothing can be created", () =>
+    Effect.gen(function*() {
+      const wallets = yield* Wallets
+      const m = yield* merchant("issuance-off")
+      const address = tronAddress(account("issuance-off"))
+      const saved = yield* boundWallet(m.id, address)
+      expect(yield* wallets.list(m)).toMatchObject({ issuance_enabled: false, can_create: false, wallets: [{ id: saved.id, can_deposit: true }] })
+      expect((yield* Effect.flip(wallets.request(m, "bsc")))._tag).toBe("WalletIssuanceOff")
+      script.find = () => Effect.succeed(bound(address, "disabled"))
+      expect(yield* wallets.reconcile(m, saved.id)).toMatchObject({ id: saved.id, status: "bound", address, can_deposit: false })
+    }))
+})
+
+layer(walletsWith({ WALLET_ISSUANCE_ENABLED: "true", WALLET_SETTLEMENT_VERIFIED: "false" }), { timeout: 60_000, excludeTestServices: true })("settlement unverified", (it) => {
+  it.effect("no wallet can be deposited to, bound and active though it is, and none can be created", () =>
+    Effect.gen(function*() {
+      const wallets = yield* Wallets
+      const m = yield* merchant("unverified")
+      const address = tronAddress(account("unverified"))
+      const saved = yield* boundWallet(m.id, address)
+      expect(yield* wallets.list(m)).toMatchObject({ issuance_enabled: true, can_create: false, wallets: [{ id: saved.id, status: "bound", address, can_deposit: false }] })
+      expect((yield* Effect.flip(wallets.request(m, "bsc")))._tag).toBe("WalletIssuanceOff")
+      script.find = () => Effect.succeed(bound(address))
+      expect((yield* wallets.reconcile(m, saved.id)).can_deposit).toBe(false)
     }))
 })
