@@ -21,24 +21,15 @@ const common = {
 }
 
 await build({
+  ...common,
   // the PGlite thread's module sits beside main.mjs, where src/Db/Pglite.ts looks for it
   entryPoints: { main: "src/main.ts", PgliteWorker: "src/Db/PgliteWorker.ts" },
   outdir: "dist/bundle",
   outExtension: { ".js": ".mjs" },
   // main.ts imports App.ts dynamically: its chunk is parsed while the database opens
   splitting: true,
-  minifyWhitespace: true,
-  minifySyntax: true,
   chunkNames: "[name]-[hash]",
-  bundle: true,
-  platform: "node",
-  format: "esm",
-  target: "node20",
-  sourcemap: true,
-  external: ["@electric-sql/pglite", "pg-native"],
-  // CommonJS dependencies (pg, ws, prom-client) call require() for Node's built-in modules
-  banner: { js: 'import { createRequire as __createRequire } from "node:module"; const require = __createRequire(import.meta.url);' },
-  logLevel: "warning"
+  external: ["@electric-sql/pglite", "pg-native"]
 })
 
 // one file: a CLI run parses it in about a third of the time its hundreds of modules take

@@ -2,12 +2,12 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { spawn } from "node:child_process"
 import { statSync } from "node:fs"
 import { connect, createServer } from "node:net"
-import { ROOT } from "../support/paths.js"
+import { ROOT, SERVICE_ARGS } from "../support/paths.js"
 import { freePort, type RunningServer, startServer } from "../support/server.js"
 
 /** Starts the service with `env` on free ports, expecting it to stop by itself: its exit code (null if it ran on for 45 s) and output. */
 const startExpectingExit = async (env: Record<string, string>) => {
-  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+  const child = spawn(process.execPath, [...SERVICE_ARGS], {
     cwd: ROOT,
     env: { ...process.env, PORT: String(await freePort()), OPS_PORT: String(await freePort()), ...env },
     stdio: ["ignore", "pipe", "pipe"]

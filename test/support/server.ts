@@ -5,7 +5,7 @@
 import { type ChildProcess, spawn } from "node:child_process"
 import { createServer } from "node:net"
 import { freshDatabase, type FreshDatabase } from "./database.js"
-import { ROOT } from "./paths.js"
+import { ROOT, SERVICE_ARGS } from "./paths.js"
 
 export const freePort = (): Promise<number> =>
   new Promise((resolve, reject) => {
@@ -102,7 +102,7 @@ const startOn = async (database: FreshDatabase, options: StartOptions, port: num
   }
   delete env["DATABASE_URL"]
   if (database.url !== undefined) env["DATABASE_URL"] = database.url
-  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"] })
+  const child = spawn(process.execPath, [...SERVICE_ARGS], { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"] })
   let output = ""
   child.stdout!.on("data", (chunk) => { output += chunk })
   child.stderr!.on("data", (chunk) => { output += chunk })
