@@ -1,159 +1,27 @@
 /**
  * The public server: the merchant HttpApi with its docs and OpenAPI document, the raw routes that
  * stream bytes (added by later features), and the request middleware every response passes
- * through (X-Request-Id, metrics, errors in the spec's shape).
+ * through (X-Request-Id, metrics); HttpErrors.ts answers what no handler answered.
  */
-import {
-  HttpApi,
-  HttpApiBuilder,
-  HttpApiError,
-  HttpApiScalar,
-  HttpApp,
-  HttpMiddleware,
-  HttpServer,
-  HttpServerError,
-  HttpServerRequest,
-  HttpServerResponse
-} from "@effect/platform"
-import { NodeHttpServer, NodeHttpServerRequest } from "@effect/platform-node"
-import { Cause, Effect, Layer, Option } from "effect"
+import { HttpApiBuilder, HttpApiScalar, HttpApp, HttpMiddleware, HttpServer, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { NodeHttpServer } from "@effect/platform-node"
+import { Effect, Layer } from "effect"
 import { createServer, IncomingMessage, ServerResponse } from "node:http"
 import { API_PREFIX, MerchantApi } from "./Api.js"
 import { CatalogueFastRoutes, CatalogueHttp } from "./Catalogue/Http.js"
-import { STREAM_PATH, StreamLive } from "./Catalogue/Stream.js"
-import { WALLET_CALLBACK_PATH, WalletCallbacksLive } from "./Deposits/WalletCallbacks.js"
+import { StreamLive } from "./Catalogue/Stream.js"
+import { WalletCallbacksLive } from "./Deposits/WalletCallbacks.js"
 import { Settings } from "./Config.js"
 import { DepositsHttp } from "./Deposits/Http.js"
-import * as Errors from "./Domain/Errors.js"
 import { type FastLane, makeFastLane, requestIdOf } from "./FastLane.js"
 import { AuthenticationLive } from "./Merchants/Authentication.js"
 import { BalanceFastRoutes, BalanceHttp } from "./Merchants/Http.js"
 import { Metrics } from "./Ops/Metrics.js"
 import { Readiness } from "./Ops/Readiness.js"
 import { PurchasesFastRoutes, PurchasesHttp } from "./Purchases/Http.js"
-import { API_BODY_MAX_BYTES, type BodyProblem, bodyProblemMessage, bodyProblemOf, guardBody } from "./RequestBody.js"
+import { DOCS_PATH, internalError, OPENAPI_PATH, publicRoutes, SpecErrors } from "./HttpErrors.js"
+import { API_BODY_MAX_BYTES, guardBody } from "./RequestBody.js"
 import { WebhooksHttp } from "./Webhooks/Http.js"
-
-// ---- decode failures to the spec's per-field codes (spec 4.3, 7.2; CONTRACT 6) ------------------
-
-type ErrorFor = (message: string) => Errors.ApiError
-
-/** Body fields whose failures have their own code. */
-const bodyFieldErrors: Record<string, ErrorFor> = {
-  item_id: (message) => new Errors.InvalidItemId({ message }),
-  max_price: (message) => new Errors.InvalidMaxPrice({ message }),
-  custom_id: (message) => new Errors.InvalidCustomId({ message }),
-  target_trade_url: (message) => new Errors.InvalidTradeUrl({ message }),
-  trade_url: (message) => new Errors.InvalidTradeUrl({ message }),
-  target_steam_id: (message) => new Errors.InvalidSteamId({ message }),
-  market_hash_name: (message) => new Errors.InvalidMarketHashName({ message }),
-  estimated_time: (message) => new Errors.InvalidEstimatedTime({ message }),
-  network: (message) => new Errors.WalletNetworkInvalid({ message })
-}
-
-/** Query and path parameters whose failures have their own code; the rest are MERCHANT_INVALID_QUERY. */
-const paramErrors: Record<string, ErrorFor> = {
-  status: (message) => new Errors.InvalidStatus({ message }),
-  sort: (message) => new Errors.InvalidSort({ message }),
-  purchaseId: (message) => new Errors.PurchaseNotFound({ message }),
-  walletId: (message) => new Errors.WalletNotFound({ message })
-}
-
-/** The first body field of each POST endpoint: what a body that is not an object fails as. */
-const firstBodyField = (path: string): string =>
-  path.endsWith("/buy-by-name") ? "market_hash_name" : path.includes("/deposits/wallets") ? "network" : "item_id"
-
-/** Whether the decode failed on a path parameter with its own code. */
-const failsPathParam = (error: HttpApiError.HttpApiDecodeError) => {
-  const field = error.issues[0]?.path[0]
-  return field !== undefined && paramErrors[String(field)] !== undefined
-}
-
-const decodeFailure = (request: HttpServerRequest.HttpServerRequest, error: HttpApiError.HttpApiDecodeError) => {
-  const issue = error.issues[0]
-  const field = issue !== undefined && issue.path.length > 0 ? String(issue.path[0]) : undefined
-  const message = Errors.boundedMessage(issue === undefined
-    ? error.message
-    : `${issue.path.length > 0 ? issue.path.join(".") : "request"}: ${issue.message}`)
-  if (field !== undefined && paramErrors[field] !== undefined) return paramErrors[field](message)
-  if (request.method === "GET") return new Errors.InvalidQuery({ message })
-  const forField = bodyFieldErrors[field ?? firstBodyField(request.url)]
-  return forField !== undefined ? forField(message) : new Errors.InvalidQuery({ message })
-}
-
-/** A body that is not JSON: RFC 9457 problem details, with the spec's error object beside them. */
-const malformedBody = (detail: string) =>
-  HttpServerResponse.unsafeJson({
-    type: "about:blank",
-    title: "Bad Request",
-    status: 400,
-    detail,
-    error: { code: "MERCHANT_MALFORMED_JSON", message: detail }
-  }, { status: 400, contentType: "application/problem+json" })
-
-/**
- * A body refused as it was read (RequestBody.ts): too large is 413 (the rest of the body is read
- * and dropped, so that the client, still sending, reads the answer); a deep value is its field's
- * error, as any value of a wrong type is (CONTRACT 6); the rest is not JSON.
- */
-const bodyProblemResponse = (request: HttpServerRequest.HttpServerRequest, problem: BodyProblem) => {
-  const message = bodyProblemMessage(problem)
-  if (problem._tag === "TooLarge") {
-    return HttpServerResponse.unsafeJson({
-      type: "about:blank",
-      title: "Content Too Large",
-      status: 413,
-      detail: message,
-      error: { code: "MERCHANT_BODY_TOO_LARGE", message }
-    }, { status: 413, contentType: "application/problem+json" })
-  }
-  const forField = problem._tag === "TooDeep" ? bodyFieldErrors[problem.field ?? firstBodyField(request.url)] : undefined
-  return forField !== undefined ? Errors.errorResponse(forField(message)) : malformedBody(message)
-}
-
-const hasNoBody = (request: HttpServerRequest.HttpServerRequest) =>
-  request.headers["transfer-encoding"] === undefined && (request.headers["content-length"] ?? "0").trim() === "0"
-
-const notFound = (request: HttpServerRequest.HttpServerRequest) =>
-  HttpServerResponse.text(
-    Errors.errorBody("MERCHANT_NOT_FOUND", `No route for ${request.method} ${request.url.split("?")[0]}`),
-    { status: 404, contentType: "application/json" }
-  )
-
-const internalError = HttpServerResponse.text(
-  Errors.errorBody("MERCHANT_INTERNAL_ERROR", "Internal error. The request may be retried; for purchases keep the same custom_id."),
-  { status: 500, contentType: "application/json" }
-)
-
-const isRequestError = (u: unknown): u is HttpServerError.RequestError =>
-  HttpServerError.isServerError(u) && u._tag === "RequestError"
-
-/**
- * Framework failures become the spec's errors: decode failures their field's code, unreadable
- * bodies problem details, unknown routes 404; defects are logged and become a bare 500. Typed API
- * errors pass through to HttpApi's own encoding.
- */
-const SpecErrors = HttpApiBuilder.middleware(MerchantApi, (app) =>
-  Effect.gen(function*() {
-    const request = yield* HttpServerRequest.HttpServerRequest
-    return yield* Effect.catchAllCause(app, (cause) => {
-      const failure = Option.getOrUndefined(Cause.failureOption(cause))
-      const defect = Option.getOrUndefined(Cause.dieOption(cause))
-      const error: unknown = failure ?? defect
-      const problem = bodyProblemOf(NodeHttpServerRequest.toIncomingMessage(request))
-      if (problem !== undefined) return Effect.succeed(bodyProblemResponse(request, problem))
-      // an empty body is no JSON at all (CONTRACT 6), not a body missing its fields (unless a path
-      // parameter failed: a body-less POST such as a wallet's reconcile)
-      if (error instanceof HttpApiError.HttpApiDecodeError && request.method === "POST" && hasNoBody(request) && !failsPathParam(error)) {
-        return Effect.succeed(malformedBody("request body is empty: a JSON object is expected"))
-      }
-      if (error instanceof HttpApiError.HttpApiDecodeError) return Effect.succeed(Errors.errorResponse(decodeFailure(request, error)))
-      if (isRequestError(error)) return Effect.succeed(malformedBody(error.description ?? "request body is not valid JSON"))
-      if (HttpServerError.isServerError(error) && error._tag === "RouteNotFound") return Effect.succeed(notFound(request))
-      if (failure === undefined && defect !== undefined) return Effect.as(Effect.logError("unhandled defect", cause), internalError)
-      return Effect.failCause(cause)
-    })
-  }))
 
 // ---- every response: request id, metrics, last-resort 500 ----------------------------------------
 
@@ -277,8 +145,6 @@ const ApiLive = HttpApiBuilder.api(MerchantApi).pipe(
   Layer.provide(AuthenticationLive)
 )
 
-const OPENAPI_PATH = `${API_PREFIX}/openapi.json` as const
-const DOCS_PATH = "/docs" as const
 const Docs = Layer.mergeAll(
   HttpApiBuilder.middlewareOpenApi({ path: OPENAPI_PATH }),
   HttpApiScalar.layer({ path: DOCS_PATH })
@@ -289,8 +155,7 @@ export const HttpLive = Layer.unwrapEffect(Effect.gen(function*() {
   const metrics = yield* Metrics
   const readiness = yield* Readiness
   const fastLane = yield* makeFastLane([...yield* BalanceFastRoutes, ...yield* CatalogueFastRoutes], yield* PurchasesFastRoutes)
-  const routes = [STREAM_PATH, OPENAPI_PATH, DOCS_PATH, WALLET_CALLBACK_PATH]
-  HttpApi.reflect(MerchantApi, { onGroup: () => undefined, onEndpoint: ({ endpoint }) => { routes.push(endpoint.path) } })
+  const routes = [...new Set(publicRoutes().map((route) => route.path))]
   return HttpApiBuilder.serve(requestMiddleware("api", metrics, routes)).pipe(
     Layer.provide([Docs, SpecErrors, StreamLive, WalletCallbacksLive]),
     Layer.provide(ApiLive),

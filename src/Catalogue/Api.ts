@@ -4,7 +4,7 @@ import { Schema } from "effect"
 import { CatalogItem } from "../Domain/CatalogItem.js"
 import { PageLimit } from "../Deposits/Api.js"
 import { IsoDateTime } from "../Domain/Db.js"
-import { Wire } from "../Domain/Errors.js"
+import { failsAs, InvalidSort, Wire } from "../Domain/Errors.js"
 import { DecimalText, IntegerText, UsdText } from "../Domain/QueryNumbers.js"
 import { Authentication } from "../Merchants/Authentication.js"
 
@@ -39,7 +39,7 @@ export const ListParams = Schema.Struct({
   min_float: Schema.optional(Float),
   max_float: Schema.optional(Float),
   delivery_type: Schema.optional(Schema.String.annotations({ description: "`instant` or `manual`; unknown values are ignored" })),
-  sort: Schema.optional(Schema.Literal("price_asc", "price_desc"))
+  sort: Schema.optional(Schema.Literal("price_asc", "price_desc").annotations(failsAs(InvalidSort)))
 })
 
 export const SearchParams = Schema.Struct({

@@ -2,7 +2,7 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { IsoDateTime } from "../Domain/Db.js"
-import { Wire } from "../Domain/Errors.js"
+import { failsAs, WalletNetworkInvalid, WalletNotFound, Wire } from "../Domain/Errors.js"
 import { IntegerText } from "../Domain/QueryNumbers.js"
 import { Authentication } from "../Merchants/Authentication.js"
 import { Usd } from "../Merchants/Api.js"
@@ -76,7 +76,7 @@ export class DepositsApi extends HttpApiGroup.make("deposits")
   .add(HttpApiEndpoint.get("listWallets", "/deposits/wallets").addSuccess(DepositWalletList))
   .add(
     HttpApiEndpoint.post("requestWallet", "/deposits/wallets")
-      .setPayload(Schema.Struct({ network: Schema.Literal("tron", "bsc") }))
+      .setPayload(Schema.Struct({ network: Schema.Literal("tron", "bsc").annotations(failsAs(WalletNetworkInvalid)) }))
       .addSuccess(DepositWallet)
       .addError(Wire.WalletNetworkInvalid)
       .addError(Wire.WalletIssuanceDisabled)
@@ -84,7 +84,7 @@ export class DepositsApi extends HttpApiGroup.make("deposits")
   )
   .add(
     HttpApiEndpoint.post("reconcileWallet", "/deposits/wallets/:walletId/reconcile")
-      .setPath(Schema.Struct({ walletId: Schema.UUID }))
+      .setPath(Schema.Struct({ walletId: Schema.UUID.annotations(failsAs(WalletNotFound)) }))
       .addSuccess(DepositWallet)
       .addError(Wire.WalletNotFound)
       .addError(Wire.WalletCreationNotStarted)

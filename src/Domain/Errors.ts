@@ -3,108 +3,135 @@
  * schema that encodes it to the spec's Error body `{"error":{"code","message"}}` (spec 2.1, 7.2).
  */
 import { HttpApiSchema, HttpServerResponse } from "@effect/platform"
-import { Schema } from "effect"
+import { Schema, SchemaAST } from "effect"
 
-interface ErrorClass<Self, Tag extends string> extends Schema.Schema<Self, { readonly _tag: Tag; readonly message: string }> {
+/** Where an error class keeps its spec code (an annotation beside HttpApi's status). */
+const ErrorCode = Symbol.for("merchant-purchasing-service/ErrorCode")
+
+/** An error's spec code and HTTP status: the third argument of its class, the one place both are declared. */
+const spec = (code: string, status: number) => ({ [HttpApiSchema.AnnotationStatus]: status, [ErrorCode]: code })
+
+const fields = { message: Schema.String }
+
+interface ApiErrorClass<Self extends { readonly _tag: string; readonly message: string }> extends Schema.Schema<Self, { readonly _tag: Self["_tag"]; readonly message: string }> {
   new(args: { readonly message: string }): Self
+  readonly _tag: Self["_tag"]
 }
 
-const registry = new Map<string, { readonly code: string; readonly status: number }>()
+const codeAndStatus = new Map<string, { readonly code: string; readonly status: number }>()
 
-/** The wire schema of an error class: the spec's envelope with a literal code. */
-const wire = <Self extends { readonly _tag: Tag; readonly message: string }, Tag extends string, const Code extends string>(
-  cls: ErrorClass<Self, Tag>,
-  tag: Tag,
-  code: Code,
-  status: number
-) => {
-  registry.set(tag, { code, status })
+/** The wire schema of an error class, for `addError`: the spec's envelope with its literal code. */
+const wire = <Self extends { readonly _tag: string; readonly message: string }>(cls: ApiErrorClass<Self>) => {
+  const annotations = cls.ast._tag === "Transformation" ? { ...cls.ast.to.annotations, ...cls.ast.annotations } : cls.ast.annotations
+  const code = annotations[ErrorCode] as string
+  const status = HttpApiSchema.getStatusError(cls)
+  codeAndStatus.set(cls._tag, { code, status })
   return Schema.transform(
     Schema.Struct({ error: Schema.Struct({ code: Schema.Literal(code), message: Schema.String }) }),
     cls,
     {
       strict: true,
-      decode: (body) => ({ _tag: tag, message: body.error.message }),
+      decode: (body) => new cls({ message: body.error.message }),
       encode: (error) => ({ error: { code, message: error.message } })
     }
   ).annotations({ ...HttpApiSchema.annotations({ status }), identifier: code, title: code })
 }
 
-const fields = { message: Schema.String }
-
 // 400
-export class InvalidQuery extends Schema.TaggedError<InvalidQuery>()("InvalidQuery", fields, HttpApiSchema.annotations({ status: 400 })) {}
-export class InvalidItemId extends Schema.TaggedError<InvalidItemId>()("InvalidItemId", fields, HttpApiSchema.annotations({ status: 400 })) {}
-export class InvalidMaxPrice extends Schema.TaggedError<InvalidMaxPrice>()("InvalidMaxPrice", fields, HttpApiSchema.annotations({ status: 400 })) {}
-export class InvalidCustomId extends Schema.TaggedError<InvalidCustomId>()("InvalidCustomId", fields, HttpApiSchema.annotations({ status: 400 })) {}
-export class InvalidSteamId extends Schema.TaggedError<InvalidSteamId>()("InvalidSteamId", fields, HttpApiSchema.annotations({ status: 400 })) {}
-export class SteamIdMismatch extends Schema.TaggedError<SteamIdMismatch>()("SteamIdMismatch", fields, HttpApiSchema.annotations({ status: 400 })) {}
-export class InvalidTradeUrl extends Schema.TaggedError<InvalidTradeUrl>()("InvalidTradeUrl", fields, HttpApiSchema.annotations({ status: 400 })) {}
-export class InvalidMarketHashName extends Schema.TaggedError<InvalidMarketHashName>()("InvalidMarketHashName", fields, HttpApiSchema.annotations({ status: 400 })) {}
-export class InvalidEstimatedTime extends Schema.TaggedError<InvalidEstimatedTime>()("InvalidEstimatedTime", fields, HttpApiSchema.annotations({ status: 400 })) {}
-export class NoItemsFound extends Schema.TaggedError<NoItemsFound>()("NoItemsFound", fields, HttpApiSchema.annotations({ status: 400 })) {}
-export class InvalidStatus extends Schema.TaggedError<InvalidStatus>()("InvalidStatus", fields, HttpApiSchema.annotations({ status: 400 })) {}
-export class InvalidSort extends Schema.TaggedError<InvalidSort>()("InvalidSort", fields, HttpApiSchema.annotations({ status: 400 })) {}
-export class WalletNetworkInvalid extends Schema.TaggedError<WalletNetworkInvalid>()("WalletNetworkInvalid", fields, HttpApiSchema.annotations({ status: 400 })) {}
+export class InvalidQuery extends Schema.TaggedError<InvalidQuery>()("InvalidQuery", fields, spec("MERCHANT_INVALID_QUERY", 400)) {}
+export class InvalidItemId extends Schema.TaggedError<InvalidItemId>()("InvalidItemId", fields, spec("MERCHANT_INVALID_ITEM_ID", 400)) {}
+export class InvalidMaxPrice extends Schema.TaggedError<InvalidMaxPrice>()("InvalidMaxPrice", fields, spec("MERCHANT_INVALID_MAX_PRICE", 400)) {}
+export class InvalidCustomId extends Schema.TaggedError<InvalidCustomId>()("InvalidCustomId", fields, spec("MERCHANT_INVALID_CUSTOM_ID", 400)) {}
+export class InvalidSteamId extends Schema.TaggedError<InvalidSteamId>()("InvalidSteamId", fields, spec("MERCHANT_INVALID_STEAM_ID", 400)) {}
+export class SteamIdMismatch extends Schema.TaggedError<SteamIdMismatch>()("SteamIdMismatch", fields, spec("MERCHANT_STEAM_ID_MISMATCH", 400)) {}
+export class InvalidTradeUrl extends Schema.TaggedError<InvalidTradeUrl>()("InvalidTradeUrl", fields, spec("MERCHANT_INVALID_TRADE_URL", 400)) {}
+export class InvalidMarketHashName extends Schema.TaggedError<InvalidMarketHashName>()("InvalidMarketHashName", fields, spec("MERCHANT_INVALID_MARKET_HASH_NAME", 400)) {}
+export class InvalidEstimatedTime extends Schema.TaggedError<InvalidEstimatedTime>()("InvalidEstimatedTime", fields, spec("MERCHANT_INVALID_ESTIMATED_TIME", 400)) {}
+export class NoItemsFound extends Schema.TaggedError<NoItemsFound>()("NoItemsFound", fields, spec("MERCHANT_NO_ITEMS_FOUND", 400)) {}
+export class InvalidStatus extends Schema.TaggedError<InvalidStatus>()("InvalidStatus", fields, spec("MERCHANT_INVALID_STATUS", 400)) {}
+export class InvalidSort extends Schema.TaggedError<InvalidSort>()("InvalidSort", fields, spec("MERCHANT_INVALID_SORT", 400)) {}
+export class WalletNetworkInvalid extends Schema.TaggedError<WalletNetworkInvalid>()("WalletNetworkInvalid", fields, spec("MERCHANT_WALLET_NETWORK_INVALID", 400)) {}
 // 401, 402, 403
-export class ApiKeyMissing extends Schema.TaggedError<ApiKeyMissing>()("ApiKeyMissing", fields, HttpApiSchema.annotations({ status: 401 })) {}
-export class InsufficientBalance extends Schema.TaggedError<InsufficientBalance>()("InsufficientBalance", fields, HttpApiSchema.annotations({ status: 402 })) {}
-export class MerchantBlocked extends Schema.TaggedError<MerchantBlocked>()("MerchantBlocked", fields, HttpApiSchema.annotations({ status: 403 })) {}
-export class MerchantNotActive extends Schema.TaggedError<MerchantNotActive>()("MerchantNotActive", fields, HttpApiSchema.annotations({ status: 403 })) {}
+export class ApiKeyMissing extends Schema.TaggedError<ApiKeyMissing>()("ApiKeyMissing", fields, spec("MERCHANT_API_KEY_MISSING", 401)) {}
+export class InsufficientBalance extends Schema.TaggedError<InsufficientBalance>()("InsufficientBalance", fields, spec("MERCHANT_INSUFFICIENT_BALANCE", 402)) {}
+export class MerchantBlocked extends Schema.TaggedError<MerchantBlocked>()("MerchantBlocked", fields, spec("MERCHANT_BLOCKED", 403)) {}
+export class MerchantNotActive extends Schema.TaggedError<MerchantNotActive>()("MerchantNotActive", fields, spec("MERCHANT_NOT_ACTIVE", 403)) {}
 // 404
-export class ItemNotFound extends Schema.TaggedError<ItemNotFound>()("ItemNotFound", fields, HttpApiSchema.annotations({ status: 404 })) {}
-export class PurchaseNotFound extends Schema.TaggedError<PurchaseNotFound>()("PurchaseNotFound", fields, HttpApiSchema.annotations({ status: 404 })) {}
-export class WalletNotFound extends Schema.TaggedError<WalletNotFound>()("WalletNotFound", fields, HttpApiSchema.annotations({ status: 404 })) {}
+export class ItemNotFound extends Schema.TaggedError<ItemNotFound>()("ItemNotFound", fields, spec("MERCHANT_ITEM_NOT_FOUND", 404)) {}
+export class PurchaseNotFound extends Schema.TaggedError<PurchaseNotFound>()("PurchaseNotFound", fields, spec("MERCHANT_PURCHASE_NOT_FOUND", 404)) {}
+export class WalletNotFound extends Schema.TaggedError<WalletNotFound>()("WalletNotFound", fields, spec("MERCHANT_WALLET_NOT_FOUND", 404)) {}
 // 409
-export class DuplicateCustomId extends Schema.TaggedError<DuplicateCustomId>()("DuplicateCustomId", fields, HttpApiSchema.annotations({ status: 409 })) {}
-export class ItemUnavailable extends Schema.TaggedError<ItemUnavailable>()("ItemUnavailable", fields, HttpApiSchema.annotations({ status: 409 })) {}
-export class PriceChanged extends Schema.TaggedError<PriceChanged>()("PriceChanged", fields, HttpApiSchema.annotations({ status: 409 })) {}
-export class PurchaseFailed extends Schema.TaggedError<PurchaseFailed>()("PurchaseFailed", fields, HttpApiSchema.annotations({ status: 409 })) {}
-export class Conflict extends Schema.TaggedError<Conflict>()("Conflict", fields, HttpApiSchema.annotations({ status: 409 })) {}
-export class WalletIssuanceDisabled extends Schema.TaggedError<WalletIssuanceDisabled>()("WalletIssuanceDisabled", fields, HttpApiSchema.annotations({ status: 409 })) {}
-export class WalletCreationNotStarted extends Schema.TaggedError<WalletCreationNotStarted>()("WalletCreationNotStarted", fields, HttpApiSchema.annotations({ status: 409 })) {}
+export class DuplicateCustomId extends Schema.TaggedError<DuplicateCustomId>()("DuplicateCustomId", fields, spec("MERCHANT_DUPLICATE_CUSTOM_ID", 409)) {}
+export class ItemUnavailable extends Schema.TaggedError<ItemUnavailable>()("ItemUnavailable", fields, spec("MERCHANT_ITEM_UNAVAILABLE", 409)) {}
+export class PriceChanged extends Schema.TaggedError<PriceChanged>()("PriceChanged", fields, spec("MERCHANT_PRICE_CHANGED", 409)) {}
+export class PurchaseFailed extends Schema.TaggedError<PurchaseFailed>()("PurchaseFailed", fields, spec("MERCHANT_PURCHASE_FAILED", 409)) {}
+export class Conflict extends Schema.TaggedError<Conflict>()("Conflict", fields, spec("MERCHANT_CONFLICT", 409)) {}
+export class WalletIssuanceDisabled extends Schema.TaggedError<WalletIssuanceDisabled>()("WalletIssuanceDisabled", fields, spec("MERCHANT_WALLET_ISSUANCE_DISABLED", 409)) {}
+export class WalletCreationNotStarted extends Schema.TaggedError<WalletCreationNotStarted>()("WalletCreationNotStarted", fields, spec("WALLET_CREATION_NOT_STARTED", 409)) {}
 // 429, 5xx
-export class RateLimited extends Schema.TaggedError<RateLimited>()("RateLimited", fields, HttpApiSchema.annotations({ status: 429 })) {}
-export class InternalError extends Schema.TaggedError<InternalError>()("InternalError", fields, HttpApiSchema.annotations({ status: 500 })) {}
-export class WalletProviderUnavailable extends Schema.TaggedError<WalletProviderUnavailable>()("WalletProviderUnavailable", fields, HttpApiSchema.annotations({ status: 502 })) {}
-export class FeedNotReady extends Schema.TaggedError<FeedNotReady>()("FeedNotReady", fields, HttpApiSchema.annotations({ status: 503 })) {}
+export class RateLimited extends Schema.TaggedError<RateLimited>()("RateLimited", fields, spec("MERCHANT_RATE_LIMITED", 429)) {}
+export class InternalError extends Schema.TaggedError<InternalError>()("InternalError", fields, spec("MERCHANT_INTERNAL_ERROR", 500)) {}
+export class WalletProviderUnavailable extends Schema.TaggedError<WalletProviderUnavailable>()("WalletProviderUnavailable", fields, spec("MERCHANT_WALLET_PROVIDER_UNAVAILABLE", 502)) {}
+export class FeedNotReady extends Schema.TaggedError<FeedNotReady>()("FeedNotReady", fields, spec("FEED_NOT_READY", 503)) {}
 
 /** Wire schemas for `addError`, one per spec code. */
 export const Wire = {
-  InvalidQuery: wire(InvalidQuery, "InvalidQuery", "MERCHANT_INVALID_QUERY", 400),
-  InvalidItemId: wire(InvalidItemId, "InvalidItemId", "MERCHANT_INVALID_ITEM_ID", 400),
-  InvalidMaxPrice: wire(InvalidMaxPrice, "InvalidMaxPrice", "MERCHANT_INVALID_MAX_PRICE", 400),
-  InvalidCustomId: wire(InvalidCustomId, "InvalidCustomId", "MERCHANT_INVALID_CUSTOM_ID", 400),
-  InvalidSteamId: wire(InvalidSteamId, "InvalidSteamId", "MERCHANT_INVALID_STEAM_ID", 400),
-  SteamIdMismatch: wire(SteamIdMismatch, "SteamIdMismatch", "MERCHANT_STEAM_ID_MISMATCH", 400),
-  InvalidTradeUrl: wire(InvalidTradeUrl, "InvalidTradeUrl", "MERCHANT_INVALID_TRADE_URL", 400),
-  InvalidMarketHashName: wire(InvalidMarketHashName, "InvalidMarketHashName", "MERCHANT_INVALID_MARKET_HASH_NAME", 400),
-  InvalidEstimatedTime: wire(InvalidEstimatedTime, "InvalidEstimatedTime", "MERCHANT_INVALID_ESTIMATED_TIME", 400),
-  NoItemsFound: wire(NoItemsFound, "NoItemsFound", "MERCHANT_NO_ITEMS_FOUND", 400),
-  InvalidStatus: wire(InvalidStatus, "InvalidStatus", "MERCHANT_INVALID_STATUS", 400),
-  InvalidSort: wire(InvalidSort, "InvalidSort", "MERCHANT_INVALID_SORT", 400),
-  WalletNetworkInvalid: wire(WalletNetworkInvalid, "WalletNetworkInvalid", "MERCHANT_WALLET_NETWORK_INVALID", 400),
-  ApiKeyMissing: wire(ApiKeyMissing, "ApiKeyMissing", "MERCHANT_API_KEY_MISSING", 401),
-  InsufficientBalance: wire(InsufficientBalance, "InsufficientBalance", "MERCHANT_INSUFFICIENT_BALANCE", 402),
-  MerchantBlocked: wire(MerchantBlocked, "MerchantBlocked", "MERCHANT_BLOCKED", 403),
-  MerchantNotActive: wire(MerchantNotActive, "MerchantNotActive", "MERCHANT_NOT_ACTIVE", 403),
-  ItemNotFound: wire(ItemNotFound, "ItemNotFound", "MERCHANT_ITEM_NOT_FOUND", 404),
-  PurchaseNotFound: wire(PurchaseNotFound, "PurchaseNotFound", "MERCHANT_PURCHASE_NOT_FOUND", 404),
-  WalletNotFound: wire(WalletNotFound, "WalletNotFound", "MERCHANT_WALLET_NOT_FOUND", 404),
-  DuplicateCustomId: wire(DuplicateCustomId, "DuplicateCustomId", "MERCHANT_DUPLICATE_CUSTOM_ID", 409),
-  ItemUnavailable: wire(ItemUnavailable, "ItemUnavailable", "MERCHANT_ITEM_UNAVAILABLE", 409),
-  PriceChanged: wire(PriceChanged, "PriceChanged", "MERCHANT_PRICE_CHANGED", 409),
-  PurchaseFailed: wire(PurchaseFailed, "PurchaseFailed", "MERCHANT_PURCHASE_FAILED", 409),
-  Conflict: wire(Conflict, "Conflict", "MERCHANT_CONFLICT", 409),
-  WalletIssuanceDisabled: wire(WalletIssuanceDisabled, "WalletIssuanceDisabled", "MERCHANT_WALLET_ISSUANCE_DISABLED", 409),
-  WalletCreationNotStarted: wire(WalletCreationNotStarted, "WalletCreationNotStarted", "WALLET_CREATION_NOT_STARTED", 409),
-  RateLimited: wire(RateLimited, "RateLimited", "MERCHANT_RATE_LIMITED", 429),
-  InternalError: wire(InternalError, "InternalError", "MERCHANT_INTERNAL_ERROR", 500),
-  WalletProviderUnavailable: wire(WalletProviderUnavailable, "WalletProviderUnavailable", "MERCHANT_WALLET_PROVIDER_UNAVAILABLE", 502),
-  FeedNotReady: wire(FeedNotReady, "FeedNotReady", "FEED_NOT_READY", 503)
+  InvalidQuery: wire(InvalidQuery),
+  InvalidItemId: wire(InvalidItemId),
+  InvalidMaxPrice: wire(InvalidMaxPrice),
+  InvalidCustomId: wire(InvalidCustomId),
+  InvalidSteamId: wire(InvalidSteamId),
+  SteamIdMismatch: wire(SteamIdMismatch),
+  InvalidTradeUrl: wire(InvalidTradeUrl),
+  InvalidMarketHashName: wire(InvalidMarketHashName),
+  InvalidEstimatedTime: wire(InvalidEstimatedTime),
+  NoItemsFound: wire(NoItemsFound),
+  InvalidStatus: wire(InvalidStatus),
+  InvalidSort: wire(InvalidSort),
+  WalletNetworkInvalid: wire(WalletNetworkInvalid),
+  ApiKeyMissing: wire(ApiKeyMissing),
+  InsufficientBalance: wire(InsufficientBalance),
+  MerchantBlocked: wire(MerchantBlocked),
+  MerchantNotActive: wire(MerchantNotActive),
+  ItemNotFound: wire(ItemNotFound),
+  PurchaseNotFound: wire(PurchaseNotFound),
+  WalletNotFound: wire(WalletNotFound),
+  DuplicateCustomId: wire(DuplicateCustomId),
+  ItemUnavailable: wire(ItemUnavailable),
+  PriceChanged: wire(PriceChanged),
+  PurchaseFailed: wire(PurchaseFailed),
+  Conflict: wire(Conflict),
+  WalletIssuanceDisabled: wire(WalletIssuanceDisabled),
+  WalletCreationNotStarted: wire(WalletCreationNotStarted),
+  RateLimited: wire(RateLimited),
+  InternalError: wire(InternalError),
+  WalletProviderUnavailable: wire(WalletProviderUnavailable),
+  FeedNotReady: wire(FeedNotReady)
 } as const
 
 export type ApiError = Schema.Schema.Type<(typeof Wire)[keyof typeof Wire]>
+
+/** An error class, as a field names the error its decode failure answers with. */
+export type ApiErrorConstructor = new(args: { readonly message: string }) => ApiError
+
+const FieldError = Symbol.for("merchant-purchasing-service/FieldError")
+
+/**
+ * Annotation of a body, query or path field whose decode failure has its own code (spec 7.2,
+ * CONTRACT 6); the other fields fail as MERCHANT_INVALID_QUERY.
+ */
+export const failsAs = (error: ApiErrorConstructor) => ({ [FieldError]: error })
+
+/** The error a field's schema fails as: on the schema, or on a member of the union it is in (optional, nullable). */
+export const fieldErrorOf = (ast: SchemaAST.AST): ApiErrorConstructor | undefined => {
+  const own = ast.annotations[FieldError] as ApiErrorConstructor | undefined
+  if (own !== undefined || ast._tag !== "Union") return own
+  for (const member of ast.types) {
+    const error = fieldErrorOf(member)
+    if (error !== undefined) return error
+  }
+  return undefined
+}
 
 /** Validation messages quote the value they refuse: a long one is cut, so that an error is never larger than its request. */
 export const MESSAGE_MAX_CHARS = 300
@@ -116,7 +143,7 @@ export const errorBody = (code: string, message: string): string => JSON.stringi
 
 /** Renders any API error as its HTTP response, with the spec's body. */
 export const errorResponse = (error: ApiError, headers?: Record<string, string>) => {
-  const entry = registry.get(error._tag) ?? { code: "MERCHANT_INTERNAL_ERROR", status: 500 }
+  const entry = codeAndStatus.get(error._tag) ?? { code: "MERCHANT_INTERNAL_ERROR", status: 500 }
   return HttpServerResponse.text(errorBody(entry.code, error.message), {
     status: entry.status,
     contentType: "application/json",
@@ -125,4 +152,4 @@ export const errorResponse = (error: ApiError, headers?: Record<string, string>)
 }
 
 /** The spec code of an error (tests and logs). */
-export const codeOf = (error: ApiError): string => registry.get(error._tag)?.code ?? "MERCHANT_INTERNAL_ERROR"
+export const codeOf = (error: ApiError): string => codeAndStatus.get(error._tag)?.code ?? "MERCHANT_INTERNAL_ERROR"

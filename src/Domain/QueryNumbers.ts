@@ -7,14 +7,21 @@
 import { Schema } from "effect"
 import { exactForCents } from "./Money.js"
 
-/** An integer written in decimal digits (at most 9: no limit needs more). */
+/**
+ * An integer written in decimal digits, as many as written (a value past its bounds fails on its
+ * bounds, not as "not an integer").
+ */
 export const IntegerText = Schema.compose(
-  Schema.String.pipe(Schema.pattern(/^\d{1,9}$/, { message: () => "expected an integer in decimal digits" })),
+  Schema.String.pipe(Schema.pattern(/^\d+$/, { message: () => "expected an integer in decimal digits" })),
   Schema.NumberFromString
 )
 
-/** A non-negative JSON number: digits, an optional fraction and exponent; no sign, hex or spaces. */
-const NON_NEGATIVE_JSON_NUMBER = /^\d{1,15}(\.\d{1,30})?([eE][+-]?\d{1,4})?$/
+/**
+ * A non-negative JSON number: digits, an optional fraction and exponent; no sign, hex or spaces.
+ * No count of digits is refused: 10000000000000000 is the same value as 1e16, and both are read
+ * (a request line is bounded by node's header limit anyway).
+ */
+const NON_NEGATIVE_JSON_NUMBER = /^\d+(\.\d+)?([eE][+-]?\d+)?$/
 
 const nonNegativeNumberText = (example: string) =>
   Schema.String.pipe(Schema.pattern(NON_NEGATIVE_JSON_NUMBER, { message: () => `expected a non-negative number such as ${example}` }))

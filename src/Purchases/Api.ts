@@ -3,9 +3,21 @@ import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/p
 import { Schema } from "effect"
 import { PageLimit } from "../Deposits/Api.js"
 import { isCalendarDateTime, IsoDateTime, StorableString } from "../Domain/Db.js"
-import { Wire } from "../Domain/Errors.js"
+import {
+  failsAs,
+  InvalidCustomId,
+  InvalidEstimatedTime,
+  InvalidItemId,
+  InvalidMarketHashName,
+  InvalidMaxPrice,
+  InvalidStatus,
+  InvalidSteamId,
+  InvalidTradeUrl,
+  PurchaseNotFound,
+  Wire
+} from "../Domain/Errors.js"
 import { FailureCode, PurchaseStatus } from "../Domain/Purchase.js"
-import { isSteamId64, parseTradeUrl } from "../Domain/TradeUrl.js"
+import { isSteamId64, parseTradeUrl, STEAM_ID64_PATTERN, TRADE_URL_PATTERN } from "../Domain/TradeUrl.js"
 import { Authentication } from "../Merchants/Authentication.js"
 import { Usd } from "../Merchants/Api.js"
 
@@ -15,31 +27,33 @@ const TradeUrl = Schema.String.pipe(
   Schema.filter((s) => parseTradeUrl(s) !== undefined, {
     message: () => "a trade URL https://steamcommunity.com/tradeoffer/new/?partner=<id>&token=<8 chars>"
   })
-)
+).annotations({ jsonSchema: { pattern: TRADE_URL_PATTERN }, ...failsAs(InvalidTradeUrl) })
 /**
  * Only the sign is checked here: JSON.parse reads 1e-400 as 0 and 1e400 as Infinity, so whether
  * the literal is above 0 is the handlers' to say (Http.ts `exactMaxPrice`, from the body's text).
  */
 const MaxPrice = Schema.Number.pipe(Schema.filter((n) => n >= 0 || "max_price must be greater than 0")).annotations({
   description: "Consent ceiling in USD; compared exactly with the live price",
-  jsonSchema: { exclusiveMinimum: 0 }
+  jsonSchema: { exclusiveMinimum: 0 },
+  ...failsAs(InvalidMaxPrice)
 })
 const CustomId = StorableString.pipe(
   Schema.filter((s) => [...s].length >= 1 && [...s].length <= 100, { message: () => "custom_id must be 1 to 100 characters" })
-).annotations({ jsonSchema: { minLength: 1, maxLength: 100 } })
+).annotations({ jsonSchema: { minLength: 1, maxLength: 100 }, ...failsAs(InvalidCustomId) })
 
 export const BuyRequest = Schema.Struct({
-  item_id: Schema.UUID.pipe(Schema.filter((s) => s !== EMPTY_UUID, { message: () => "item_id must not be the empty UUID" })),
+  item_id: Schema.UUID.pipe(Schema.filter((s) => s !== EMPTY_UUID, { message: () => "item_id must not be the empty UUID" }))
+    .annotations({ jsonSchema: { not: { const: EMPTY_UUID } }, ...failsAs(InvalidItemId) }),
   max_price: MaxPrice,
   custom_id: CustomId,
   target_trade_url: TradeUrl,
   target_steam_id: Schema.optional(Schema.NullOr(StorableString.pipe(
     Schema.filter(isSteamId64, { message: () => "target_steam_id must be a SteamID64" })
-  )))
+  ).annotations({ jsonSchema: { pattern: STEAM_ID64_PATTERN }, ...failsAs(InvalidSteamId) })))
 }).annotations({ identifier: "BuyRequest" })
 
 export const BuyByNameRequest = Schema.Struct({
-  market_hash_name: StorableString.pipe(Schema.minLength(1), Schema.maxLength(200)),
+  market_hash_name: StorableString.pipe(Schema.minLength(1), Schema.maxLength(200)).annotations(failsAs(InvalidMarketHashName)),
   max_price: MaxPrice,
   trade_url: TradeUrl,
   custom_id: CustomId,
@@ -47,7 +61,7 @@ export const BuyByNameRequest = Schema.Struct({
   estimated_time: Schema.optional(Schema.NullOr(Schema.Number.pipe(
     Schema.filter((n) => Number.isInteger(n) || "estimated_time must be a whole number of minutes"),
     Schema.greaterThanOrEqualTo(10)
-  ).annotations({ jsonSchema: { type: "integer", minimum: 10 } })))
+  ).annotations({ jsonSchema: { type: "integer", minimum: 10 }, ...failsAs(InvalidEstimatedTime) })))
 }).annotations({ identifier: "BuyByNameRequest" })
 
 export const PurchaseCreated = Schema.Struct({
@@ -97,18 +111,42 @@ export const PurchaseList = Schema.Struct({
   next_cursor: Schema.NullOr(Schema.String)
 }).annotations({ identifier: "PurchaseList" })
 
-/** 409 for a created purchase that failed (spec 2.10); documented, answered as raw bytes. */
-export const PurchaseFailedResponse = Schema.Struct({
-  error: Schema.Struct({
-    code: Schema.Literal("MERCHANT_PURCHASE_FAILED", "MERCHANT_ITEM_UNAVAILABLE", "MERCHANT_PRICE_CHANGED"),
-    message: Schema.String
-  }),
+const RejectedCode = Schema.Literal("MERCHANT_PURCHASE_FAILED", "MERCHANT_ITEM_UNAVAILABLE", "MERCHANT_PRICE_CHANGED")
+const rejectedPurchase = {
   purchase_id: Schema.UUID,
   custom_id: Schema.String,
   failure: Schema.Struct({ code: FailureCode, message: Schema.String }),
   trade_offer_id: Schema.NullOr(Schema.String),
   trade_offer_url: Schema.NullOr(Schema.String)
-}).annotations({ identifier: "PurchaseFailedResponse", ...HttpApiSchema.annotations({ status: 409 }) })
+}
+
+/**
+ * A created purchase that failed (spec 2.10): /buy-sync's rejection before acknowledgement, and
+ * by-name's failed latest attempt. The error carries the purchase; its wire form is below.
+ */
+export class PurchaseRejected extends Schema.TaggedError<PurchaseRejected>()("PurchaseRejected", {
+  code: RejectedCode,
+  message: Schema.String,
+  ...rejectedPurchase
+}) {}
+
+/** 409 PurchaseFailedResponse: the spec's Error body beside the failed purchase. */
+export const PurchaseFailedResponse = Schema.transform(
+  Schema.Struct({ error: Schema.Struct({ code: RejectedCode, message: Schema.String }), ...rejectedPurchase }),
+  PurchaseRejected,
+  {
+    strict: true,
+    decode: ({ error, ...purchase }) => new PurchaseRejected({ code: error.code, message: error.message, ...purchase }),
+    encode: ({ code, message, purchase_id, custom_id, failure, trade_offer_id, trade_offer_url }) => ({
+      error: { code, message },
+      purchase_id,
+      custom_id,
+      failure,
+      trade_offer_id,
+      trade_offer_url
+    })
+  }
+).annotations({ identifier: "PurchaseFailedResponse", ...HttpApiSchema.annotations({ status: 409 }) })
 
 const DateTime = Schema.String.pipe(
   Schema.filter(isCalendarDateTime, { message: () => "an ISO 8601 date-time of a real calendar date, years 1 to 9999" })
@@ -143,7 +181,7 @@ export class PurchasesApi extends HttpApiGroup.make("purchases")
       .setUrlParams(Schema.Struct({
         cursor: Schema.optional(Schema.String),
         limit: Schema.optional(PageLimit),
-        status: Schema.optional(PurchaseStatus),
+        status: Schema.optional(PurchaseStatus.annotations(failsAs(InvalidStatus))),
         custom_id: Schema.optional(StorableString),
         target_steam_id: Schema.optional(StorableString),
         from: Schema.optional(DateTime),
@@ -155,7 +193,7 @@ export class PurchasesApi extends HttpApiGroup.make("purchases")
   )
   .add(
     HttpApiEndpoint.get("getPurchase", "/purchases/:purchaseId")
-      .setPath(Schema.Struct({ purchaseId: Schema.UUID }))
+      .setPath(Schema.Struct({ purchaseId: Schema.UUID.annotations(failsAs(PurchaseNotFound)) }))
       .addSuccess(PurchaseDetail)
       .addError(Wire.PurchaseNotFound)
   )

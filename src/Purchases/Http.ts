@@ -8,10 +8,10 @@ import { exactForCents, topLevelNumberText } from "../Domain/Money.js"
 import { parseTradeUrl } from "../Domain/TradeUrl.js"
 import { CurrentMerchant } from "../Merchants/Authentication.js"
 import type { FastPostRoute } from "../FastLane.js"
-import { BuyRequest, PurchaseCreated } from "./Api.js"
+import { BuyRequest, PurchaseCreated, type PurchaseRejected } from "./Api.js"
 import { BuyByName } from "./BuyByName.js"
 import { Purchases, type Recipient } from "./Purchases.js"
-import { purchaseCreated, purchaseDetail, purchaseFailedBody, type PurchaseRow } from "./Rows.js"
+import { purchaseCreated, purchaseDetail, purchaseRejected, type PurchaseRow } from "./Rows.js"
 
 /** The recipient from a validated trade URL; a given SteamID64 must be the derived one. */
 const recipientOf = (tradeUrl: string, steamId: string | null | undefined): Either.Either<Recipient, SteamIdMismatch> => {
@@ -24,7 +24,7 @@ const recipientOf = (tradeUrl: string, steamId: string | null | undefined): Eith
 const json = (body: unknown, status: number) => HttpServerResponse.unsafeJson(body, { status })
 
 /** HTTP-level code of a failed attempt seen by a repeat (spec 4.3 buy-by-name). */
-const failedAttemptCode = (row: PurchaseRow) =>
+const failedAttemptCode = (row: PurchaseRow): PurchaseRejected["code"] =>
   row.failureCode === "ITEM_UNAVAILABLE" ? "MERCHANT_ITEM_UNAVAILABLE"
   : row.failureCode === "PRICE_CHANGED" ? "MERCHANT_PRICE_CHANGED"
   : "MERCHANT_PURCHASE_FAILED"
@@ -119,7 +119,7 @@ export const PurchasesHttp = HttpApiBuilder.group(MerchantApi, "purchases", (han
             (r) => r.status === "failed" || r.status === "completed" || r.acknowledged || r.topupWaiting,
             settings.buySyncWaitSeconds * 1000
           )
-          if (row.status === "failed") return json(purchaseFailedBody(row, "MERCHANT_PURCHASE_FAILED", FAILED_MESSAGE), 409)
+          if (row.status === "failed") return yield* purchaseRejected(row, "MERCHANT_PURCHASE_FAILED", FAILED_MESSAGE)
           const balanceCents = outcome._tag === "created" ? outcome.balanceCents : yield* purchases.availableCents(merchant.id)
           const acknowledged = row.acknowledged || row.status === "completed"
           return json(purchaseCreated(row, balanceCents), acknowledged ? 200 : 202)
@@ -143,7 +143,7 @@ export const PurchasesHttp = HttpApiBuilder.group(MerchantApi, "purchases", (han
             case "in_flight":
               return json(purchaseCreated(outcome.purchase, outcome.balanceCents), 202)
             case "failed_attempt":
-              return json(purchaseFailedBody(outcome.purchase, failedAttemptCode(outcome.purchase), FAILED_MESSAGE), 409)
+              return yield* purchaseRejected(outcome.purchase, failedAttemptCode(outcome.purchase), FAILED_MESSAGE)
           }
         }))
       .handle("listPurchases", ({ urlParams: q }) =>

@@ -4,6 +4,7 @@ import { Schema } from "effect"
 import { Int8 } from "../Domain/Db.js"
 import { FailureCode, PurchaseStatus } from "../Domain/Purchase.js"
 import { usd } from "../Domain/Money.js"
+import { PurchaseRejected } from "./Api.js"
 
 export const PurchaseRow = Schema.Struct({
   id: Schema.String,
@@ -94,9 +95,10 @@ export const purchaseDetail = (row: PurchaseRow) => ({
     : null
 })
 
-/** PurchaseFailedResponse (spec 2.10): the Error body plus the failed purchase. */
-export const purchaseFailedBody = (row: PurchaseRow, code: string, message: string) => ({
-  error: { code, message },
+/** The rejection of a created purchase that failed (spec 2.10): PurchaseFailedResponse on the wire. */
+export const purchaseRejected = (row: PurchaseRow, code: PurchaseRejected["code"], message: string) => new PurchaseRejected({
+  code,
+  message,
   purchase_id: row.id,
   custom_id: row.customId,
   failure: { code: row.failureCode ?? "UNKNOWN", message: row.failureMessage ?? "" },

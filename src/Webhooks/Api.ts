@@ -3,7 +3,7 @@ import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { PageLimit } from "../Deposits/Api.js"
 import { IsoDateTime } from "../Domain/Db.js"
-import { Wire } from "../Domain/Errors.js"
+import { failsAs, InvalidStatus, Wire } from "../Domain/Errors.js"
 import { Authentication } from "../Merchants/Authentication.js"
 
 export const WebhookEvent = Schema.Struct({
@@ -28,7 +28,7 @@ export class WebhooksApi extends HttpApiGroup.make("webhooks")
       .setUrlParams(Schema.Struct({
         cursor: Schema.optional(Schema.String),
         limit: Schema.optional(PageLimit),
-        status: Schema.optional(Schema.Literal("pending", "delivered", "failed")),
+        status: Schema.optional(Schema.Literal("pending", "delivered", "failed").annotations(failsAs(InvalidStatus))),
         order_id: Schema.optional(Schema.UUID)
       }))
       .addSuccess(WebhookEventList)

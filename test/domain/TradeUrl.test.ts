@@ -1,6 +1,6 @@
 import fc from "fast-check"
 import { describe, expect, it } from "vitest"
-import { isSteamId64, parseTradeUrl } from "../../src/Domain/TradeUrl.js"
+import { isSteamId64, numberRangePattern, parseTradeUrl } from "../../src/Domain/TradeUrl.js"
 
 const BASE = 76561197960265728n
 const MAX_ACCOUNT = 4294967295n
@@ -23,5 +23,18 @@ describe("trade URLs and SteamID64 (CONTRACT 5.1)", () => {
     }
     expect(parseTradeUrl(`https://steamcommunity.com/tradeoffer/new/?partner=${MAX_ACCOUNT + 1n}&token=abcdEFGH`)).toBeUndefined()
     expect(parseTradeUrl("https://steamcommunity.com/tradeoffer/new/?partner=0&token=abcdEFGH")).toBeUndefined()
+  })
+
+  it("numberRangePattern matches exactly the numbers of its range, so the document states the same rule", () => {
+    const written = fc.oneof(fc.bigInt({ min: 0n, max: 10n ** 12n }).map(String), fc.stringMatching(/^\d{1,13}$/))
+    fc.assert(fc.property(fc.bigInt({ min: 1n, max: 10n ** 12n }), fc.bigInt({ min: 0n, max: 10n ** 12n }), written, (lo, span, text) => {
+      const hi = lo + span
+      const inRange = !/^0/.test(text) && BigInt(text) >= lo && BigInt(text) <= hi
+      return new RegExp(`^${numberRangePattern(lo, hi)}$`).test(text) === inRange
+    }), { numRuns: 2_000 })
+    // the edges of the SteamID64 range, and every number of digits around them
+    for (const edge of [BASE, BASE + 1n, BASE + MAX_ACCOUNT, BASE + MAX_ACCOUNT + 1n]) {
+      for (const n of [edge - 1n, edge, edge + 1n]) expect([String(n), isSteamId64(String(n))]).toEqual([String(n), n > BASE && n <= BASE + MAX_ACCOUNT])
+    }
   })
 })

@@ -319,6 +319,21 @@ describe("catalogue list and search", () => {
     await server.admin(`/admin/catalogue/items/${created.json.ids[0]}`, { method: "DELETE" })
   })
 
+  it("a bound written in many digits is read as the same value written with an exponent (it was refused past 15 digits)", async () => {
+    const long = `1${"0".repeat(16)}`
+    const tiny = `0.${"0".repeat(40)}1`
+    for (const [written, exponent] of [[long, "1e16"], [tiny, "1e-41"]] as const) {
+      const a = await get(`/items?limit=3&max_price=${written}&min_float=${tiny}`)
+      const b = await get(`/items?limit=3&max_price=${exponent}&min_float=1e-41`)
+      expect({ written, status: a.status }).toEqual({ written, status: 200 })
+      expect(a.json.items).toEqual(b.json.items)
+    }
+    expect((await get(`/items?max_price=${tiny}`)).json.items).toEqual([])
+    // an integer past its bounds fails on the bounds, however it is written
+    for (const limit of [`5${"0".repeat(20)}`, "00000000000000000201"]) expectError(await get(`/items?limit=${limit}`), 400, "MERCHANT_INVALID_QUERY")
+    expect((await get("/items?limit=00000000000000000003")).json.items).toHaveLength(3)
+  })
+
   it("a price bound that is not a finite number (NaN, Infinity, 1e400) gives 400 MERCHANT_INVALID_QUERY, not 500", async () => {
     const name = encodeURIComponent(NAMES[0])
     for (const path of [

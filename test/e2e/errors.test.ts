@@ -63,12 +63,20 @@ describe("errors of the public listener", () => {
     expect(res.headers.get("content-type") ?? "").toMatch(/json/)
   })
 
-  it("a known path with another method is a 4xx JSON error, never a 5xx", async () => {
+  it("a known path with another method is 405 MERCHANT_METHOD_NOT_ALLOWED with Allow (it was 404 MERCHANT_NOT_FOUND)", async () => {
     for (const method of ["POST", "PUT", "DELETE", "PATCH"]) {
       const res = await server.api("/balance", { method, key: merchant.apiKey, body: {} })
-      expect([404, 405]).toContain(res.status)
-      expectErrorShape(res, res.status)
+      expectError(res, 405, "MERCHANT_METHOD_NOT_ALLOWED")
+      expect(res.headers.get("allow")).toBe("GET, HEAD")
     }
+    const purchase = await server.api(`/purchases/${randomUUID()}`, { method: "DELETE", key: merchant.apiKey })
+    expectError(purchase, 405, "MERCHANT_METHOD_NOT_ALLOWED")
+    expect(purchase.headers.get("allow")).toBe("GET, HEAD")
+    const buy = await server.api("/buy", { method: "GET", key: merchant.apiKey })
+    expectError(buy, 405, "MERCHANT_METHOD_NOT_ALLOWED")
+    expect(buy.headers.get("allow")).toBe("POST")
+    // an unknown path stays 404
+    expectError(await server.api("/balances", { method: "POST", key: merchant.apiKey, body: {} }), 404, "MERCHANT_NOT_FOUND")
   })
 
   it("API errors carry exactly the spec code", async () => {
@@ -336,6 +344,21 @@ describe("OpenAPI and docs", () => {
     expect(param("/api/v1/merchant/purchases", "from")).toMatchObject({ type: "string", format: "date-time" })
     expect(schemas.BuyRequest.properties.custom_id).toMatchObject({ minLength: 1, maxLength: 100 })
     expect(schemas.BuyRequest.properties.max_price).toMatchObject({ exclusiveMinimum: 0 })
+    // the document is as strict as the handlers: no nil item_id, the trade URL and SteamID64 rules (CONTRACT 5.1)
+    const ajv = new Ajv2020({ strict: false })
+    ;(formats as unknown as { default: (ajv: Ajv2020) => void }).default(ajv)
+    ajv.addSchema(doc, "doc")
+    const validBuy = ajv.getSchema("doc#/components/schemas/BuyRequest")!
+    const buy = { item_id: randomUUID(), max_price: 1, custom_id: "x", target_trade_url: "https://steamcommunity.com/tradeoffer/new/?partner=4294967295&token=abcdEFGH", target_steam_id: "76561202255233023" }
+    expect(validBuy(buy)).toBe(true)
+    for (const wrong of [
+      { item_id: "00000000-0000-0000-0000-000000000000" },
+      { target_trade_url: "https://steamcommunity.com/tradeoffer/new/?partner=4294967296&token=abcdEFGH" },
+      { target_trade_url: "https://steamcommunity.com/tradeoffer/new/?token=abcdEFGH&partner=1" },
+      { target_steam_id: "76561197960265728" },
+      { target_steam_id: "76561202255233024" }
+    ]) expect({ wrong, valid: validBuy({ ...buy, ...wrong }) }).toEqual({ wrong, valid: false })
+    expect(schemas.BuyByNameRequest.properties.trade_url.pattern).toBe(schemas.BuyRequest.properties.target_trade_url.pattern)
     expect(JSON.stringify(doc)).not.toContain('"additionalProperties":false')
     for (const path of ["/api/v1/merchant/buy", "/api/v1/merchant/buy-sync", "/api/v1/merchant/buy-by-name"]) {
       const responses = doc.paths[path].post.responses
@@ -389,6 +412,16 @@ describe("OpenAPI and docs", () => {
     await check("GET", `/purchases/${randomUUID()}`)
     await check("GET", "/items?limit=0")
     await check("GET", "/items?sort=sideways")
+    // the buys that answer through the handlers' own bodies: 200 or 202, and PurchaseFailedResponse
+    // (a private inventory is rejected before the offer; whichever answer comes is checked)
+    const rejectedUrl = "https://steamcommunity.com/tradeoffer/new/?partner=12345678&token=private0"
+    const [second, third] = (await check("GET", "/items?limit=3&sort=price_asc")).items.slice(1)
+    await check("POST", "/buy-sync", { body: { item_id: second.id, max_price: second.price, custom_id: `oa-${randomUUID()}`, target_trade_url: tradeUrl } })
+    const rejected = await check("POST", "/buy-sync", { body: { item_id: third.id, max_price: third.price, custom_id: `oa-${randomUUID()}`, target_trade_url: rejectedUrl } })
+    const refused = rejected.error !== undefined && rejected.error.code !== "MERCHANT_INSUFFICIENT_BALANCE"
+    if (refused) expect(rejected).toMatchObject({ error: { code: "MERCHANT_PURCHASE_FAILED" }, failure: { code: "INVENTORY_PRIVATE" } })
+    await check("POST", "/buy-by-name", { body: { market_hash_name: items[0].market_hash_name, max_price: 1_000_000, custom_id: `oa-${randomUUID()}`, trade_url: tradeUrl } })
+    await check("POST", "/buy-by-name", { body: { market_hash_name: `no such item ${randomUUID()}`, max_price: 1, custom_id: `oa-${randomUUID()}`, trade_url: tradeUrl } })
     const dear = (await check("GET", "/items?limit=1&sort=price_desc")).items[0]
     await check("POST", "/buy", { body: { item_id: dear.id, max_price: dear.price, custom_id: `oa-${randomUUID()}`, target_trade_url: tradeUrl } })
   })

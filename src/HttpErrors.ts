@@ -1,0 +1,191 @@
+/**
+ * How the public listener answers what no handler answered: decode failures as their field's
+ * code (the field's `failsAs` annotation in its feature's Api.ts), unreadable bodies as problem
+ * details, a known path with another method as 405, unknown routes as 404, and defects as a bare
+ * 500 in the spec's shape (spec 4.3, 7; CONTRACT 6).
+ */
+import { HttpApi, HttpApiBuilder, HttpApiError, HttpServerError, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { NodeHttpServerRequest } from "@effect/platform-node"
+import { Cause, Effect, Option, type SchemaAST } from "effect"
+import { API_PREFIX, MerchantApi } from "./Api.js"
+import { STREAM_PATH } from "./Catalogue/Stream.js"
+import * as Errors from "./Domain/Errors.js"
+import { WALLET_CALLBACK_PATH } from "./Providers/Simulator/WalletProviderSim.js"
+import { type BodyProblem, bodyProblemMessage, bodyProblemOf } from "./RequestBody.js"
+
+export const OPENAPI_PATH = `${API_PREFIX}/openapi.json` as const
+export const DOCS_PATH = "/docs" as const
+
+// ---- the routes, and what each field fails as ----------------------------------------------------
+
+interface Route {
+  readonly method: string
+  readonly path: string
+  /** Body, query and path fields whose failures have their own code. */
+  readonly fieldErrors: ReadonlyMap<string, Errors.ApiErrorConstructor>
+  readonly pathParams: ReadonlySet<string>
+  /** What a body that is not an object fails as: its first field with its own code. */
+  readonly bodyError: Errors.ApiErrorConstructor | undefined
+}
+
+/** The fields of a Struct schema with the error each fails as. */
+const fieldsOf = (schema: Option.Option<{ readonly ast: SchemaAST.AST }>): ReadonlyArray<readonly [string, Errors.ApiErrorConstructor | undefined]> =>
+  Option.match(schema, {
+    onNone: () => [],
+    onSome: ({ ast }) =>
+      ast._tag === "TypeLiteral"
+        ? ast.propertySignatures.map((field) => [String(field.name), Errors.fieldErrorOf(field.type)] as const)
+        : []
+  })
+
+/** Every route of the public listener: the contract's endpoints and the raw routes beside them. */
+export const publicRoutes = (): ReadonlyArray<Route> => {
+  const raw = (method: string, path: string): Route => ({ method, path, fieldErrors: new Map(), pathParams: new Set(), bodyError: undefined })
+  const routes = [raw("GET", STREAM_PATH), raw("GET", OPENAPI_PATH), raw("GET", DOCS_PATH), raw("POST", WALLET_CALLBACK_PATH)]
+  HttpApi.reflect(MerchantApi, {
+    onGroup: () => undefined,
+    onEndpoint: ({ endpoint }) => {
+      const params = fieldsOf(endpoint.pathSchema)
+      const body = fieldsOf(endpoint.payloadSchema)
+      const fieldErrors = new Map<string, Errors.ApiErrorConstructor>()
+      for (const [name, error] of [...params, ...fieldsOf(endpoint.urlParamsSchema), ...body]) if (error !== undefined) fieldErrors.set(name, error)
+      routes.push({
+        method: endpoint.method,
+        path: endpoint.path,
+        fieldErrors,
+        pathParams: new Set(params.map(([name]) => name)),
+        bodyError: body.find(([, error]) => error !== undefined)?.[1]
+      })
+    }
+  })
+  return routes
+}
+
+/**
+ * The routes of a request's path, matched as the router matches (a `:name` segment is any one
+ * segment, repeated slashes are one, letters in any case).
+ */
+const makeRouteFinder = (routes: ReadonlyArray<Route>) => {
+  const byTemplate = new Map<string, { readonly pattern: RegExp; readonly routes: Array<Route> }>()
+  for (const route of routes) {
+    const known = byTemplate.get(route.path) ?? {
+      pattern: new RegExp(`^${route.path.replace(/[.*+?^${}()|[\]\\]/g, "\\$&").replace(/:[A-Za-z]+/g, "[^/]+")}/?$`, "i"),
+      routes: []
+    }
+    known.routes.push(route)
+    byTemplate.set(route.path, known)
+  }
+  return (url: string): ReadonlyArray<Route> => {
+    const path = url.split("?")[0]!.replace(/\/{2,}/g, "/")
+    for (const { pattern, routes } of byTemplate.values()) if (pattern.test(path)) return routes
+    return []
+  }
+}
+
+const routesOf = makeRouteFinder(publicRoutes())
+
+const routeOf = (request: HttpServerRequest.HttpServerRequest): Route | undefined =>
+  routesOf(request.url).find((route) => route.method === request.method)
+
+// ---- responses -----------------------------------------------------------------------------------
+
+const decodeFailure = (request: HttpServerRequest.HttpServerRequest, route: Route | undefined, error: HttpApiError.HttpApiDecodeError) => {
+  const issue = error.issues[0]
+  const field = issue !== undefined && issue.path.length > 0 ? String(issue.path[0]) : undefined
+  const message = Errors.boundedMessage(issue === undefined
+    ? error.message
+    : `${issue.path.length > 0 ? issue.path.join(".") : "request"}: ${issue.message}`)
+  const forField = field !== undefined ? route?.fieldErrors.get(field) : request.method === "GET" ? undefined : route?.bodyError
+  return forField !== undefined ? new forField({ message }) : new Errors.InvalidQuery({ message })
+}
+
+/** A body that is not JSON: RFC 9457 problem details, with the spec's error object beside them. */
+const malformedBody = (detail: string) =>
+  HttpServerResponse.unsafeJson({
+    type: "about:blank",
+    title: "Bad Request",
+    status: 400,
+    detail,
+    error: { code: "MERCHANT_MALFORMED_JSON", message: detail }
+  }, { status: 400, contentType: "application/problem+json" })
+
+/**
+ * A body refused as it was read (RequestBody.ts): too large is 413 (the rest of the body is read
+ * and dropped, so that the client, still sending, reads the answer); a deep value is its field's
+ * error, as any value of a wrong type is (CONTRACT 6); the rest is not JSON.
+ */
+const bodyProblemResponse = (route: Route | undefined, problem: BodyProblem) => {
+  const message = bodyProblemMessage(problem)
+  if (problem._tag === "TooLarge") {
+    return HttpServerResponse.unsafeJson({
+      type: "about:blank",
+      title: "Content Too Large",
+      status: 413,
+      detail: message,
+      error: { code: "MERCHANT_BODY_TOO_LARGE", message }
+    }, { status: 413, contentType: "application/problem+json" })
+  }
+  const forField = problem._tag === "TooDeep"
+    ? (problem.field !== undefined ? route?.fieldErrors.get(problem.field) : route?.bodyError)
+    : undefined
+  return forField !== undefined ? Errors.errorResponse(new forField({ message })) : malformedBody(message)
+}
+
+const hasNoBody = (request: HttpServerRequest.HttpServerRequest) =>
+  request.headers["transfer-encoding"] === undefined && (request.headers["content-length"] ?? "0").trim() === "0"
+
+/** 404 for an unknown path; 405 with `Allow` for a known path with another method. */
+const routeNotFound = (request: HttpServerRequest.HttpServerRequest) => {
+  const path = request.url.split("?")[0]
+  const methods = routesOf(request.url).map((route) => route.method)
+  if (methods.length === 0) {
+    return HttpServerResponse.text(Errors.errorBody("MERCHANT_NOT_FOUND", `No route for ${request.method} ${path}`), {
+      status: 404,
+      contentType: "application/json"
+    })
+  }
+  const allowed = methods.includes("GET") ? [...methods, "HEAD"] : methods
+  return HttpServerResponse.text(
+    Errors.errorBody("MERCHANT_METHOD_NOT_ALLOWED", `${request.method} is not allowed on ${path}; allowed: ${allowed.join(", ")}`),
+    { status: 405, contentType: "application/json", headers: { allow: allowed.join(", ") } }
+  )
+}
+
+export const internalError = HttpServerResponse.text(
+  Errors.errorBody("MERCHANT_INTERNAL_ERROR", "Internal error. The request may be retried; for purchases keep the same custom_id."),
+  { status: 500, contentType: "application/json" }
+)
+
+const isRequestError = (u: unknown): u is HttpServerError.RequestError =>
+  HttpServerError.isServerError(u) && u._tag === "RequestError"
+
+/**
+ * Framework failures become the spec's errors; defects are logged and become a bare 500. Typed
+ * API errors pass through to HttpApi's own encoding.
+ */
+export const SpecErrors = HttpApiBuilder.middleware(MerchantApi, (app) =>
+  Effect.gen(function*() {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    return yield* Effect.catchAllCause(app, (cause) => {
+      const failure = Option.getOrUndefined(Cause.failureOption(cause))
+      const defect = Option.getOrUndefined(Cause.dieOption(cause))
+      const error: unknown = failure ?? defect
+      const route = routeOf(request)
+      const problem = bodyProblemOf(NodeHttpServerRequest.toIncomingMessage(request))
+      if (problem !== undefined) return Effect.succeed(bodyProblemResponse(route, problem))
+      if (error instanceof HttpApiError.HttpApiDecodeError) {
+        // an empty body is no JSON at all (CONTRACT 6), not a body missing its fields (unless a path
+        // parameter failed: a body-less POST such as a wallet's reconcile)
+        const field = error.issues[0]?.path[0]
+        const failsPathParam = field !== undefined && route?.pathParams.has(String(field)) === true
+        if (request.method === "POST" && hasNoBody(request) && !failsPathParam) {
+          return Effect.succeed(malformedBody("request body is empty: a JSON object is expected"))
+        }
+        return Effect.succeed(Errors.errorResponse(decodeFailure(request, route, error)))
+      }
+      if (isRequestError(error)) return Effect.succeed(malformedBody(error.description ?? "request body is not valid JSON"))
+      if (HttpServerError.isServerError(error) && error._tag === "RouteNotFound") return Effect.succeed(routeNotFound(request))
+      if (failure === undefined && defect !== undefined) return Effect.as(Effect.logError("unhandled defect", cause), internalError)
+      return Effect.failCause(cause)
+    })
+  }))
