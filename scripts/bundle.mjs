@@ -16,7 +16,7 @@ const common = {
   target: "node20",
   sourcemap: true,
   // CommonJS dependencies (pg, ws, prom-client) call require() for Node's built-in modules
-  banner: { js: 'import { createRequire as __createRequire } from "node:module"; const require = __createRequire(import.meta.url);' },
+  banner: { js: "import { createRequire as __createRequire } from \"node:module\"; const require = __createRequire(import.meta.url);" },
   logLevel: "warning"
 }
 

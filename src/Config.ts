@@ -15,16 +15,22 @@ const seconds = (name: string, fallback: number) => nonNegative(name).pipe(Confi
 
 /** A period or rate where 0 would be a hot loop or a lock-out for good (a dump rebuilt without end, a bucket never refilled). */
 const positive = (name: string, fallback: number) =>
-  Config.number(name).pipe(Config.withDefault(fallback), Config.validate({
-    message: `${name} must be a number greater than 0`,
-    validation: (n) => Number.isFinite(n) && n > 0
-  }))
+  Config.number(name).pipe(
+    Config.withDefault(fallback),
+    Config.validate({
+      message: `${name} must be a number greater than 0`,
+      validation: (n) => Number.isFinite(n) && n > 0
+    })
+  )
 
 const positiveInt = (name: string, fallback: number) =>
-  Config.integer(name).pipe(Config.withDefault(fallback), Config.validate({
-    message: `${name} must be a positive integer`,
-    validation: (n) => n > 0
-  }))
+  Config.integer(name).pipe(
+    Config.withDefault(fallback),
+    Config.validate({
+      message: `${name} must be a positive integer`,
+      validation: (n) => n > 0
+    })
+  )
 
 const retrySchedule = Config.string("WEBHOOK_RETRY_SCHEDULE").pipe(
   Config.withDefault("0,5,300,1800,7200,18000,36000,36000"),
@@ -49,10 +55,12 @@ const logLevel = Config.string("LOG_LEVEL").pipe(
 )
 
 /** A bearer token must be sendable as one: not empty, no whitespace or control characters. */
-const adminToken = Config.option(Config.redacted("ADMIN_TOKEN").pipe(Config.validate({
-  message: "ADMIN_TOKEN must not be empty nor contain whitespace or control characters (unset it to have one generated)",
-  validation: (token) => /^[\x21-\x7e]+$/.test(Redacted.value(token))
-})))
+const adminToken = Config.option(
+  Config.redacted("ADMIN_TOKEN").pipe(Config.validate({
+    message: "ADMIN_TOKEN must not be empty nor contain whitespace or control characters (unset it to have one generated)",
+    validation: (token) => /^[\x21-\x7e]+$/.test(Redacted.value(token))
+  }))
+)
 
 export interface AppSettings {
   readonly port: number
@@ -98,10 +106,13 @@ export const AppConfig: Config.Config<AppSettings> = Config.all({
   dataDir: Config.string("DATA_DIR").pipe(Config.withDefault("./data")),
   provider: Config.literal("simulator")("PROVIDER").pipe(Config.withDefault("simulator" as const)),
   simCatalogue: Config.option(Config.string("SIM_CATALOGUE")),
-  simCatalogueSize: Config.integer("SIM_CATALOGUE_SIZE").pipe(Config.withDefault(2000), Config.validate({
-    message: "SIM_CATALOGUE_SIZE must be a non-negative integer",
-    validation: (n) => n >= 0
-  })),
+  simCatalogueSize: Config.integer("SIM_CATALOGUE_SIZE").pipe(
+    Config.withDefault(2000),
+    Config.validate({
+      message: "SIM_CATALOGUE_SIZE must be a non-negative integer",
+      validation: (n) => n >= 0
+    })
+  ),
   // unset is not 5: a fixture's default is 0 (below)
   simChurnPerSecond: Config.option(nonNegative("SIM_CHURN_PER_SECOND")),
   simTimeScale: seconds("SIM_TIME_SCALE", 1),

@@ -69,8 +69,7 @@ export interface FastPostRoute {
 const INCOMING_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
 
 /** The request id of a response: the caller's own if it is reasonable, otherwise a new one. */
-export const requestIdOf = (incoming: string | undefined): string =>
-  incoming !== undefined && INCOMING_REQUEST_ID.test(incoming) ? incoming : randomUUID()
+export const requestIdOf = (incoming: string | undefined): string => incoming !== undefined && INCOMING_REQUEST_ID.test(incoming) ? incoming : randomUUID()
 
 const queryOf = (search: string): Query => {
   const query: Query = {}
@@ -175,8 +174,7 @@ export const makeFastLane = (routes: ReadonlyArray<FastRoute>, postRoutes: Reado
       }
     }
 
-    const authenticate = (request: IncomingMessage) =>
-      authenticator.authenticateCached(request.headers.authorization, Date.now())
+    const authenticate = (request: IncomingMessage) => authenticator.authenticateCached(request.headers.authorization, Date.now())
 
     /** Passes a request on to HttpApi after all, giving back the token its fast-lane answer took. */
     const passOn = (merchantId: string, fallback: () => void) => () => {

@@ -84,17 +84,18 @@ const makeRouteFinder = (routes: ReadonlyArray<Route>) => {
 
 const routesOf = makeRouteFinder(publicRoutes())
 
-const routeOf = (request: HttpServerRequest.HttpServerRequest): Route | undefined =>
-  routesOf(request.url).find((route) => route.method === request.method)
+const routeOf = (request: HttpServerRequest.HttpServerRequest): Route | undefined => routesOf(request.url).find((route) => route.method === request.method)
 
 // ---- responses -----------------------------------------------------------------------------------
 
 const decodeFailure = (request: HttpServerRequest.HttpServerRequest, route: Route | undefined, error: HttpApiError.HttpApiDecodeError) => {
   const issue = error.issues[0]
   const field = issue !== undefined && issue.path.length > 0 ? String(issue.path[0]) : undefined
-  const message = Errors.boundedMessage(issue === undefined
-    ? error.message
-    : `${issue.path.length > 0 ? issue.path.join(".") : "request"}: ${issue.message}`)
+  const message = Errors.boundedMessage(
+    issue === undefined
+      ? error.message
+      : `${issue.path.length > 0 ? issue.path.join(".") : "request"}: ${issue.message}`
+  )
   const forField = field !== undefined ? route?.fieldErrors.get(field) : request.method === "GET" ? undefined : route?.bodyError
   return forField !== undefined ? new forField({ message }) : new Errors.InvalidQuery({ message })
 }
@@ -156,8 +157,7 @@ export const internalError = HttpServerResponse.text(
   { status: 500, contentType: "application/json" }
 )
 
-const isRequestError = (u: unknown): u is HttpServerError.RequestError =>
-  HttpServerError.isServerError(u) && u._tag === "RequestError"
+const isRequestError = (u: unknown): u is HttpServerError.RequestError => HttpServerError.isServerError(u) && u._tag === "RequestError"
 
 /**
  * Framework failures become the spec's errors; defects are logged and become a bare 500. Typed

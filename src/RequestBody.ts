@@ -91,8 +91,7 @@ const tooDeep = (bytes: Buffer): BodyProblem | undefined => {
   return undefined
 }
 
-const problemOfBody = (bytes: Buffer): BodyProblem | undefined =>
-  isUtf8(bytes) ? tooDeep(bytes) : { _tag: "NotUtf8" }
+const problemOfBody = (bytes: Buffer): BodyProblem | undefined => isUtf8(bytes) ? tooDeep(bytes) : { _tag: "NotUtf8" }
 
 type Push = (chunk: unknown, encoding?: BufferEncoding) => boolean
 

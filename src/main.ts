@@ -19,8 +19,7 @@ const LoggingLive = Layer.unwrapEffect(Effect.map(Settings, (settings) =>
       // Config.ts checked it is one of these
       levels.find((l) => l.label.toLowerCase() === settings.logLevel) ?? LogLevel.Info
     )
-  )
-))
+  )))
 
 Layer.launch(Layer.provide(AppLive, DatabaseLive)).pipe(
   // No trace exporter is configured: spans would be built for nothing on every query and request.

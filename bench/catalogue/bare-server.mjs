@@ -11,8 +11,10 @@ import { createServer } from "node:http"
 
 const port = Number(process.env.PORT ?? 0)
 const host = process.env.HOST ?? "127.0.0.1"
-const responses = new Map(Object.entries(JSON.parse(readFileSync(process.env.RESPONSES, "utf8")))
-  .map(([url, r]) => [url, { status: r.status, contentType: r.contentType, body: Buffer.from(r.body, "base64") }]))
+const responses = new Map(
+  Object.entries(JSON.parse(readFileSync(process.env.RESPONSES, "utf8")))
+    .map(([url, r]) => [url, { status: r.status, contentType: r.contentType, body: Buffer.from(r.body, "base64") }])
+)
 const notFound = Buffer.from(JSON.stringify({ error: { code: "MERCHANT_NOT_FOUND", message: "not found" } }))
 
 const server = createServer((req, res) => {

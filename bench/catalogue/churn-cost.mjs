@@ -38,7 +38,11 @@ const measure = async (churn) => {
       const c0 = cpuMs(service.child.pid)
       const r = await autocannon({ url, connections: 50, duration: Number(opts.seconds), headers: { authorization: `Bearer ${key}` } })
       const cpu = cpuMs(service.child.pid) - c0
-      console.log(`churn ${String(churn).padStart(3)}/s  ${name.padEnd(6)} ${String(Math.round(r.requests.average)).padStart(6)} req/s  p99 ${r.latency.p99} ms  ${Math.round((cpu * 1000) / r.requests.total)} µs CPU/request  ${JSON.stringify(r.statusCodeStats)}`)
+      console.log(
+        `churn ${String(churn).padStart(3)}/s  ${name.padEnd(6)} ${String(Math.round(r.requests.average)).padStart(6)} req/s  p99 ${r.latency.p99} ms  ${
+          Math.round((cpu * 1000) / r.requests.total)
+        } µs CPU/request  ${JSON.stringify(r.statusCodeStats)}`
+      )
     }
   } finally {
     await service.stop()

@@ -28,8 +28,10 @@ const join = (p) => {
   return text
 }
 
-const deflate = (raw, extra) => new Promise((resolve, reject) =>
-  zlib.deflateRaw(raw, { level: 1, finishFlush: zlib.constants.Z_SYNC_FLUSH, ...extra }, (e, out) => (e ? reject(e) : resolve(out))))
+const deflate = (raw, extra) =>
+  new Promise((resolve, reject) =>
+    zlib.deflateRaw(raw, { level: 1, finishFlush: zlib.constants.Z_SYNC_FLUSH, ...extra }, (e, out) => (e ? reject(e) : resolve(out)))
+  )
 
 const run = async (label, extra) => {
   let joinMs = 0
@@ -61,9 +63,15 @@ const run = async (label, extra) => {
   for (const f of inFlight) out += (await f).length
   const wall = performance.now() - t0
   const cpu = mainCpuMs() - cpu0
-  console.log(`${label}: ${PIECES} pieces, ${(raw / 2 ** 20).toFixed(0)} MiB JSON -> ${(out / 2 ** 20).toFixed(0)} MiB; wall ${wall.toFixed(0)} ms;` +
-    ` main-thread CPU ${cpu.toFixed(0)} ms (${(cpu / PIECES).toFixed(1)} ms a piece: join ${(joinMs / PIECES).toFixed(1)}, Buffer.from ${(encodeMs / PIECES).toFixed(1)},` +
-    ` crc32 ${(crcMs / PIECES).toFixed(1)}, the rest (zlib callbacks, GC) ${((cpu - joinMs - encodeMs - crcMs) / PIECES).toFixed(1)}); longest synchronous step ${worstStep.toFixed(1)} ms`)
+  console.log(
+    `${label}: ${PIECES} pieces, ${(raw / 2 ** 20).toFixed(0)} MiB JSON -> ${(out / 2 ** 20).toFixed(0)} MiB; wall ${wall.toFixed(0)} ms;` +
+      ` main-thread CPU ${cpu.toFixed(0)} ms (${(cpu / PIECES).toFixed(1)} ms a piece: join ${(joinMs / PIECES).toFixed(1)}, Buffer.from ${
+        (encodeMs / PIECES).toFixed(1)
+      },` +
+      ` crc32 ${(crcMs / PIECES).toFixed(1)}, the rest (zlib callbacks, GC) ${
+        ((cpu - joinMs - encodeMs - crcMs) / PIECES).toFixed(1)
+      }); longest synchronous step ${worstStep.toFixed(1)} ms`
+  )
   return { wall, cpu }
 }
 

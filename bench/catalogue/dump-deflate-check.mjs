@@ -46,13 +46,14 @@ const pieceOf = (i) => {
   return Buffer.from(text)
 }
 
-const deflate = (raw) => new Promise((resolve) => {
-  const timer = setTimeout(() => resolve({ hung: true }), TIMEOUT_MS)
-  zlib.deflateRaw(raw, { level: 1, finishFlush: zlib.constants.Z_SYNC_FLUSH }, (error, out) => {
-    clearTimeout(timer)
-    resolve({ error, out })
+const deflate = (raw) =>
+  new Promise((resolve) => {
+    const timer = setTimeout(() => resolve({ hung: true }), TIMEOUT_MS)
+    zlib.deflateRaw(raw, { level: 1, finishFlush: zlib.constants.Z_SYNC_FLUSH }, (error, out) => {
+      clearTimeout(timer)
+      resolve({ error, out })
+    })
   })
-})
 
 let boundary = []
 let hung = []
@@ -64,19 +65,31 @@ for (let round = 1; round <= ROUNDS; round++) {
     const raw = pieceOf(i)
     if (onlyLength !== undefined && raw.length !== onlyLength) continue
     if (inFlight.length >= 2) await inFlight.shift()
-    inFlight.push(deflate(raw).then((r) => { results[i] = { ...r, rawLength: raw.length } }))
+    inFlight.push(
+      deflate(raw).then((r) => {
+        results[i] = { ...r, rawLength: raw.length }
+      })
+    )
   }
   await Promise.all(inFlight)
   boundary = []
   for (let i = 0; i < pieceCount; i++) {
     const r = results[i]
     if (r === undefined) continue
-    if (onlyLength !== undefined && round === 1) console.log(`piece ${i}: ${r.rawLength} -> ${r.out?.length} bytes deflated (${r.out ? (r.out.length / CHUNK).toFixed(3) : "?"} chunks)`)
+    if (onlyLength !== undefined && round === 1) {
+      console.log(`piece ${i}: ${r.rawLength} -> ${r.out?.length} bytes deflated (${r.out ? (r.out.length / CHUNK).toFixed(3) : "?"} chunks)`)
+    }
     if (r.hung) hung.push({ round, piece: i, rawLength: r.rawLength })
     else if (r.out.length % CHUNK === 0) boundary.push({ piece: i, rawLength: r.rawLength, deflated: r.out.length })
   }
-  console.log(`round ${round}: ${((performance.now() - started) / 1000).toFixed(1)} s; calls that never called back within ${TIMEOUT_MS / 1000} s: ` +
-    `${hung.filter((h) => h.round === round).map((h) => `piece ${h.piece} (${h.rawLength} bytes)`).join(", ") || "none"}`)
+  console.log(
+    `round ${round}: ${((performance.now() - started) / 1000).toFixed(1)} s; calls that never called back within ${TIMEOUT_MS / 1000} s: ` +
+      `${hung.filter((h) => h.round === round).map((h) => `piece ${h.piece} (${h.rawLength} bytes)`).join(", ") || "none"}`
+  )
 }
-console.log(`pieces whose deflated output is a multiple of ${CHUNK} bytes: ${boundary.map((b) => `piece ${b.piece} (${b.rawLength} -> ${b.deflated} bytes)`).join(", ") || "none"}`)
+console.log(
+  `pieces whose deflated output is a multiple of ${CHUNK} bytes: ${
+    boundary.map((b) => `piece ${b.piece} (${b.rawLength} -> ${b.deflated} bytes)`).join(", ") || "none"
+  }`
+)
 process.exit(hung.length > 0 ? 1 : 0)

@@ -84,7 +84,9 @@ export const machine = async (pgUrl) => {
 // ---- child processes -----------------------------------------------------------------------------
 
 const children = new Set()
-process.on("exit", () => { for (const child of children) child.kill("SIGKILL") })
+process.on("exit", () => {
+  for (const child of children) child.kill("SIGKILL")
+})
 
 /**
  * A child process with its output kept and its stdout split in lines; JSON lines (the service's
@@ -132,11 +134,13 @@ export const startChild = (command, args, { env, cwd = ROOT, label, keepOutput =
     }
   })
   child.stderr.on("data", keep)
-  const exited = new Promise((resolve) => child.once("exit", (code, signal) => {
-    children.delete(child)
-    for (const w of waiters) w()
-    resolve(code ?? signal)
-  }))
+  const exited = new Promise((resolve) =>
+    child.once("exit", (code, signal) => {
+      children.delete(child)
+      for (const w of waiters) w()
+      resolve(code ?? signal)
+    })
+  )
   const stop = async (killAfter = 30_000) => {
     if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM")
     const timer = setTimeout(() => child.kill("SIGKILL"), killAfter)
@@ -227,7 +231,10 @@ export const gcAndMeasure = async (proc) => {
   const url = proc.output().match(/Debugger listening on (ws:\/\/\S+)/)?.[1]
   if (url === undefined) throw new Error(`${proc.label}: no inspector URL in its output`)
   const ws = new WebSocket(url)
-  await new Promise((resolve, reject) => { ws.once("open", resolve); ws.once("error", reject) })
+  await new Promise((resolve, reject) => {
+    ws.once("open", resolve)
+    ws.once("error", reject)
+  })
   let id = 0
   const pending = new Map()
   ws.on("close", () => {
@@ -241,11 +248,12 @@ export const gcAndMeasure = async (proc) => {
       pending.delete(msg.id)
     }
   })
-  const send = (method, params = {}) => new Promise((resolve, reject) => {
-    const n = ++id
-    pending.set(n, (msg) => (msg.error ? reject(new Error(`${method}: ${msg.error.message}`)) : resolve(msg.result)))
-    ws.send(JSON.stringify({ id: n, method, params }))
-  })
+  const send = (method, params = {}) =>
+    new Promise((resolve, reject) => {
+      const n = ++id
+      pending.set(n, (msg) => (msg.error ? reject(new Error(`${method}: ${msg.error.message}`)) : resolve(msg.result)))
+      ws.send(JSON.stringify({ id: n, method, params }))
+    })
   try {
     const t0 = performance.now()
     await send("HeapProfiler.collectGarbage")

@@ -8,8 +8,8 @@
  *
  * Prints the V8 heap after a full GC at each step, per item.
  */
-import { serialise } from "../../dist/src/Domain/CatalogItem.js"
 import { CatalogueIndex, entryOf } from "../../dist/src/Catalogue/Index.js"
+import { serialise } from "../../dist/src/Domain/CatalogItem.js"
 import { syntheticListing } from "../../dist/src/Providers/Simulator/Listings.js"
 
 if (typeof globalThis.gc !== "function") throw new Error("run with node --expose-gc")
@@ -19,7 +19,8 @@ const heap = () => {
   globalThis.gc()
   return process.memoryUsage().heapUsed
 }
-const per = (bytes) => `${Math.round(bytes / N)} B/item (${Math.round(bytes / 2 ** 20)} MiB for ${N}; ${Math.round((bytes / N) * 1e6 / 2 ** 20)} MiB per 1,000,000)`
+const per = (bytes) =>
+  `${Math.round(bytes / N)} B/item (${Math.round(bytes / 2 ** 20)} MiB for ${N}; ${Math.round((bytes / N) * 1e6 / 2 ** 20)} MiB per 1,000,000)`
 
 const rows = []
 let utf8 = 0
@@ -38,7 +39,11 @@ const jsons = rows.map((r) => {
   return s
 })
 const h1 = heap()
-console.log(`items: ${N}; JSON ${Math.round(utf8 / N)} UTF-8 bytes/item on average; ${(twoByte / N * 100).toFixed(1)} % of the items have a character beyond Latin-1 (™, ★) and are stored as two-byte strings`)
+console.log(
+  `items: ${N}; JSON ${Math.round(utf8 / N)} UTF-8 bytes/item on average; ${
+    (twoByte / N * 100).toFixed(1)
+  } % of the items have a character beyond Latin-1 (™, ★) and are stored as two-byte strings`
+)
 console.log(`1. the JSON strings alone (as pg returns them):       ${per(h1 - h0)}`)
 
 const index = new CatalogueIndex()

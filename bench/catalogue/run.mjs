@@ -41,9 +41,8 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import pg from "pg"
 import { printSummary, summarise } from "../http/cpuprofile-summary.mjs"
+import { START } from "../lib/harness.mjs"
 import {
-  machineTicks,
-  schedstat,
   buildIfNeeded,
   cpuMs,
   freePort,
@@ -52,17 +51,18 @@ import {
   httpOk,
   log,
   machine,
-  snapshotBuild,
+  machineTicks,
   mean,
   memoryOf,
   mib,
   parseMetrics,
   round,
+  schedstat,
   sleep,
+  snapshotBuild,
   startChild,
   waitQuiet as waitQuietFor
 } from "./lib.mjs"
-import { START } from "../lib/harness.mjs"
 import { seedItems, useBuild, verifyAgainstSync } from "./seed.mjs"
 
 const OUT = join(HERE, "out")
@@ -117,7 +117,9 @@ const opts = {
   /** An existing database of an earlier (killed or --keep-db) run: its merchant and items are reused. */
   db: option("db", undefined),
   /** Extra environment of every service start, KEY=VALUE,... (e.g. glibc malloc tunables). */
-  serviceEnv: Object.fromEntries(String(option("service-env", "")).split(",").filter((kv) => kv.includes("=")).map((kv) => [kv.slice(0, kv.indexOf("=")), kv.slice(kv.indexOf("=") + 1)]))
+  serviceEnv: Object.fromEntries(
+    String(option("service-env", "")).split(",").filter((kv) => kv.includes("=")).map((kv) => [kv.slice(0, kv.indexOf("=")), kv.slice(kv.indexOf("=") + 1)])
+  )
 }
 
 /** The search and the filtered page measured (the search by the most common name of the data). */
@@ -246,11 +248,13 @@ const startService = async ({ db, tmp, size, dumpInterval = 3600, nodeArgs = [],
  * written as ChangeLog.apply writes an upsert: the item row and its JSON (the price field
  * replaced), the log rows at the head, the notification; one transaction. Returns the ids.
  */
-const writePriceChanges = (url, { n, ids, delta }) => withClient(url, async (c) => {
-  const picked = ids === undefined
-    ? `SELECT id FROM catalogue_items WHERE status = 'active' ORDER BY random() LIMIT ${Number(n)}`
-    : `SELECT unnest($1::uuid[]) AS id`
-  const result = await c.query(`
+const writePriceChanges = (url, { n, ids, delta }) =>
+  withClient(url, async (c) => {
+    const picked = ids === undefined
+      ? `SELECT id FROM catalogue_items WHERE status = 'active' ORDER BY random() LIMIT ${Number(n)}`
+      : `SELECT unnest($1::uuid[]) AS id`
+    const result = await c.query(
+      `
     WITH picked AS (${picked}),
     changed AS (
       UPDATE catalogue_items c SET price_cents = c.price_cents + (${Number(delta)}), updated_at = now(),
@@ -263,9 +267,10 @@ const writePriceChanges = (url, { n, ids, delta }) => withClient(url, async (c) 
       SELECT head.head_seq - (SELECT count(*) FROM numbered) + numbered.k, head.epoch, 'upsert', numbered.id, numbered.item
       FROM numbered, head)
     SELECT numbered.id::text AS id, pg_notify('catalogue_changes', head.head_seq::text) FROM numbered, head`,
-    ids === undefined ? [] : [ids])
-  return result.rows.map((r) => r.id)
-})
+      ids === undefined ? [] : [ids]
+    )
+    return result.rows.map((r) => r.id)
+  })
 
 const dumpOf = (e) => ({
   items: e.annotations.items,
@@ -319,16 +324,18 @@ const memoryNow = async (service) => {
     heapUsed: m.get("nodejs_heap_size_used_bytes"),
     heapTotal: m.get("nodejs_heap_size_total_bytes"),
     external: m.get("nodejs_external_memory_bytes"),
-    oldSpaceUsed: m.get('nodejs_heap_space_size_used_bytes{space="old"}'),
-    largeObjectSpaceUsed: m.get('nodejs_heap_space_size_used_bytes{space="large_object"}')
+    oldSpaceUsed: m.get("nodejs_heap_space_size_used_bytes{space=\"old\"}"),
+    largeObjectSpaceUsed: m.get("nodejs_heap_space_size_used_bytes{space=\"large_object\"}")
   }
 }
 
 const printMemory = (label, m) =>
-  log(`  ${label}${m.gcMs !== undefined ? ` (after a forced full GC, ${round(m.gcMs)} ms)` : ""}: RSS ${mib(m.rss)} MiB (peak so far ${mib(m.hwm)} MiB);` +
-    ` V8 heap used ${mib(m.heapUsed)} MiB of ${mib(m.heapTotal)} MiB` +
-    (m.spaces ? ` (old ${mib(m.spaces.old_space)}, large objects ${mib(m.spaces.large_object_space)}, new ${mib(m.spaces.new_space)})` : "") +
-    `, external ${mib(m.external)} MiB (array buffers ${mib(m.arrayBuffers)} MiB)`)
+  log(
+    `  ${label}${m.gcMs !== undefined ? ` (after a forced full GC, ${round(m.gcMs)} ms)` : ""}: RSS ${mib(m.rss)} MiB (peak so far ${mib(m.hwm)} MiB);` +
+      ` V8 heap used ${mib(m.heapUsed)} MiB of ${mib(m.heapTotal)} MiB` +
+      (m.spaces ? ` (old ${mib(m.spaces.old_space)}, large objects ${mib(m.spaces.large_object_space)}, new ${mib(m.spaces.new_space)})` : "") +
+      `, external ${mib(m.external)} MiB (array buffers ${mib(m.arrayBuffers)} MiB)`
+  )
 
 // ---- HTTP load -----------------------------------------------------------------------------------
 
@@ -386,10 +393,12 @@ const measure = async (target, path, apiKey, ownPids, { quiet = true } = {}) => 
 }
 
 const printRun = (label, r) =>
-  log(`    ${label.padEnd(8)} ${String(round(r.rps)).padStart(7)} req/s  p50 ${String(r.p50).padStart(3)} ms  p99 ${String(r.p99).padStart(3)} ms` +
-    `  ${round(r.throughputMBs, 1)} MiB/s  server ${round(r.cpuUsPerRequest)} µs CPU/req (${round(r.coresServer, 2)} cores)` +
-    `  autocannon ${round(r.coresLoadGenerator, 2)} cores  non2xx ${r.non2xx} errors ${r.errors}` +
-    (r.othersBusyBefore * 100 >= opts.quietBusy ? `  [others ${round(r.othersBusyBefore * 100)} % busy before]` : ""))
+  log(
+    `    ${label.padEnd(8)} ${String(round(r.rps)).padStart(7)} req/s  p50 ${String(r.p50).padStart(3)} ms  p99 ${String(r.p99).padStart(3)} ms` +
+      `  ${round(r.throughputMBs, 1)} MiB/s  server ${round(r.cpuUsPerRequest)} µs CPU/req (${round(r.coresServer, 2)} cores)` +
+      `  autocannon ${round(r.coresLoadGenerator, 2)} cores  non2xx ${r.non2xx} errors ${r.errors}` +
+      (r.othersBusyBefore * 100 >= opts.quietBusy ? `  [others ${round(r.othersBusyBefore * 100)} % busy before]` : "")
+  )
 
 const httpBench = async (service, apiKey, tmp) => {
   const responses = {}
@@ -437,7 +446,11 @@ const httpBench = async (service, apiKey, tmp) => {
       const s = agg(runs.service)
       const b = agg(runs.bare)
       out[e.key] = { path: e.path, ...shapes[e.key], runs, service: s, bare: b, ratio: s.rps / b.rps }
-      log(`    => service ${round(s.rps)} req/s p99 ${round(s.p99, 1)} ms | bare ${round(b.rps)} req/s p99 ${round(b.p99, 1)} ms | ratio ${round(s.rps / b.rps, 3)} (target >= 0.5: ${s.rps / b.rps >= 0.5 ? "MET" : "NOT MET"})`)
+      log(
+        `    => service ${round(s.rps)} req/s p99 ${round(s.p99, 1)} ms | bare ${round(b.rps)} req/s p99 ${round(b.p99, 1)} ms | ratio ${
+          round(s.rps / b.rps, 3)
+        } (target >= 0.5: ${s.rps / b.rps >= 0.5 ? "MET" : "NOT MET"})`
+      )
     }
     return out
   } finally {
@@ -505,10 +518,10 @@ const startProbes = (service, everyMs) => {
           from: last,
           at,
           eldMaxMs: m.get("nodejs_eventloop_lag_max_seconds") * 1000,
-          gcMajorSum: m.get('nodejs_gc_duration_seconds_sum{kind="major"}') ?? 0,
-          gcMajorCount: m.get('nodejs_gc_duration_seconds_count{kind="major"}') ?? 0,
-          gcMinorSum: m.get('nodejs_gc_duration_seconds_sum{kind="minor"}') ?? 0,
-          gcIncrementalSum: m.get('nodejs_gc_duration_seconds_sum{kind="incremental"}') ?? 0,
+          gcMajorSum: m.get("nodejs_gc_duration_seconds_sum{kind=\"major\"}") ?? 0,
+          gcMajorCount: m.get("nodejs_gc_duration_seconds_count{kind=\"major\"}") ?? 0,
+          gcMinorSum: m.get("nodejs_gc_duration_seconds_sum{kind=\"minor\"}") ?? 0,
+          gcIncrementalSum: m.get("nodejs_gc_duration_seconds_sum{kind=\"incremental\"}") ?? 0,
           gcBuckets: gcBuckets(m),
           rss: memoryOf(service.pid).rss,
           heapUsed: m.get("nodejs_heap_size_used_bytes"),
@@ -620,8 +633,10 @@ const dumpBench = async (db, tmp, size) => {
   try {
     const interval = opts.dumpInterval
     service = await startService({ db, tmp, size, dumpInterval: interval, label: `service-${size}-dump` })
-    log(`  start (follower; dump every ${interval} s${service.nodeOptions ? `; NODE_OPTIONS=${service.nodeOptions}` : ""}): ` +
-      `loaded ${service.start.loadedItems} items ${fmtS(service.start.loadMs)} after spawn; ready after ${fmtS(service.start.readyMs)}`)
+    log(
+      `  start (follower; dump every ${interval} s${service.nodeOptions ? `; NODE_OPTIONS=${service.nodeOptions}` : ""}): ` +
+        `loaded ${service.start.loadedItems} items ${fmtS(service.start.loadMs)} after spawn; ready after ${fmtS(service.start.readyMs)}`
+    )
     const first = service.start.firstDump
     log(`  first dump (right after the load): ${fmtS(first.millis)}, gzip ${mib(first.gzipBytes)} MiB, JSON ${mib(first.jsonBytes)} MiB`)
     // The memory is measured after the probed regenerations: its forced full GC (through the
@@ -671,20 +686,42 @@ const dumpBench = async (db, tmp, size) => {
       idleFrom = r.endAt + 2000
     }
     regens.forEach((r, i) =>
-      log(`  regeneration ${i + 1}${r.afterChanges ? ` (after ${r.afterChanges} changes: ${r.pieces - r.piecesReused} of ${r.pieces} pieces rebuilt)` : ""}: ${fmtS(r.millis)}, gzip ${mib(r.gzipBytes)} MiB (JSON ${mib(r.jsonBytes)} MiB), ` +
-        `/health worst ${round(r.worstProbeMs, 1)} ms (p99 ${round(r.p99ProbeMs, 1)} ms, ${r.probes} probes` +
-        (r.worstProbe ? `; the worst at +${fmtS(r.worstProbe.atMs)}, main thread ${round(r.worstProbe.mainThreadCpuMs)} ms CPU + ${round(r.worstProbe.mainThreadWaitMs)} ms waiting for a CPU meanwhile` : "") +
-        (r.busiestProbe ? `; longest main-thread CPU during one probe ${round(r.busiestProbe.mainThreadCpuMs)} ms (at +${fmtS(r.busiestProbe.atMs)}, probe ${round(r.busiestProbe.ms)} ms)` : "") + `), ` +
-        `event-loop delay max ${round(r.eventLoopDelayMaxMs, 1)} ms` +
-        (r.gc ? `, GC major ${round(r.gc.majorMs)} ms in ${r.gc.majorCount}, minor ${round(r.gc.minorMs)} ms, incremental ${round(r.gc.incrementalMs)} ms` +
-          ` (longest pause by kind: ${JSON.stringify(r.gc.longestPause)})` : "") +
-        (r.sched ? `; over ${fmtS(r.sched.wallMs)}: main thread ${fmtS(r.sched.mainThreadCpuMs)} CPU, ${fmtS(r.sched.mainThreadRunQueueWaitMs)} waiting for a CPU;` +
-          ` service ${round(r.sched.serviceCores, 2)} cores, machine ${round(r.sched.machineBusyCores, 2)} of ${r.sched.cores} cores busy` : "")))
+      log(
+        `  regeneration ${i + 1}${r.afterChanges ? ` (after ${r.afterChanges} changes: ${r.pieces - r.piecesReused} of ${r.pieces} pieces rebuilt)` : ""}: ${
+          fmtS(r.millis)
+        }, gzip ${mib(r.gzipBytes)} MiB (JSON ${mib(r.jsonBytes)} MiB), ` +
+          `/health worst ${round(r.worstProbeMs, 1)} ms (p99 ${round(r.p99ProbeMs, 1)} ms, ${r.probes} probes` +
+          (r.worstProbe
+            ? `; the worst at +${fmtS(r.worstProbe.atMs)}, main thread ${round(r.worstProbe.mainThreadCpuMs)} ms CPU + ${
+              round(r.worstProbe.mainThreadWaitMs)
+            } ms waiting for a CPU meanwhile`
+            : "") +
+          (r.busiestProbe
+            ? `; longest main-thread CPU during one probe ${round(r.busiestProbe.mainThreadCpuMs)} ms (at +${fmtS(r.busiestProbe.atMs)}, probe ${
+              round(r.busiestProbe.ms)
+            } ms)`
+            : "") +
+          `), ` +
+          `event-loop delay max ${round(r.eventLoopDelayMaxMs, 1)} ms` +
+          (r.gc ?
+            `, GC major ${round(r.gc.majorMs)} ms in ${r.gc.majorCount}, minor ${round(r.gc.minorMs)} ms, incremental ${round(r.gc.incrementalMs)} ms` +
+            ` (longest pause by kind: ${JSON.stringify(r.gc.longestPause)})` :
+            "") +
+          (r.sched ?
+            `; over ${fmtS(r.sched.wallMs)}: main thread ${fmtS(r.sched.mainThreadCpuMs)} CPU, ${fmtS(r.sched.mainThreadRunQueueWaitMs)} waiting for a CPU;` +
+            ` service ${round(r.sched.serviceCores, 2)} cores, machine ${round(r.sched.machineBusyCores, 2)} of ${r.sched.cores} cores busy` :
+            "")
+      )
+    )
     const idleWorst = Math.max(0, ...idle.map((x) => x.worstProbeMs))
     const idleBusiest = Math.max(0, ...idle.map((x) => x.busiestProbe?.mainThreadCpuMs ?? 0))
     const idleEld = Math.max(0, ...idle.map((x) => x.eventLoopDelayMaxMs))
-    log(`  between regenerations: /health worst ${round(idleWorst, 1)} ms (longest main-thread CPU during one probe ${round(idleBusiest)} ms), event-loop delay max ${round(idleEld, 1)} ms;` +
-      ` this process's own 10 ms timer was at worst ${round(worstTimerLateness, 1)} ms late`)
+    log(
+      `  between regenerations: /health worst ${round(idleWorst, 1)} ms (longest main-thread CPU during one probe ${
+        round(idleBusiest)
+      } ms), event-loop delay max ${round(idleEld, 1)} ms;` +
+        ` this process's own 10 ms timer was at worst ${round(worstTimerLateness, 1)} ms late`
+    )
     log(`  RSS over the run: max ${mib(Math.max(...probes.scrapes.map((s) => s.rss)))} MiB; peak (VmHWM) ${mib(memoryOf(service.pid).hwm)} MiB`)
     return {
       start: service.start,
@@ -714,7 +751,15 @@ const profileRun = async (db, tmp, size, apiKey, started) => {
   let service
   const interval = 2 * (opts.warmup + opts.duration + 1) + 15
   try {
-    service = await startService({ db, tmp, size, dumpInterval: interval, inspect: false, nodeArgs: ["--cpu-prof", "--cpu-prof-dir", dir], label: "service-profiled" })
+    service = await startService({
+      db,
+      tmp,
+      size,
+      dumpInterval: interval,
+      inspect: false,
+      nodeArgs: ["--cpu-prof", "--cpu-prof-dir", dir],
+      label: "service-profiled"
+    })
     const loaded = service.events.find((e) => messageOf(e) === "catalogue loaded")
     windowsUs.load = { from: Number(service.spawnedHr / 1000n), to: toHrUs(loaded.at) }
     const first = service.start.firstDump
@@ -782,8 +827,12 @@ const initialSyncOnly = async (started, info) => {
   try {
     log(`database ${db.name}: initial sync of ${opts.initialSyncOnly} items into an empty catalogue`)
     const r = await syncTo(db, tmp, opts.initialSyncOnly)
-    log(`  reconciled ${r.listings} listings, ${r.changes} changes: ${fmtS(r.ms)} (from spawn ${fmtS(r.fromSpawnMs)}); index caught up ${fmtS(r.caughtUpMs)} after spawn;` +
-      ` service CPU ${fmtS(r.cpuMs)}`)
+    log(
+      `  reconciled ${r.listings} listings, ${r.changes} changes: ${fmtS(r.ms)} (from spawn ${fmtS(r.fromSpawnMs)}); index caught up ${
+        fmtS(r.caughtUpMs)
+      } after spawn;` +
+        ` service CPU ${fmtS(r.cpuMs)}`
+    )
     printMemory("memory after the sync", r.memory)
     results.initialSync = r
   } finally {
@@ -830,13 +879,19 @@ const main = async () => {
     rmSync(tmp, { recursive: true, force: true })
     if (!opts.keepDb) await db.drop().catch((e) => log(`could not drop ${db.name}: ${e.message}`))
   }
-  for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => { cleanup().finally(() => process.exit(130)) })
+  for (const signal of ["SIGINT", "SIGTERM"]) {
+    process.on(signal, () => {
+      cleanup().finally(() => process.exit(130))
+    })
+  }
   log(`database: ${db.name}; temp dir ${tmp}`)
   try {
     // migrations, the merchant, the memory baseline with no items (on a database of its own when
     // an existing one is reused)
     log(`\n== 0 items: migrations, merchant, baseline`)
-    let populated = opts.db === undefined ? 0 : await withClient(db.url, (c) => c.query("SELECT count(*)::int AS n FROM catalogue_items")).then((r) => r.rows[0].n)
+    let populated = opts.db === undefined
+      ? 0
+      : await withClient(db.url, (c) => c.query("SELECT count(*)::int AS n FROM catalogue_items")).then((r) => r.rows[0].n)
     if (opts.db !== undefined) log(`  reusing ${db.name} with ${populated} items; the baseline runs on an empty database of its own`)
     const baseDb = opts.db === undefined ? db : await createDatabase("_base")
     let service = await startService({ db: baseDb, tmp, size: 0, label: "service-0" })
@@ -864,8 +919,10 @@ const main = async () => {
       } else if (size <= opts.syncPopulateMax) {
         log(`  populate: the service's supplier sync, ${populated} -> ${size} items`)
         const s = await syncTo(db, tmp, size)
-        log(`  sync: reconciled ${s.listings} listings with ${s.changes} changes in ${fmtS(s.ms)} (from spawn ${fmtS(s.fromSpawnMs)});` +
-          ` index caught up ${fmtS(s.caughtUpMs)} after spawn; ${round(s.changes / (s.ms / 1000))} items/s; service CPU ${fmtS(s.cpuMs)}`)
+        log(
+          `  sync: reconciled ${s.listings} listings with ${s.changes} changes in ${fmtS(s.ms)} (from spawn ${fmtS(s.fromSpawnMs)});` +
+            ` index caught up ${fmtS(s.caughtUpMs)} after spawn; ${round(s.changes / (s.ms / 1000))} items/s; service CPU ${fmtS(s.cpuMs)}`
+        )
         r.populate = { method: "sync", from: populated, ...s }
       } else {
         log(`  populate: COPY of the synthetic rows ${populated} -> ${size} (seed.mjs)`)
@@ -875,9 +932,11 @@ const main = async () => {
       }
       {
         const compared = await withClient(db.url, (c) => verifyAgainstSync(c, 2000))
-        log(compared > 0
-          ? `  check: ${compared} rows the service's sync wrote are byte-identical to seed.mjs's rows for the same listings`
-          : `  check: no rows written by the service's sync to compare with (seed.mjs rows unchecked)`)
+        log(
+          compared > 0
+            ? `  check: ${compared} rows the service's sync wrote are byte-identical to seed.mjs's rows for the same listings`
+            : `  check: no rows written by the service's sync to compare with (seed.mjs rows unchecked)`
+        )
         r.populate.verifiedRows = compared
       }
       if (r.populate.method !== "reused") r.populate.vacuumMs = await vacuum(db)
@@ -891,12 +950,16 @@ const main = async () => {
         service = await startService({ db, tmp, size, label: `service-${size}` })
         try {
           apiKey ??= (await admin(service, "/admin/merchants", { name: `bench-catalogue-${process.pid}`, webhook_url: null })).api_key
-          log(`  loaded ${service.start.loadedItems} items ${fmtS(service.start.loadMs)} after spawn; ready after ${fmtS(service.start.readyMs)};` +
-            ` first dump ${fmtS(service.start.firstDump.millis)}`)
+          log(
+            `  loaded ${service.start.loadedItems} items ${fmtS(service.start.loadMs)} after spawn; ready after ${fmtS(service.start.readyMs)};` +
+              ` first dump ${fmtS(service.start.firstDump.millis)}`
+          )
           const reconcile = leads ? await reconcileOf(service) : undefined
           if (reconcile) {
-            log(`  reconcile at start: ${reconcile.listings} listings, changes: ${reconcile.changes} in ${fmtS(reconcile.ms)}` +
-              (reconcile.changes === 0 ? " (the database holds exactly what the sync would write)" : " WARNING: expected 0"))
+            log(
+              `  reconcile at start: ${reconcile.listings} listings, changes: ${reconcile.changes} in ${fmtS(reconcile.ms)}` +
+                (reconcile.changes === 0 ? " (the database holds exactly what the sync would write)" : " WARNING: expected 0")
+            )
           }
           await sleep(opts.settleSeconds * 1000)
           const memory = await memorySnapshot(service)
@@ -937,19 +1000,29 @@ const main = async () => {
       if (r.memory) {
         const perM = ((r.memory.rss - base) / size) * 1e6
         r.rssPerMillion = perM
-        log(`  ${size}: RSS ${mib(r.memory.rss)} MiB - baseline ${mib(base)} MiB = ${round((perM / 2 ** 30), 2)} GiB per 1,000,000 items (target < 1.5 GB)` +
-          `; load ${fmtS((r.start ?? r.dump.start).loadMs)} after spawn`)
+        log(
+          `  ${size}: RSS ${mib(r.memory.rss)} MiB - baseline ${mib(base)} MiB = ${round(perM / 2 ** 30, 2)} GiB per 1,000,000 items (target < 1.5 GB)` +
+            `; load ${fmtS((r.start ?? r.dump.start).loadMs)} after spawn`
+        )
       }
       for (const e of ENDPOINTS) {
         const h = r.http?.[e.key]
-        if (h) log(`  ${size} ${e.key}: service ${round(h.service.rps)} req/s p99 ${round(h.service.p99, 1)} ms; bare ${round(h.bare.rps)} req/s p99 ${round(h.bare.p99, 1)} ms; ratio ${round(h.ratio, 3)}`)
+        if (h) {
+          log(
+            `  ${size} ${e.key}: service ${round(h.service.rps)} req/s p99 ${round(h.service.p99, 1)} ms; bare ${round(h.bare.rps)} req/s p99 ${
+              round(h.bare.p99, 1)
+            } ms; ratio ${round(h.ratio, 3)}`
+          )
+        }
       }
       if (r.dump) {
         const worst = Math.max(...r.dump.regenerations.map((x) => x.worstProbeMs))
         const eld = Math.max(...r.dump.regenerations.map((x) => x.eventLoopDelayMaxMs))
         const ms = r.dump.regenerations.map((x) => x.millis)
-        log(`  ${size} dump: regeneration ${ms.map((x) => fmtS(x)).join(", ")}; gzip ${mib(r.dump.regenerations[0].gzipBytes)} MiB; ` +
-          `worst /health ${round(worst, 1)} ms, event-loop delay max ${round(eld, 1)} ms (target < 50 ms)`)
+        log(
+          `  ${size} dump: regeneration ${ms.map((x) => fmtS(x)).join(", ")}; gzip ${mib(r.dump.regenerations[0].gzipBytes)} MiB; ` +
+            `worst /health ${round(worst, 1)} ms, event-loop delay max ${round(eld, 1)} ms (target < 50 ms)`
+        )
       }
     }
     save()

@@ -79,42 +79,48 @@ export const seedItems = async (databaseUrl, from, to, { workers = cpus().length
     stdio: ["pipe", "pipe", "pipe"]
   })
   let psqlOutput = ""
-  psql.stdout.on("data", (c) => { psqlOutput += c })
-  psql.stderr.on("data", (c) => { psqlOutput += c })
-  const psqlExit = new Promise((resolve) => psql.once("exit", resolve))
-  const write = (text) => new Promise((resolve, reject) => {
-    if (psql.exitCode !== null) return reject(new Error(`psql exited: ${psqlOutput}`))
-    if (psql.stdin.write(text)) resolve()
-    else psql.stdin.once("drain", resolve)
+  psql.stdout.on("data", (c) => {
+    psqlOutput += c
   })
+  psql.stderr.on("data", (c) => {
+    psqlOutput += c
+  })
+  const psqlExit = new Promise((resolve) => psql.once("exit", resolve))
+  const write = (text) =>
+    new Promise((resolve, reject) => {
+      if (psql.exitCode !== null) return reject(new Error(`psql exited: ${psqlOutput}`))
+      if (psql.stdin.write(text)) resolve()
+      else psql.stdin.once("drain", resolve)
+    })
 
   const chunks = []
   for (let a = from; a < to; a += CHUNK) chunks.push([a, Math.min(to, a + CHUNK)])
   let next = 0
   let rows = 0
-  const runWorker = () => new Promise((resolve, reject) => {
-    const worker = new Worker(new URL("./seed-worker.mjs", import.meta.url), { workerData: { seed: SEED, distSrc } })
-    const give = () => {
-      if (next >= chunks.length) {
-        worker.terminate().then(() => resolve())
-        return
+  const runWorker = () =>
+    new Promise((resolve, reject) => {
+      const worker = new Worker(new URL("./seed-worker.mjs", import.meta.url), { workerData: { seed: SEED, distSrc } })
+      const give = () => {
+        if (next >= chunks.length) {
+          worker.terminate().then(() => resolve())
+          return
+        }
+        worker.postMessage(chunks[next++])
       }
-      worker.postMessage(chunks[next++])
-    }
-    worker.on("message", async ({ text, count }) => {
-      try {
-        await write(text)
-        rows += count
-        onProgress?.(rows)
-        give()
-      } catch (error) {
-        worker.terminate()
-        reject(error)
-      }
+      worker.on("message", async ({ text, count }) => {
+        try {
+          await write(text)
+          rows += count
+          onProgress?.(rows)
+          give()
+        } catch (error) {
+          worker.terminate()
+          reject(error)
+        }
+      })
+      worker.on("error", reject)
+      give()
     })
-    worker.on("error", reject)
-    give()
-  })
   await Promise.all(Array.from({ length: Math.max(1, workers) }, runWorker))
   psql.stdin.end()
   const code = await psqlExit

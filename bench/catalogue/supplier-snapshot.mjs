@@ -7,11 +7,11 @@
  *
  *   node --expose-gc bench/catalogue/supplier-snapshot.mjs [N=200000]
  */
-import { monitorEventLoopDelay } from "node:perf_hooks"
 import { Effect, Layer, Stream } from "effect"
+import { monitorEventLoopDelay } from "node:perf_hooks"
 import { Settings } from "../../dist/src/Config.js"
-import { Supplier } from "../../dist/src/Providers/Supplier.js"
 import { SupplierSimLive } from "../../dist/src/Providers/Simulator/SupplierSim.js"
+import { Supplier } from "../../dist/src/Providers/Supplier.js"
 
 const N = Number(process.argv[2] ?? 200_000)
 const gc = globalThis.gc ?? (() => {})
@@ -38,15 +38,17 @@ const program = Effect.gen(function*() {
   let heapAtFirst
   let pages = 0
   let listings = 0
-  yield* supplier.snapshot.pipe(Stream.runForEach((page) => Effect.gen(function*() {
-    if (firstAt === undefined) {
-      firstAt = performance.now() - t0
-      heapAtFirst = process.memoryUsage().heapUsed
-    }
-    pages++
-    listings += page.length
-    yield* Effect.sleep("1 millis") // the consumer (reconcile) waits on the database between pages
-  })))
+  yield* supplier.snapshot.pipe(Stream.runForEach((page) =>
+    Effect.gen(function*() {
+      if (firstAt === undefined) {
+        firstAt = performance.now() - t0
+        heapAtFirst = process.memoryUsage().heapUsed
+      }
+      pages++
+      listings += page.length
+      yield* Effect.sleep("1 millis") // the consumer (reconcile) waits on the database between pages
+    })
+  ))
   return { firstAt, heapAtFirst, pages, listings, total: performance.now() - t0 }
 })
 
@@ -55,5 +57,9 @@ clearInterval(ticker)
 delay.disable()
 console.log(`SIM_CATALOGUE_SIZE=${N}: ${r.pages} pages, ${r.listings} listings`)
 console.log(`first page reached the consumer after ${Math.round(r.firstAt)} ms; the whole snapshot consumed in ${Math.round(r.total)} ms`)
-console.log(`heap when the first page arrived: ${Math.round((r.heapAtFirst - heap0) / 2 ** 20)} MiB above the start (${Math.round((r.heapAtFirst - heap0) / N)} B per listing)`)
+console.log(
+  `heap when the first page arrived: ${Math.round((r.heapAtFirst - heap0) / 2 ** 20)} MiB above the start (${
+    Math.round((r.heapAtFirst - heap0) / N)
+  } B per listing)`
+)
 console.log(`event loop: longest gap between 5 ms timer ticks ${Math.round(longestTick)} ms; monitorEventLoopDelay max ${Math.round(delay.max / 1e6)} ms`)

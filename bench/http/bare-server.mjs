@@ -77,14 +77,18 @@ const server = createServer((req, res) => {
     if (err) return send(res, 500, JSON.stringify({ error: { code: "MERCHANT_INTERNAL_ERROR", message: "Internal error." } }))
     const row = result.rows[0]
     if (row === undefined) return send(res, 401, unauthorized)
-    send(res, 200, JSON.stringify({
-      available: usd(row.available),
-      on_hold: usd(row.onHold),
-      total_deposited: usd(row.totalDeposited),
-      total_spent: usd(row.totalSpent),
-      currency: "USD",
-      deposit_addresses: { trc20: row.trc20, bep20: row.bep20 }
-    }))
+    send(
+      res,
+      200,
+      JSON.stringify({
+        available: usd(row.available),
+        on_hold: usd(row.onHold),
+        total_deposited: usd(row.totalDeposited),
+        total_spent: usd(row.totalSpent),
+        currency: "USD",
+        deposit_addresses: { trc20: row.trc20, bep20: row.bep20 }
+      })
+    )
   }
   const forMerchant = (merchant) => {
     if (merchant.status === "blocked") {
@@ -92,10 +96,12 @@ const server = createServer((req, res) => {
     }
     pool.query(BALANCE_BY_MERCHANT, [merchant.id], answer)
   }
-  if (keyLookup === "joined") return pool.query(BALANCE_BY_KEY, [hash], (err, result) => {
-    if (!err && result.rows[0]?.status === "blocked") return forMerchant(result.rows[0])
-    answer(err, result)
-  })
+  if (keyLookup === "joined") {
+    return pool.query(BALANCE_BY_KEY, [hash], (err, result) => {
+      if (!err && result.rows[0]?.status === "blocked") return forMerchant(result.rows[0])
+      answer(err, result)
+    })
+  }
   const cached = merchantsByHash.get(hash)
   if (cached !== undefined) return forMerchant(cached)
   pool.query(KEY_BY_HASH, [hash], (err, result) => {

@@ -28,7 +28,7 @@ const sourceMapFor = (() => {
     const base = new URL(".", url)
     const sources = map.sources.map((s) => new URL(s, base).href)
     const lines = []
-    let source = 0, origLine = 0, origCol = 0
+    let source = 0, origLine = 0
     for (const lineText of map.mappings.split(";")) {
       const segments = []
       let genCol = 0
@@ -50,7 +50,6 @@ const sourceMapFor = (() => {
         if (values.length >= 4) {
           source += values[1]
           origLine += values[2]
-          origCol += values[3]
           segments.push([genCol, source, origLine])
         }
       }
@@ -62,7 +61,10 @@ const sourceMapFor = (() => {
       let lo = 0, hi = segments.length - 1, found = -1
       while (lo <= hi) {
         const mid = (lo + hi) >> 1
-        if (segments[mid][0] <= column) { found = mid; lo = mid + 1 } else hi = mid - 1
+        if (segments[mid][0] <= column) {
+          found = mid
+          lo = mid + 1
+        } else hi = mid - 1
       }
       if (found < 0) return null
       return { url: sources[segments[found][1]], line: segments[found][2] }
@@ -71,7 +73,11 @@ const sourceMapFor = (() => {
   return (url) => {
     if (!cache.has(url)) {
       let lookup = null
-      try { lookup = load(url) } catch { lookup = null }
+      try {
+        lookup = load(url)
+      } catch {
+        lookup = null
+      }
       cache.set(url, lookup)
     }
     return cache.get(url)
@@ -128,8 +134,9 @@ export const summarise = (profile, { top = 30, from = -Infinity, to = Infinity }
       add(totalByFn, k, dt)
     }
   }
-  const rank = (map) => [...map.entries()].sort((a, b) => b[1] - a[1]).slice(0, top)
-    .map(([name, ms]) => ({ name, ms: Math.round(ms), pct: Math.round((ms / busy) * 1000) / 10 }))
+  const rank = (map) =>
+    [...map.entries()].sort((a, b) => b[1] - a[1]).slice(0, top)
+      .map(([name, ms]) => ({ name, ms: Math.round(ms), pct: Math.round((ms / busy) * 1000) / 10 }))
   return {
     busyMs: Math.round(busy),
     idleMs: Math.round(idle),

@@ -69,7 +69,9 @@ await withAdmin((c) => c.query(`CREATE DATABASE ${dbName}`))
 const dbUrl = Object.assign(new URL(PG_SERVER_URL), { pathname: `/${dbName}` }).toString()
 const tmp = mkdtempSync(join(tmpdir(), "mps-ladder-"))
 const running = new Set()
-process.on("exit", () => { for (const c of running) c.kill("SIGKILL") })
+process.on("exit", () => {
+  for (const c of running) c.kill("SIGKILL")
+})
 for (const signal of ["SIGINT", "SIGTERM"]) {
   process.on(signal, async () => {
     for (const c of running) c.kill("SIGKILL")
@@ -103,8 +105,12 @@ const start = async (variant) => {
   const child = spawn(process.execPath, variant === "service" ? [...START.nodeFlags, script] : [script], { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"] })
   running.add(child)
   let output = ""
-  child.stdout.on("data", (c) => { output += c })
-  child.stderr.on("data", (c) => { output += c })
+  child.stdout.on("data", (c) => {
+    output += c
+  })
+  child.stderr.on("data", (c) => {
+    output += c
+  })
   const probe = variant === "service" ? `http://127.0.0.1:${opsPort}/ready` : `http://127.0.0.1:${port}${PATH}`
   const deadline = Date.now() + 60_000
   for (;;) {
@@ -158,14 +164,20 @@ try {
       await server.stop()
       const us = ((c1 - c0 - idlePerSecond * duration) * 1000) / r.requests.total
       results[variant].push({ us, rps: r.requests.average, non2xx: r.non2xx })
-      console.log(`  round ${rep + 1} ${variant.padEnd(8)} ${String(Math.round(r.requests.average)).padStart(6)} req/s ${String(Math.round(us)).padStart(6)} µs/req` +
-        `${idlePerSecond > 0 ? ` (idle ${idlePerSecond} ms/s)` : ""}${r.non2xx ? ` non2xx ${r.non2xx}` : ""}`)
+      console.log(
+        `  round ${rep + 1} ${variant.padEnd(8)} ${String(Math.round(r.requests.average)).padStart(6)} req/s ${String(Math.round(us)).padStart(6)} µs/req` +
+          `${idlePerSecond > 0 ? ` (idle ${idlePerSecond} ms/s)` : ""}${r.non2xx ? ` non2xx ${r.non2xx}` : ""}`
+      )
     }
   }
   console.log("\nvariant    min µs/req  median µs/req  best req/s")
   for (const [variant, rs] of Object.entries(results)) {
     const us = rs.map((r) => r.us)
-    console.log(`  ${variant.padEnd(8)} ${String(Math.round(Math.min(...us))).padStart(10)} ${String(Math.round(median(us))).padStart(14)} ${String(Math.round(Math.max(...rs.map((r) => r.rps)))).padStart(11)}`)
+    console.log(
+      `  ${variant.padEnd(8)} ${String(Math.round(Math.min(...us))).padStart(10)} ${String(Math.round(median(us))).padStart(14)} ${
+        String(Math.round(Math.max(...rs.map((r) => r.rps)))).padStart(11)
+      }`
+    )
   }
 } finally {
   for (const c of running) c.kill("SIGKILL")

@@ -43,22 +43,8 @@ import { cpus, freemem, tmpdir, totalmem } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import pg from "pg"
+import { atInterrupt, cpuMs, freePort, httpOk, log, machineTicks, mean, round, sleep, START, startChild, waitQuiet as waitQuietFor } from "../lib/harness.mjs"
 import { printSummary, summarise } from "./cpuprofile-summary.mjs"
-import {
-  atInterrupt,
-  cpuMs,
-  freePort,
-  httpOk,
-  log,
-  machineBusyOver,
-  machineTicks,
-  mean,
-  round,
-  sleep,
-  START,
-  startChild,
-  waitQuiet as waitQuietFor
-} from "../lib/harness.mjs"
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url))
 const HERE = fileURLToPath(new URL("./", import.meta.url))
@@ -111,8 +97,14 @@ const median = (xs) => {
 const portAccepts = (port) =>
   new Promise((resolve) => {
     const socket = createConnection({ port, host: "127.0.0.1" })
-    socket.once("connect", () => { socket.destroy(); resolve(true) })
-    socket.once("error", () => { socket.destroy(); resolve(false) })
+    socket.once("connect", () => {
+      socket.destroy()
+      resolve(true)
+    })
+    socket.once("error", () => {
+      socket.destroy()
+      resolve(false)
+    })
   })
 
 /**
@@ -293,11 +285,15 @@ const measure = async (target, apiKey) => {
 }
 
 const printRun = (label, r) =>
-  log(`  ${label.padEnd(8)} ${String(round(r.rps)).padStart(7)} req/s  p50 ${String(r.p50).padStart(3)} ms  p99 ${String(r.p99).padStart(3)} ms` +
-    `  cpu ${round(r.cpuMsPerRequest * 1000)} µs/req (${round(r.cpuUtilisation * 100)} % of a core)` +
-    `  non2xx ${r.non2xx} errors ${r.errors} timeouts ${r.timeouts}` +
-    `\n           cores busy: all ${round(r.coresBusy, 2)} = server ${round(r.coresServer, 2)} + autocannon ${round(r.coresLoadGenerator, 2)}` +
-    ` + rest (PostgreSQL, others) ${round(r.coresBusy - r.coresServer - r.coresLoadGenerator, 2)}; machine ${round(r.machineBusyBefore * 100)} % busy just before`)
+  log(
+    `  ${label.padEnd(8)} ${String(round(r.rps)).padStart(7)} req/s  p50 ${String(r.p50).padStart(3)} ms  p99 ${String(r.p99).padStart(3)} ms` +
+      `  cpu ${round(r.cpuMsPerRequest * 1000)} µs/req (${round(r.cpuUtilisation * 100)} % of a core)` +
+      `  non2xx ${r.non2xx} errors ${r.errors} timeouts ${r.timeouts}` +
+      `\n           cores busy: all ${round(r.coresBusy, 2)} = server ${round(r.coresServer, 2)} + autocannon ${round(r.coresLoadGenerator, 2)}` +
+      ` + rest (PostgreSQL, others) ${round(r.coresBusy - r.coresServer - r.coresLoadGenerator, 2)}; machine ${
+        round(r.machineBusyBefore * 100)
+      } % busy just before`
+  )
 
 // ---- start-up ------------------------------------------------------------------------------------
 
@@ -368,10 +364,23 @@ const main = async () => {
   log(`service: node ${rel(MAIN)} (what npm start runs)`)
   buildIfNeeded()
 
-  const git = (cmd) => { try { return execSync(cmd, { cwd: ROOT, stdio: ["ignore", "pipe", "ignore"] }).toString().trim() } catch { return undefined } }
+  const git = (cmd) => {
+    try {
+      return execSync(cmd, { cwd: ROOT, stdio: ["ignore", "pipe", "ignore"] }).toString().trim()
+    } catch {
+      return undefined
+    }
+  }
   const revision = `${git("git rev-parse --short HEAD")}${git("git status --porcelain src migrations") ? " + uncommitted changes in src/" : ""}`
   log(`revision: ${revision}`)
-  const results = { revision, service: rel(MAIN), date: started.toISOString(), command: `node bench/http/run.mjs ${argv.join(" ")}`.trim(), machine: info, options: opts }
+  const results = {
+    revision,
+    service: rel(MAIN),
+    date: started.toISOString(),
+    command: `node bench/http/run.mjs ${argv.join(" ")}`.trim(),
+    machine: info,
+    options: opts
+  }
   const db = await createDatabase()
   const tmp = mkdtempSync(join(tmpdir(), "mps-bench-"))
   mkdirSync(OUT, { recursive: true })
@@ -430,11 +439,23 @@ const main = async () => {
       const ratio = s.rps / b.rps
       results.load = { runs, service: s, bare: b, ratio, cpuRatio: b.cpuMsPerRequest / s.cpuMsPerRequest }
       log(`\n              req/s    p50 ms   p99 ms   CPU µs/req`)
-      log(`  service  ${String(round(s.rps)).padStart(8)}  ${String(round(s.p50, 1)).padStart(7)}  ${String(round(s.p99, 1)).padStart(7)}  ${String(round(s.cpuMsPerRequest * 1000)).padStart(9)}`)
-      log(`  bare     ${String(round(b.rps)).padStart(8)}  ${String(round(b.p50, 1)).padStart(7)}  ${String(round(b.p99, 1)).padStart(7)}  ${String(round(b.cpuMsPerRequest * 1000)).padStart(9)}`)
+      log(
+        `  service  ${String(round(s.rps)).padStart(8)}  ${String(round(s.p50, 1)).padStart(7)}  ${String(round(s.p99, 1)).padStart(7)}  ${
+          String(round(s.cpuMsPerRequest * 1000)).padStart(9)
+        }`
+      )
+      log(
+        `  bare     ${String(round(b.rps)).padStart(8)}  ${String(round(b.p50, 1)).padStart(7)}  ${String(round(b.p99, 1)).padStart(7)}  ${
+          String(round(b.cpuMsPerRequest * 1000)).padStart(9)
+        }`
+      )
       const roundRatios = runs.service.map((r, i) => r.rps / runs.bare[i].rps)
       results.load.roundRatios = roundRatios
-      log(`  ratio service/bare: ${round(ratio, 3)} (target >= 0.5) -> ${ratio >= 0.5 ? "MET" : "NOT MET"}; per round ${roundRatios.map((x) => round(x, 3)).join(", ")}`)
+      log(
+        `  ratio service/bare: ${round(ratio, 3)} (target >= 0.5) -> ${ratio >= 0.5 ? "MET" : "NOT MET"}; per round ${
+          roundRatios.map((x) => round(x, 3)).join(", ")
+        }`
+      )
       log(`  CPU per request, bare/service: ${round(results.load.cpuRatio, 3)}`)
     }
 

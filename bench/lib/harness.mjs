@@ -79,9 +79,13 @@ export const cpuMs = (pid) => {
  * since `a` counts from 0). The PostgreSQL server is shared: other databases' backends are left out.
  */
 export const pgBackendCpu = async (database, application) => {
-  const pids = await withAdminClient((c) => c.query(
-    `SELECT pid FROM pg_stat_activity WHERE datname = $1 AND backend_type = 'client backend' AND pid <> pg_backend_pid()
-     ${application ? "AND application_name = $2" : ""}`, application ? [database, application] : [database]))
+  const pids = await withAdminClient((c) =>
+    c.query(
+      `SELECT pid FROM pg_stat_activity WHERE datname = $1 AND backend_type = 'client backend' AND pid <> pg_backend_pid()
+     ${application ? "AND application_name = $2" : ""}`,
+      application ? [database, application] : [database]
+    )
+  )
     .then((r) => r.rows.map((row) => row.pid))
   return new Map(pids.map((pid) => [pid, cpuMs(pid)]).filter(([, ms]) => !Number.isNaN(ms)))
 }
@@ -128,7 +132,9 @@ export const otherBusyProcesses = async (ms, exclude) => {
       try {
         const cmd = readFileSync(`/proc/${entry}/cmdline`, "utf8").replace(/\0/g, " ").trim().slice(0, 90)
         m.set(entry, { cmd, cpu: cpuMs(Number(entry)) })
-      } catch {}
+      } catch {
+        // the process ended while it was read
+      }
     }
     return m
   }
@@ -150,12 +156,26 @@ export const childPids = () => new Set([...children].map((c) => c.pid))
 const track = (child, label) => {
   children.add(child)
   let output = ""
-  child.stdout?.on("data", (c) => { output += c; if (output.length > 1_000_000) output = output.slice(-500_000) })
-  child.stderr?.on("data", (c) => { output += c; if (output.length > 1_000_000) output = output.slice(-500_000) })
-  const exited = new Promise((resolve) => child.once("exit", (code, signal) => { children.delete(child); resolve(code ?? signal) }))
+  child.stdout?.on("data", (c) => {
+    output += c
+    if (output.length > 1_000_000) output = output.slice(-500_000)
+  })
+  child.stderr?.on("data", (c) => {
+    output += c
+    if (output.length > 1_000_000) output = output.slice(-500_000)
+  })
+  const exited = new Promise((resolve) =>
+    child.once("exit", (code, signal) => {
+      children.delete(child)
+      resolve(code ?? signal)
+    })
+  )
   const stop = async (graceMs = 15_000) => {
     if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM")
-    const timer = setTimeout(() => { log(`  (${label} did not exit in ${graceMs} ms: SIGKILL)`); child.kill("SIGKILL") }, graceMs)
+    const timer = setTimeout(() => {
+      log(`  (${label} did not exit in ${graceMs} ms: SIGKILL)`)
+      child.kill("SIGKILL")
+    }, graceMs)
     const code = await exited
     clearTimeout(timer)
     return code
@@ -164,8 +184,7 @@ const track = (child, label) => {
 }
 
 /** `node args` with its output kept; `stop` ends it with SIGTERM (SIGKILL after 15 s). */
-export const startChild = (args, env, label) =>
-  track(spawn(process.execPath, args, { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"] }), label)
+export const startChild = (args, env, label) => track(spawn(process.execPath, args, { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"] }), label)
 
 /** A forked node module with an IPC channel. */
 export const forkChild = (module, args, env, label, execArgv = []) =>
@@ -185,11 +204,12 @@ export const rpc = (proc) => {
     for (const [, resolve] of waiting) resolve({ error: `${proc.label} exited with ${code}:\n${proc.output().slice(-4000)}` })
     waiting.clear()
   })
-  return (msg) => new Promise((resolve, reject) => {
-    const id = next++
-    waiting.set(id, (m) => (m.error ? reject(new Error(m.error)) : resolve(m)))
-    proc.child.send({ ...msg, id })
-  })
+  return (msg) =>
+    new Promise((resolve, reject) => {
+      const id = next++
+      waiting.set(id, (m) => (m.error ? reject(new Error(m.error)) : resolve(m)))
+      proc.child.send({ ...msg, id })
+    })
 }
 
 const onInterrupt = []
@@ -229,7 +249,7 @@ export const buildIfNeeded = () => {
 
 /** A connected pg.Client; retries while the shared server is out of connections (53300). */
 export const connectClient = async (connectionString, tries = 40) => {
-  for (let i = 0; ; i++) {
+  for (let i = 0;; i++) {
     const client = new pg.Client({ connectionString })
     client.on("error", () => undefined)
     try {
@@ -257,7 +277,10 @@ export const createDatabase = async (prefix) => {
   const url = new URL(PG_SERVER_URL)
   url.pathname = `/${name}`
   const drop = () => withAdminClient((c) => c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`))
-  atInterrupt(async () => { await sleep(300); await drop() })
+  atInterrupt(async () => {
+    await sleep(300)
+    await drop()
+  })
   return { name, url: url.toString(), drop }
 }
 
@@ -355,7 +378,9 @@ export const machineInfo = async () => {
   try {
     revision = execSync("git rev-parse --short HEAD", { cwd: ROOT }).toString().trim() +
       (execSync("git status --porcelain src", { cwd: ROOT }).toString().trim() === "" ? "" : " (src modified)")
-  } catch {}
+  } catch {
+    // not a git checkout: the revision stays unknown
+  }
   return {
     revision,
     nproc: Number(execSync("nproc").toString().trim()),

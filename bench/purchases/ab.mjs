@@ -28,11 +28,21 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
-import { openConnection } from "../lib/http-connection.mjs"
 import {
-  argOptions, connectClient, cpuMs, createDatabase, deferPurchaseWorker, fundedMerchant, log, mean, percentileSorted, round, sleep,
+  argOptions,
+  connectClient,
+  cpuMs,
+  createDatabase,
+  deferPurchaseWorker,
+  fundedMerchant,
+  log,
+  mean,
+  percentileSorted,
+  round,
+  sleep,
   startService
 } from "../lib/harness.mjs"
+import { openConnection } from "../lib/http-connection.mjs"
 
 const opts = argOptions(process.argv.slice(2), {
   clients: 1,
@@ -88,9 +98,10 @@ const measureWindow = async (variant, kept) => {
       const i = variant.next++
       if (i >= variant.items.length) throw new Error(`${variant.name}: out of items after ${i}; raise --catalogue`)
       const started = performance.now()
-      const response = await variant.connections[c].request("POST", "/api/v1/merchant/buy",
-        { authorization: `Bearer ${key}`, "content-type": "application/json" },
-        JSON.stringify({ item_id: variant.items[i], max_price: 100000, custom_id: `ab-${i}`, target_trade_url: TRADE_URL }))
+      const response = await variant.connections[c].request("POST", "/api/v1/merchant/buy", {
+        authorization: `Bearer ${key}`,
+        "content-type": "application/json"
+      }, JSON.stringify({ item_id: variant.items[i], max_price: 100000, custom_id: `ab-${i}`, target_trade_url: TRADE_URL }))
       if (response.status !== 201) throw new Error(`${variant.name}: ${response.status} ${response.body}`)
       if (measuring) latencies.push(performance.now() - started)
     }
@@ -115,7 +126,11 @@ const measureWindow = async (variant, kept) => {
     p99: percentileSorted(latencies, 99)
   }
   if (kept) variant.windows.push(window)
-  log(`  ${variant.name}${kept ? " " : " (warm-up)"}  ${round(window.rate, 1)} buys/s  CPU ${Math.round(window.cpuUsPerBuy)} µs/buy  mean ${round(window.mean, 2)} ms  p50 ${round(window.p50, 2)}  p99 ${round(window.p99, 2)}`)
+  log(
+    `  ${variant.name}${kept ? " " : " (warm-up)"}  ${round(window.rate, 1)} buys/s  CPU ${Math.round(window.cpuUsPerBuy)} µs/buy  mean ${
+      round(window.mean, 2)
+    } ms  p50 ${round(window.p50, 2)}  p99 ${round(window.p99, 2)}`
+  )
   await sleep(1000)
 }
 
@@ -134,7 +149,11 @@ const main = async () => {
     }
     const avg = (variant, key) => mean(variant.windows.map((w) => w[key]))
     for (const v of [a, b]) {
-      log(`${v.name}: ${round(avg(v, "rate"), 1)} buys/s, CPU ${Math.round(avg(v, "cpuUsPerBuy"))} µs/buy, mean ${round(avg(v, "mean"), 2)} ms, p99 ${round(avg(v, "p99"), 1)} ms (means of ${v.windows.length} windows)`)
+      log(
+        `${v.name}: ${round(avg(v, "rate"), 1)} buys/s, CPU ${Math.round(avg(v, "cpuUsPerBuy"))} µs/buy, mean ${round(avg(v, "mean"), 2)} ms, p99 ${
+          round(avg(v, "p99"), 1)
+        } ms (means of ${v.windows.length} windows)`
+      )
     }
     log(`B/A buys/s: ${round(avg(b, "rate") / avg(a, "rate"), 3)}; by pair: ${a.windows.map((w, i) => round(b.windows[i].rate / w.rate, 2)).join(" ")}`)
   } finally {

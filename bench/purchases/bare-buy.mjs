@@ -18,12 +18,17 @@ export const buy = async (pool, { merchantId, itemId, customId, tradeUrl, steamI
   try {
     const first = await pipelined(client, [
       ["BEGIN", []],
-      [`INSERT INTO purchase_requests (merchant_id, custom_id, kind, item_id, target_trade_url, target_steam_id)
+      [
+        `INSERT INTO purchase_requests (merchant_id, custom_id, kind, item_id, target_trade_url, target_steam_id)
           VALUES ($1, $2, 'by_id', $3, $4, $5)
           ON CONFLICT (merchant_id, custom_id) DO NOTHING RETURNING custom_id`,
-        [merchantId, customId, itemId, tradeUrl, steamId]],
-      [`SELECT status, price_cents AS "priceCents", provider_price_cents AS "providerPriceCents", item, sim
-          FROM catalogue_items WHERE id = $1 FOR UPDATE`, [itemId]]
+        [merchantId, customId, itemId, tradeUrl, steamId]
+      ],
+      [
+        `SELECT status, price_cents AS "priceCents", provider_price_cents AS "providerPriceCents", item, sim
+          FROM catalogue_items WHERE id = $1 FOR UPDATE`,
+        [itemId]
+      ]
     ])
     if (first._tag === "failed") throw first.error
     const [, inserted, locked] = first.results
@@ -38,15 +43,17 @@ export const buy = async (pool, { merchantId, itemId, customId, tradeUrl, steamI
     const eventId = randomUUID()
     const createdAt = new Date()
     const MARK = "\u0000balance_after\u0000"
-    const data = Object.fromEntries(Object.entries({
-      purchase_id: purchaseId,
-      custom_id: customId,
-      status: "created",
-      market_hash_name: item.market_hash_name,
-      price: usd(priceCents),
-      target_steam_id: steamId,
-      balance_after: MARK
-    }).filter(([, v]) => v !== undefined && v !== null))
+    const data = Object.fromEntries(
+      Object.entries({
+        purchase_id: purchaseId,
+        custom_id: customId,
+        status: "created",
+        market_hash_name: item.market_hash_name,
+        price: usd(priceCents),
+        target_steam_id: steamId,
+        balance_after: MARK
+      }).filter(([, v]) => v !== undefined && v !== null)
+    )
     const body = JSON.stringify({ event_id: eventId, event_type: "purchase.created", created_at: createdAt.toISOString(), data })
     const mark = body.lastIndexOf(JSON.stringify(MARK))
     const second = await pipelined(client, [[
@@ -78,13 +85,42 @@ export const buy = async (pool, { merchantId, itemId, customId, tradeUrl, steamI
           FROM inserted, debit)
         SELECT bought.* FROM (SELECT 1) AS one LEFT JOIN bought ON true
         WHERE assert_true(bought.reserved, 'nothing bought')`,
-      [priceCents, priceCents, priceCents, merchantId, priceCents, merchantId, -priceCents, purchaseId,
-        purchaseId, merchantId, customId, 1, itemId, item.market_hash_name, item.image_url, item.exterior, item.float,
-        item.delivery_type, item.estimated_delivery_minutes, row.priceCents, row.providerPriceCents, row.sim, tradeUrl, steamId,
+      [
+        priceCents,
+        priceCents,
+        priceCents,
+        merchantId,
+        priceCents,
+        merchantId,
+        -priceCents,
+        purchaseId,
+        purchaseId,
+        merchantId,
+        customId,
+        1,
+        itemId,
+        item.market_hash_name,
+        item.image_url,
+        item.exterior,
+        item.float,
+        item.delivery_type,
+        item.estimated_delivery_minutes,
+        row.priceCents,
+        row.providerPriceCents,
+        row.sim,
+        tradeUrl,
+        steamId,
         randomUUID(),
-        eventId, merchantId, "purchase.created", purchaseId, body.slice(0, mark), body.slice(mark + JSON.stringify(MARK).length),
+        eventId,
+        merchantId,
+        "purchase.created",
+        purchaseId,
+        body.slice(0, mark),
+        body.slice(mark + JSON.stringify(MARK).length),
         createdAt,
-        itemId]], ["COMMIT", []]])
+        itemId
+      ]
+    ], ["COMMIT", []]])
     // assert_true raised (PostgreSQL skipped the COMMIT) unless it bought
     if (second._tag === "failed") throw second.error
     const purchase = second.results[0].rows[0]

@@ -16,7 +16,11 @@ import pg from "pg"
 import { admin, argOptions, createDatabase, log, round, sleep, startService, withAdminClient } from "../lib/harness.mjs"
 
 const opts = argOptions(process.argv.slice(2), {
-  buys: 50, concurrency: 1, timeScale: 100, log: "/var/log/postgresql/postgresql-15-main.log", worker: "on"
+  buys: 50,
+  concurrency: 1,
+  timeScale: 100,
+  log: "/var/log/postgresql/postgresql-15-main.log",
+  worker: "on"
 })
 const TRADE_URL = "https://steamcommunity.com/tradeoffer/new/?partner=12345678&token=abcdEFGH"
 
@@ -31,7 +35,8 @@ const main = async () => {
   try {
     await withAdminClient((c) => c.query(`ALTER DATABASE ${db.name} SET log_min_duration_statement = 0`))
     svc = await startService({
-      databaseUrl: db.url, dataDir: `/tmp/${db.name}`,
+      databaseUrl: db.url,
+      dataDir: `/tmp/${db.name}`,
       extra: { SIM_CATALOGUE_SIZE: "5000", SIM_CHURN_PER_SECOND: "0", SIM_TIME_SCALE: String(opts.timeScale) }
     })
     const m = await admin(svc, "/admin/merchants", { name: "census", webhook_url: null })
@@ -101,7 +106,12 @@ const main = async () => {
           const pid = timeline[i].pid
           const tx = []
           let start = i
-          for (let k = i - 1; k >= 0 && k > i - 50; k--) if (timeline[k].pid === pid && timeline[k].key === "BEGIN") { start = k; break }
+          for (let k = i - 1; k >= 0 && k > i - 50; k--) {
+            if (timeline[k].pid === pid && timeline[k].key === "BEGIN") {
+              start = k
+              break
+            }
+          }
           for (let k = start; k < timeline.length && tx.length < 40; k++) {
             if (timeline[k].pid !== pid) continue
             tx.push(timeline[k])

@@ -13,9 +13,14 @@ import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import pg from "pg"
-import { createDatabase, cpuMs, fundedMerchant, startService } from "../lib/harness.mjs"
+import { cpuMs, createDatabase, fundedMerchant, startService } from "../lib/harness.mjs"
 const db = await createDatabase("mps_bench_pathcost")
-const service = await startService({ databaseUrl: db.url, dataDir: mkdtempSync(join(tmpdir(), "mps-pathcost-")), extra: { SIM_CATALOGUE_SIZE: "20000", SIM_TIME_SCALE: "100" }, untilIdle: true })
+const service = await startService({
+  databaseUrl: db.url,
+  dataDir: mkdtempSync(join(tmpdir(), "mps-pathcost-")),
+  extra: { SIM_CATALOGUE_SIZE: "20000", SIM_TIME_SCALE: "100" },
+  untilIdle: true
+})
 const m = await fundedMerchant(service, "path-cost", 2_000_000)
 const dbc = new pg.Client({ connectionString: db.url })
 await dbc.connect()
@@ -23,13 +28,27 @@ const itemIds = (await dbc.query("SELECT id FROM catalogue_items WHERE status = 
 let nextItem = 0
 const key = m.api_key ?? m.apiKey
 const url = (p) => `${service.baseUrl}/api/v1/merchant${p}`
-const bodyOf = (fields) => JSON.stringify({ item_id: "3f1c2b9a-8d7e-4c6b-9a5f-0e1d2c3b4a59", max_price: 10, custom_id: "c1", target_trade_url: "https://steamcommunity.com/tradeoffer/new/?partner=12345678&token=abcdEFGH", ...fields })
+const bodyOf = (fields) =>
+  JSON.stringify({
+    item_id: "3f1c2b9a-8d7e-4c6b-9a5f-0e1d2c3b4a59",
+    max_price: 10,
+    custom_id: "c1",
+    target_trade_url: "https://steamcommunity.com/tradeoffer/new/?partner=12345678&token=abcdEFGH",
+    ...fields
+  })
 const run = async (label, opts) => {
   const c0 = cpuMs(service.child.pid)
   const r = await autocannon({ connections: 8, duration: 8, headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, ...opts })
   const cpu = cpuMs(service.child.pid) - c0
   const n = r.requests.total
-  console.log(label.padEnd(40), String(Math.round(r.requests.average)).padStart(6), "req/s", String(Math.round((cpu * 1000) / n)).padStart(6), "µs CPU/request", JSON.stringify(r.statusCodeStats ?? {}))
+  console.log(
+    label.padEnd(40),
+    String(Math.round(r.requests.average)).padStart(6),
+    "req/s",
+    String(Math.round((cpu * 1000) / n)).padStart(6),
+    "µs CPU/request",
+    JSON.stringify(r.statusCodeStats ?? {})
+  )
 }
 await run("GET /balance (fast lane)", { url: url("/balance") })
 await run("POST /buy 400 (bad trade url)", { url: url("/buy"), method: "POST", body: bodyOf({ target_trade_url: "nope" }) })

@@ -44,13 +44,34 @@
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
-import pg from "pg"
 import { printSummary, summarise } from "../http/cpuprofile-summary.mjs"
-import { openConnection } from "../lib/http-connection.mjs"
 import {
-  admin, argOptions, atInterrupt, buildIfNeeded, connectClient, cpuMs, createDatabase, deferPurchaseWorker, forkChild, log, machineInfo, machineTicks, mean,
-  percentileSorted, PG_SERVER_URL, pgBackendCpu, pgCpuDelta, round, rpc, sleep, startService, waitQuiet, withAdminClient, CLK_TCK
+  admin,
+  argOptions,
+  atInterrupt,
+  buildIfNeeded,
+  CLK_TCK,
+  connectClient,
+  cpuMs,
+  createDatabase,
+  deferPurchaseWorker,
+  forkChild,
+  log,
+  machineInfo,
+  machineTicks,
+  mean,
+  percentileSorted,
+  PG_SERVER_URL,
+  pgBackendCpu,
+  pgCpuDelta,
+  round,
+  rpc,
+  sleep,
+  startService,
+  waitQuiet,
+  withAdminClient
 } from "../lib/harness.mjs"
+import { openConnection } from "../lib/http-connection.mjs"
 
 const HERE = fileURLToPath(new URL("./", import.meta.url))
 const OUT = join(HERE, "out")
@@ -93,12 +114,18 @@ const activitySampler = async (database) => {
         const rows = (await client.query(
           `SELECT state, coalesce(wait_event_type, '') AS wt, coalesce(wait_event, '') AS we, count(*)::int AS n
            FROM pg_stat_activity WHERE datname = $1 AND backend_type = 'client backend' AND pid <> pg_backend_pid()
-           GROUP BY 1, 2, 3`, [database])).rows
+           GROUP BY 1, 2, 3`,
+          [database]
+        )).rows
         samples++
         for (const r of rows) {
-          const key = r.state === "active" ? (r.wt === "" ? "active: running" : `active: waiting ${r.wt}/${r.we}`)
-            : r.state === "idle in transaction" ? "idle in transaction (waiting for the client)"
-            : r.state === "idle" ? (r.wt === "Client" ? "idle (no transaction)" : `idle ${r.wt}/${r.we}`) : r.state
+          const key = r.state === "active" ?
+            (r.wt === "" ? "active: running" : `active: waiting ${r.wt}/${r.we}`)
+            : r.state === "idle in transaction" ?
+            "idle in transaction (waiting for the client)"
+            : r.state === "idle"
+            ? (r.wt === "Client" ? "idle (no transaction)" : `idle ${r.wt}/${r.we}`)
+            : r.state
           counts[key] = (counts[key] ?? 0) + r.n
         }
         await sleep(10)
@@ -172,9 +199,13 @@ const loadService = async (service, merchants, items, { concurrency, warmup, dur
  * The server's WAL so far: bytes (from the insert position), records, full-page images and flushes
  * (pg_stat_wal, whose counters backends report within about a second). The server is shared.
  */
-const walStats = () => withAdminClient((c) => c.query(
-  `SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::float8 AS bytes, wal_records::float8 AS records, wal_fpi::float8 AS fpi,
-          wal_sync::float8 AS syncs FROM pg_stat_wal`)).then((q) => q.rows[0])
+const walStats = () =>
+  withAdminClient((c) =>
+    c.query(
+      `SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::float8 AS bytes, wal_records::float8 AS records, wal_fpi::float8 AS fpi,
+          wal_sync::float8 AS syncs FROM pg_stat_wal`
+    )
+  ).then((q) => q.rows[0])
 const walDelta = (a, b) => ({ bytes: b.bytes - a.bytes, records: b.records - a.records, fpi: b.fpi - a.fpi, syncs: b.syncs - a.syncs })
 
 // ---- one measured run -----------------------------------------------------------------------------
@@ -193,8 +224,11 @@ const buyBatchMetrics = async (service) => {
 
 /** A bare's pool: a connection per client, as far as the shared server has free ones. */
 const barePoolSize = async (concurrency) => {
-  const free = await withAdminClient((c) => c.query(
-    "SELECT current_setting('max_connections')::int - (SELECT count(*) FROM pg_stat_activity)::int AS free")).then((q) => q.rows[0].free)
+  const free = await withAdminClient((c) =>
+    c.query(
+      "SELECT current_setting('max_connections')::int - (SELECT count(*) FROM pg_stat_activity)::int AS free"
+    )
+  ).then((q) => q.rows[0].free)
   const poolMax = Math.max(1, Math.min(concurrency, free - 20))
   if (poolMax < concurrency) log(`  note: PostgreSQL has ${free} free connections (max_connections is shared): the bare's pool is capped at ${poolMax}`)
   return poolMax
@@ -233,17 +267,30 @@ const measure = async (which, ctx, concurrency) => {
     // a scrape at the warm-up's end resets prom-client's event-loop delay histogram
     const loopProbe = setTimeout(() => fetch(`${ctx.service.opsUrl}/metrics`).then((res) => res.text()), opts.warmup * 1000)
     r = await loadService(ctx.service, ctx.merchants, ctx.serviceItems, {
-      concurrency, warmup: opts.warmup, duration: opts.duration, prefix, onMeasuring, onWindowEnd
+      concurrency,
+      warmup: opts.warmup,
+      duration: opts.duration,
+      prefix,
+      onMeasuring,
+      onWindowEnd
     })
     clearTimeout(loopProbe)
     const batchesAfter = await buyBatchMetrics(ctx.service)
     const [transactions, purchases] = [batchesAfter.transactions - batchesBefore.transactions, batchesAfter.purchases - batchesBefore.purchases]
-    batching = `\n              fast lane (warm-up included): ${purchases} purchases in ${transactions} transactions, ${round(purchases / transactions, 2)} per transaction` +
+    batching =
+      `\n              fast lane (warm-up included): ${purchases} purchases in ${transactions} transactions, ${
+        round(purchases / transactions, 2)
+      } per transaction` +
       `; event loop delay since the warm-up: p99 ${round(batchesAfter.loopP99 * 1000, 1)} ms, max ${round(batchesAfter.loopMax * 1000, 1)} ms`
   } else if (which === "bare-http") {
     await ctx.bareHttpCall({ cmd: "pool", max: await barePoolSize(concurrency) })
     r = await loadService({ baseUrl: ctx.bareHttp.baseUrl }, ctx.merchants, ctx.bareHttpItems, {
-      concurrency, warmup: opts.warmup, duration: opts.duration, prefix, onMeasuring, onWindowEnd
+      concurrency,
+      warmup: opts.warmup,
+      duration: opts.duration,
+      prefix,
+      onMeasuring,
+      onWindowEnd
     })
     // its connections are given back between windows, as the bare's are (the server's are shared),
     // once their CPU time at the window's end is read
@@ -287,14 +334,20 @@ const measure = async (which, ctx, concurrency) => {
     machineBusyBefore: busyBefore,
     window: { from: before.hr, to: after.hr }
   }
-  log(`  ${which.padEnd(8)} c=${String(concurrency).padStart(2)}  ${String(round(res.rps, 1)).padStart(7)} buys/s  p50 ${round(res.p50, 1)} ms` +
-    `  p99 ${round(res.p99, 1)} ms  max ${round(res.max, 1)} ms  errors ${res.errors}${res.errors ? ` ${JSON.stringify(res.errorKinds).slice(0, 300)}` : ""}` +
-    `\n              CPU ${round(res.cpuMsPerBuy * 1000)} µs/buy in the ${which} process; cores: machine ${res.cores.machine} = ${which} ${res.cores.server}` +
-    ` + its postgres backends ${res.cores.postgres}${which !== "bare" ? ` + load generator ${res.cores.loadGenerator}` : " (its own workers included)"}` +
-    ` + rest ${round(res.cores.machine - res.cores.server - res.cores.postgres - res.cores.loadGenerator, 2)}` +
-    `\n              WAL per buy (whole server): ${round(res.walPerBuy.bytes)} bytes, ${round(res.walPerBuy.records, 1)} records, ` +
-    `${round(res.walPerBuy.fullPageImages, 2)} full-page images, ${round(res.walPerBuy.syncs, 2)} flushes` +
-    `\n              backends (mean count): ${Object.entries(activity).map(([k, v]) => `${k} ${v}`).join("; ")}${batching}`)
+  log(
+    `  ${which.padEnd(8)} c=${String(concurrency).padStart(2)}  ${String(round(res.rps, 1)).padStart(7)} buys/s  p50 ${round(res.p50, 1)} ms` +
+      `  p99 ${round(res.p99, 1)} ms  max ${round(res.max, 1)} ms  errors ${res.errors}${
+        res.errors ? ` ${JSON.stringify(res.errorKinds).slice(0, 300)}` : ""
+      }` +
+      `\n              CPU ${
+        round(res.cpuMsPerBuy * 1000)
+      } µs/buy in the ${which} process; cores: machine ${res.cores.machine} = ${which} ${res.cores.server}` +
+      ` + its postgres backends ${res.cores.postgres}${which !== "bare" ? ` + load generator ${res.cores.loadGenerator}` : " (its own workers included)"}` +
+      ` + rest ${round(res.cores.machine - res.cores.server - res.cores.postgres - res.cores.loadGenerator, 2)}` +
+      `\n              WAL per buy (whole server): ${round(res.walPerBuy.bytes)} bytes, ${round(res.walPerBuy.records, 1)} records, ` +
+      `${round(res.walPerBuy.fullPageImages, 2)} full-page images, ${round(res.walPerBuy.syncs, 2)} flushes` +
+      `\n              backends (mean count): ${Object.entries(activity).map(([k, v]) => `${k} ${v}`).join("; ")}${batching}`
+  )
   return res
 }
 
@@ -316,10 +369,14 @@ const main = async () => {
   const db = await createDatabase("mps_bench_buy")
   const bareDbName = `${db.name}_bare`
   const bareHttpDbName = `${db.name}_barehttp`
-  const dropBare = () => withAdminClient(async (c) => {
-    for (const name of [bareDbName, bareHttpDbName]) await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
+  const dropBare = () =>
+    withAdminClient(async (c) => {
+      for (const name of [bareDbName, bareHttpDbName]) await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
+    })
+  atInterrupt(async () => {
+    await sleep(300)
+    await dropBare()
   })
-  atInterrupt(async () => { await sleep(300); await dropBare() })
   const ctx = {}
   try {
     // 1. data
@@ -418,16 +475,26 @@ const main = async () => {
     log(`\nsummary (mean of rounds; target: service >= 0.5 x bare, p99 < 50 ms at 16)`)
     log(`  clients   service buys/s  p50 ms  p99 ms   bare buys/s  p50 ms  p99 ms   ratio   CPU µs/buy service / bare`)
     for (const l of results.levels) {
-      log(`  ${String(l.concurrency).padStart(7)}   ${String(round(l.service.rps, 1)).padStart(14)}  ${String(round(l.service.p50, 1)).padStart(6)}  ${String(round(l.service.p99, 1)).padStart(6)}` +
-        `   ${String(round(l.bare.rps, 1)).padStart(11)}  ${String(round(l.bare.p50, 1)).padStart(6)}  ${String(round(l.bare.p99, 1)).padStart(6)}` +
-        `   ${String(round(l.ratio, 2)).padStart(5)}   ${round(l.service.cpuMsPerBuy * 1000)} / ${round(l.bare.cpuMsPerBuy * 1000)}`)
+      log(
+        `  ${String(l.concurrency).padStart(7)}   ${String(round(l.service.rps, 1)).padStart(14)}  ${String(round(l.service.p50, 1)).padStart(6)}  ${
+          String(round(l.service.p99, 1)).padStart(6)
+        }` +
+          `   ${String(round(l.bare.rps, 1)).padStart(11)}  ${String(round(l.bare.p50, 1)).padStart(6)}  ${String(round(l.bare.p99, 1)).padStart(6)}` +
+          `   ${String(round(l.ratio, 2)).padStart(5)}   ${round(l.service.cpuMsPerBuy * 1000)} / ${round(l.bare.cpuMsPerBuy * 1000)}`
+      )
     }
     if (opts.httpBare) {
       log(`\nthe HTTP hop (mean of rounds): bare-http is the bare's transaction behind a minimal node:http server`)
       log(`  clients   bare-http buys/s  p50 ms  p99 ms   bare-http / bare   service / bare-http   CPU µs/buy bare-http`)
       for (const l of results.levels) {
-        log(`  ${String(l.concurrency).padStart(7)}   ${String(round(l.bareHttp.rps, 1)).padStart(16)}  ${String(round(l.bareHttp.p50, 1)).padStart(6)}  ${String(round(l.bareHttp.p99, 1)).padStart(6)}` +
-          `   ${String(round(l.bareHttp.rps / l.bare.rps, 2)).padStart(16)}   ${String(round(l.service.rps / l.bareHttp.rps, 2)).padStart(19)}   ${round(l.bareHttp.cpuMsPerBuy * 1000)}`)
+        log(
+          `  ${String(l.concurrency).padStart(7)}   ${String(round(l.bareHttp.rps, 1)).padStart(16)}  ${String(round(l.bareHttp.p50, 1)).padStart(6)}  ${
+            String(round(l.bareHttp.p99, 1)).padStart(6)
+          }` +
+            `   ${String(round(l.bareHttp.rps / l.bare.rps, 2)).padStart(16)}   ${String(round(l.service.rps / l.bareHttp.rps, 2)).padStart(19)}   ${
+              round(l.bareHttp.cpuMsPerBuy * 1000)
+            }`
+        )
       }
     }
     const at16 = results.levels.find((l) => l.concurrency === 16)
@@ -443,7 +510,14 @@ const main = async () => {
       const dir = join(OUT, `profile-${stamp}`)
       mkdirSync(dir, { recursive: true })
       log(`\nprofile: the service at ${opts.profileAt} clients under node --cpu-prof`)
-      ctx.service = await startService({ databaseUrl: db.url, dataDir, extra: serviceExtra, nodeArgs: ["--cpu-prof", "--cpu-prof-dir", dir], readyTimeoutMs: 600_000, untilIdle: true })
+      ctx.service = await startService({
+        databaseUrl: db.url,
+        dataDir,
+        extra: serviceExtra,
+        nodeArgs: ["--cpu-prof", "--cpu-prof-dir", dir],
+        readyTimeoutMs: 600_000,
+        untilIdle: true
+      })
       const r = await measure("service", ctx, opts.profileAt)
       await ctx.service.stop(120_000)
       ctx.service = undefined

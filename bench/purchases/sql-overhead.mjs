@@ -10,8 +10,8 @@
  * has 13 statements between BEGIN and COMMIT), run back to back; CPU time of this process
  * (process.cpuUsage) per statement, and wall time per transaction. Alternates pg / Effect twice.
  */
-import { PgClient } from "@effect/sql-pg"
 import { SqlClient } from "@effect/sql"
+import { PgClient } from "@effect/sql-pg"
 import { Effect, ManagedRuntime, Redacted } from "effect"
 import pg from "pg"
 import { argOptions, log, PG_SERVER_URL, round } from "../lib/harness.mjs"
@@ -44,21 +44,23 @@ const main = async () => {
   const layer = PgClient.layer({ url: Redacted.make(PG_SERVER_URL), maxConnections: 1 })
   // a long-lived runtime holding the pool
   const runtime = ManagedRuntime.make(layer)
-  const effectTx = (i) => runtime.runPromise(Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    yield* sql.withTransaction(Effect.gen(function*() {
-      for (let k = 0; k < STATEMENTS; k++) yield* sql`SELECT ${i + k}::int AS n, ${"x"}::text AS s`
-    }))
-  }))
-  // one Effect program running all transactions (no runPromise per transaction), as a request handler would
-  const effectLoop = (n) => runtime.runPromise(Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    for (let i = 0; i < n; i++) {
+  const effectTx = (i) =>
+    runtime.runPromise(Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
       yield* sql.withTransaction(Effect.gen(function*() {
         for (let k = 0; k < STATEMENTS; k++) yield* sql`SELECT ${i + k}::int AS n, ${"x"}::text AS s`
       }))
-    }
-  }))
+    }))
+  // one Effect program running all transactions (no runPromise per transaction), as a request handler would
+  const effectLoop = (n) =>
+    runtime.runPromise(Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      for (let i = 0; i < n; i++) {
+        yield* sql.withTransaction(Effect.gen(function*() {
+          for (let k = 0; k < STATEMENTS; k++) yield* sql`SELECT ${i + k}::int AS n, ${"x"}::text AS s`
+        }))
+      }
+    }))
 
   log(`sql-overhead: ${opts.transactions} transactions of BEGIN + ${STATEMENTS} statements + COMMIT, sequential, one connection`)
   const results = []
@@ -70,7 +72,11 @@ const main = async () => {
     await effectLoop(opts.transactions)
     const cpu = process.cpuUsage(cpu0)
     const statements = opts.transactions * (STATEMENTS + 2)
-    log(`  ${"@effect (1 fiber)".padEnd(16)} ${String(round((cpu.user + cpu.system) / statements, 1)).padStart(7)} µs CPU per statement   ${round((performance.now() - t0) / opts.transactions, 2)} ms wall per transaction`)
+    log(
+      `  ${"@effect (1 fiber)".padEnd(16)} ${String(round((cpu.user + cpu.system) / statements, 1)).padStart(7)} µs CPU per statement   ${
+        round((performance.now() - t0) / opts.transactions, 2)
+      } ms wall per transaction`
+    )
   }
   await client.end()
   await runtime.dispose()

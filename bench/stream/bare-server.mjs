@@ -35,7 +35,10 @@ const startCursor = frames[0].from - 1
 
 const live = new Set()
 const wss = new WebSocketServer({ noServer: true })
-const server = createServer((req, res) => { res.statusCode = 404; res.end() })
+const server = createServer((req, res) => {
+  res.statusCode = 404
+  res.end()
+})
 server.on("upgrade", (req, socket, head) => {
   const url = new URL(req.url, "http://x")
   if (url.pathname !== PATH || !req.headers.authorization) {

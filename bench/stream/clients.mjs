@@ -25,7 +25,7 @@ import { writeFileSync } from "node:fs"
 import WebSocket from "ws"
 
 const now = () => performance.timeOrigin + performance.now()
-const OP = Buffer.from('{"op":')
+const OP = Buffer.from("{\"op\":")
 
 /** @type {Array<{ws: WebSocket, position: number, epoch: number, hello: boolean, closed: boolean, code?: number}>} */
 const clients = []
@@ -52,10 +52,19 @@ let recN = 0
 const pushRec = (from, to, at) => {
   if (recN === recCap) {
     recCap *= 2
-    const grow = (a) => { const b = new Float64Array(recCap); b.set(a); return b }
-    recFrom = grow(recFrom); recTo = grow(recTo); recAt = grow(recAt)
+    const grow = (a) => {
+      const b = new Float64Array(recCap)
+      b.set(a)
+      return b
+    }
+    recFrom = grow(recFrom)
+    recTo = grow(recTo)
+    recAt = grow(recAt)
   }
-  recFrom[recN] = from; recTo[recN] = to; recAt[recN] = at; recN++
+  recFrom[recN] = from
+  recTo[recN] = to
+  recAt[recN] = at
+  recN++
 }
 
 const countCache = new Map()
@@ -79,7 +88,10 @@ const onMessage = (client, index) => (data) => {
   const at = now()
   const head = data.toString("latin1", 0, Math.min(100, data.length))
   const m = HEADER.exec(head)
-  if (m === null) { unexpected++; return }
+  if (m === null) {
+    unexpected++
+    return
+  }
   const type = m[1]
   if (type === "hello") {
     client.hello = true
@@ -88,8 +100,14 @@ const onMessage = (client, index) => (data) => {
     return
   }
   if (type === "heartbeat") return
-  if (type === "reset") { unexpected++; return }
-  if (type !== "changes") { unexpected++; return }
+  if (type === "reset") {
+    unexpected++
+    return
+  }
+  if (type !== "changes") {
+    unexpected++
+    return
+  }
   const cursor = Number(m[3])
   const count = countChanges(data, cursor)
   const from = cursor - count + 1
@@ -123,13 +141,25 @@ const open = (url, headers, cursor, epoch) =>
     client.ws = ws
     ws.on("message", onMessage(client, index))
     let settled = false
-    const done = (ok) => { if (!settled) { settled = true; resolve(ok) } }
+    const done = (ok) => {
+      if (!settled) {
+        settled = true
+        resolve(ok)
+      }
+    }
     ws.on("message", function first() {
       ws.off("message", first)
       done(true)
     })
-    ws.on("error", (e) => { client.error = String(e.message ?? e); done(false) })
-    ws.on("unexpected-response", (req, res) => { client.error = `HTTP ${res.statusCode}`; res.resume(); done(false) })
+    ws.on("error", (e) => {
+      client.error = String(e.message ?? e)
+      done(false)
+    })
+    ws.on("unexpected-response", (req, res) => {
+      client.error = `HTTP ${res.statusCode}`
+      res.resume()
+      done(false)
+    })
     ws.on("close", (code) => {
       client.closed = true
       client.code = code
@@ -148,7 +178,7 @@ const handlers = {
     // it catches up, it resumes from its last cursor (CONTRACT 3), as a real client would
     if (clients.length === 0) {
       let first
-      for (let attempt = 0; ; attempt++) {
+      for (let attempt = 0;; attempt++) {
         const from = first?.position ?? cursor
         if (!(await open(url, headers, from, epoch)) && attempt > 20) {
           throw new Error(`first client failed: ${clients[clients.length - 1].error ?? clients[clients.length - 1].code}`)
@@ -239,7 +269,10 @@ const handlers = {
       const at = recAt[r]
       for (let seq = recFrom[r]; seq <= recTo[r]; seq++) {
         const origin = times[seq - seq0]
-        if (origin === undefined || origin === null) { missing++; continue }
+        if (origin === undefined || origin === null) {
+          missing++
+          continue
+        }
         const lat = at - origin
         if (lat > max) max = lat
         if (lat < min) min = lat

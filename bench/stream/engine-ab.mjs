@@ -20,12 +20,22 @@ import { fileURLToPath } from "node:url"
 import { argOptions, connectClient, cpuMs, createDatabase, forkChild, mean, ROOT, round, rpc, sleep, startService } from "../lib/harness.mjs"
 
 const HERE = fileURLToPath(new URL("./", import.meta.url))
-const opts = argOptions(process.argv.slice(2), { a: "dist/src/main.js", b: "dist/src/main.js", catalogue: 20000, rate: 1000, windows: 6, seconds: 15, settle: 30, swap: false })
+const opts = argOptions(process.argv.slice(2), {
+  a: "dist/src/main.js",
+  b: "dist/src/main.js",
+  catalogue: 20000,
+  rate: 1000,
+  windows: 6,
+  seconds: 15,
+  settle: 30,
+  swap: false
+})
 
 const pair = async (first, second) => {
   const db = await createDatabase("mps_engine_ab")
   const extra = { SIM_CATALOGUE_SIZE: String(opts.catalogue), SIM_CHURN_PER_SECOND: "0", DUMP_INTERVAL_SECONDS: "3600" }
-  const start = (entry) => startService({ databaseUrl: db.url, dataDir: mkdtempSync(join(tmpdir(), "mps-engine-ab-")), extra, untilIdle: true, entry: resolve(ROOT, entry) })
+  const start = (entry) =>
+    startService({ databaseUrl: db.url, dataDir: mkdtempSync(join(tmpdir(), "mps-engine-ab-")), extra, untilIdle: true, entry: resolve(ROOT, entry) })
   const services = {}
   services[first.label] = await start(first.entry)
   services[second.label] = await start(second.entry)
@@ -67,5 +77,7 @@ console.log(`A = ${opts.a}, B = ${opts.b}; ${opts.catalogue} items, ${opts.rate}
 const runs = [await pair({ label: "A", entry: opts.a }, { label: "B", entry: opts.b })]
 if (opts.swap) runs.push(await pair({ label: "B", entry: opts.b }, { label: "A", entry: opts.a }))
 const all = { A: runs.flatMap((r) => r.A), B: runs.flatMap((r) => r.B) }
-console.log(`mean of ${all.A.length} windows: A ${round(mean(all.A), 1)}, B ${round(mean(all.B), 1)} µs per logged change; B/A ${round(mean(all.B) / mean(all.A), 3)}`)
+console.log(
+  `mean of ${all.A.length} windows: A ${round(mean(all.A), 1)}, B ${round(mean(all.B), 1)} µs per logged change; B/A ${round(mean(all.B) / mean(all.A), 3)}`
+)
 process.exit(0)

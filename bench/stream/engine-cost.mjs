@@ -54,7 +54,9 @@ try {
   }
   await writer.call({ cmd: "stop" })
   for (const { changes, us } of perChange) {
-    console.log(`${changes.toFixed(0)} changes a second: ${us.toFixed(1)} µs CPU per logged change (${(us - (idle * 1000) / changes).toFixed(1)} above the baseline)`)
+    console.log(
+      `${changes.toFixed(0)} changes a second: ${us.toFixed(1)} µs CPU per logged change (${(us - (idle * 1000) / changes).toFixed(1)} above the baseline)`
+    )
   }
 } finally {
   await writer.stop()

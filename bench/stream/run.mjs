@@ -47,14 +47,32 @@
  * each get their CPU share reported ("rest" is everything else, other tenants included).
  */
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
-import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
 import { fileURLToPath } from "node:url"
-import pg from "pg"
-import { summarise, printSummary } from "../http/cpuprofile-summary.mjs"
+import { printSummary, summarise } from "../http/cpuprofile-summary.mjs"
 import {
-  argOptions, buildIfNeeded, childPids, connectClient, cpuMs, createDatabase, forkChild, freePort, fundedMerchant, log, machineInfo,
-  machineTicks, mean, otherBusyProcesses, pgBackendCpu, pgCpuDelta, round, rpc, sleep, startService, waitQuiet, CLK_TCK
+  argOptions,
+  buildIfNeeded,
+  childPids,
+  CLK_TCK,
+  connectClient,
+  cpuMs,
+  createDatabase,
+  forkChild,
+  freePort,
+  fundedMerchant,
+  log,
+  machineInfo,
+  machineTicks,
+  mean,
+  otherBusyProcesses,
+  pgBackendCpu,
+  pgCpuDelta,
+  round,
+  rpc,
+  sleep,
+  startService,
+  waitQuiet
 } from "../lib/harness.mjs"
 
 const HERE = fileURLToPath(new URL("./", import.meta.url))
@@ -107,8 +125,7 @@ const delta = (a, b) => {
 const headSeq = async (client) => Number((await client.query("SELECT head_seq FROM catalogue_state")).rows[0].head_seq)
 
 const startClients = async (label) => {
-  const proc = forkChild(join(HERE, "clients.mjs"), [], { ...process.env, NODE_ENV: "production" }, label,
-    ["--max-old-space-size=4096"])
+  const proc = forkChild(join(HERE, "clients.mjs"), [], { ...process.env, NODE_ENV: "production" }, label, ["--max-old-space-size=4096"])
   await new Promise((resolve, reject) => {
     proc.child.once("message", (m) => (m.ready ? resolve() : reject(new Error("clients did not start"))))
     proc.exited.then((code) => reject(new Error(`clients exited ${code}: ${proc.output()}`)))
@@ -117,17 +134,21 @@ const startClients = async (label) => {
 }
 
 const printPhase = (label, r) => {
-  log(`  ${label.padEnd(14)} delivered ${String(round(r.deliveredPerSecond)).padStart(9)} changes/s` +
-    ` (${round(r.perClientPerSecond, 1)}/s per client; log ${round(r.loggedPerSecond, 1)}/s)` +
-    Object.entries(r.latencies).map(([k, l]) => `\n${" ".repeat(17)}latency ${k}: p50 ${round(l.p50, 1)} ms p90 ${round(l.p90, 1)} ms p99 ${round(l.p99, 1)} ms max ${round(l.max, 1)} ms`).join("") +
-    `\n${" ".repeat(17)}server CPU ${round(r.serverCpuUsPerChange, 3)} µs/delivered change` +
-    (r.feedCpuUsPerChange !== undefined ? ` (feed only, idle churn cost subtracted: ${round(r.feedCpuUsPerChange, 3)})` : "") +
-    `; ${round(r.mbPerSecond, 1)} MB/s to clients, ${round(r.framesPerSecond)} frames/s` +
-    `\n${" ".repeat(17)}cores: machine ${r.cores.machine} = server ${r.cores.server} + clients ${r.cores.clients}` +
-    ` + its postgres backends ${r.cores.postgres} + rest ${round(r.cores.machine - r.cores.server - r.cores.clients - r.cores.postgres, 2)}` +
-    `\n${" ".repeat(17)}every change delivered: ${r.complete ? "yes" : "NO"} (open ${r.status.open}, closed ${r.status.closed}` +
-    ` ${JSON.stringify(r.status.closeCodes)}, gaps ${r.status.gaps}, unexpected ${r.status.unexpected}` +
-    `${r.reachedHead.ok ? "" : `, ${r.reachedHead.behind} clients never reached the head`})`)
+  log(
+    `  ${label.padEnd(14)} delivered ${String(round(r.deliveredPerSecond)).padStart(9)} changes/s` +
+      ` (${round(r.perClientPerSecond, 1)}/s per client; log ${round(r.loggedPerSecond, 1)}/s)` +
+      Object.entries(r.latencies).map(([k, l]) =>
+        `\n${" ".repeat(17)}latency ${k}: p50 ${round(l.p50, 1)} ms p90 ${round(l.p90, 1)} ms p99 ${round(l.p99, 1)} ms max ${round(l.max, 1)} ms`
+      ).join("") +
+      `\n${" ".repeat(17)}server CPU ${round(r.serverCpuUsPerChange, 3)} µs/delivered change` +
+      (r.feedCpuUsPerChange !== undefined ? ` (feed only, idle churn cost subtracted: ${round(r.feedCpuUsPerChange, 3)})` : "") +
+      `; ${round(r.mbPerSecond, 1)} MB/s to clients, ${round(r.framesPerSecond)} frames/s` +
+      `\n${" ".repeat(17)}cores: machine ${r.cores.machine} = server ${r.cores.server} + clients ${r.cores.clients}` +
+      ` + its postgres backends ${r.cores.postgres} + rest ${round(r.cores.machine - r.cores.server - r.cores.clients - r.cores.postgres, 2)}` +
+      `\n${" ".repeat(17)}every change delivered: ${r.complete ? "yes" : "NO"} (open ${r.status.open}, closed ${r.status.closed}` +
+      ` ${JSON.stringify(r.status.closeCodes)}, gaps ${r.status.gaps}, unexpected ${r.status.unexpected}` +
+      `${r.reachedHead.ok ? "" : `, ${r.reachedHead.behind} clients never reached the head`})`
+  )
 }
 
 /** The measured window against whatever server: returns the figures; `origins` gives commit/broadcast times. */
@@ -174,7 +195,7 @@ const measureWindow = async ({ clients, serverPid, database, during, origins, re
   }
 }
 
-const runScenario = async ({ clients: N, rate }, dir, pgAdmin) => {
+const runScenario = async ({ clients: N, rate }, dir) => {
   log(`\n=== ${N} clients at ${rate} changes/s (source: ${opts.source}) ===`)
   const result = { clients: N, rate, source: opts.source }
   const db = await createDatabase(`mps_bench_stream`)
@@ -233,16 +254,24 @@ const runScenario = async ({ clients: N, rate }, dir, pgAdmin) => {
       serverCpuUsPerLoggedChange: (idle.cpuMs.server * 1000) / (h1 - h0),
       cores: idle.cores
     }
-    log(`  idle (no clients): ${round(result.idle.loggedPerSecond, 1)} logged changes/s; service ${idle.cores.server} cores` +
-      ` (${round(result.idle.serverCpuUsPerLoggedChange, 1)} µs per logged change), postgres ${idle.cores.postgres}, machine ${idle.cores.machine}`)
+    log(
+      `  idle (no clients): ${round(result.idle.loggedPerSecond, 1)} logged changes/s; service ${idle.cores.server} cores` +
+        ` (${round(result.idle.serverCpuUsPerLoggedChange, 1)} µs per logged change), postgres ${idle.cores.postgres}, machine ${idle.cores.machine}`
+    )
 
     // the service under N clients (an external writer pauses while they connect: each client then
     // joins at the head, and the ramp is not slowed down by the feed to the clients already there)
     if (writer) await writer.call({ cmd: "pause" })
     clients = await startClients("clients")
     const connected = await clients.call({
-      cmd: "connect", url: `ws://127.0.0.1:${service.port}${STREAM_PATH}`, headers: auth, n: N, cursor, epoch,
-      catchUpTo: await headSeq(dbClient), parallel: opts.parallel
+      cmd: "connect",
+      url: `ws://127.0.0.1:${service.port}${STREAM_PATH}`,
+      headers: auth,
+      n: N,
+      cursor,
+      epoch,
+      catchUpTo: await headSeq(dbClient),
+      parallel: opts.parallel
     })
     log(`  connected ${connected.connected}/${N} in ${round(connected.ms)} ms (failed ${connected.failed} ${connected.firstErrors.join("; ")})`)
     if (connected.connected < N) throw new Error("not every client connected")
@@ -257,9 +286,10 @@ const runScenario = async ({ clients: N, rate }, dir, pgAdmin) => {
       serverPid: service.child.pid,
       database: db.name,
       // the bare replays the frames of the window: the writer's (the offered load) or client 0's
-      record: ({ w0, w1 }) => writer
-        ? writer.call({ cmd: "saveFrames", file: framesFile, fromMs: w0.at, toMs: w1.at })
-        : clients.call({ cmd: "saveFrames", file: framesFile }),
+      record: ({ w0, w1 }) =>
+        writer
+          ? writer.call({ cmd: "saveFrames", file: framesFile, fromMs: w0.at, toMs: w1.at })
+          : clients.call({ cmd: "saveFrames", file: framesFile }),
       during: async () => {
         headStart = await headSeq(dbClient)
         await sleep(opts.duration * 1000)
@@ -271,7 +301,8 @@ const runScenario = async ({ clients: N, rate }, dir, pgAdmin) => {
         const seq0 = Math.max(0, headStart - 50_000)
         const rows = (await dbClient.query(
           `SELECT seq, extract(epoch from created_at) * 1000 AS t FROM catalogue_changes WHERE seq > $1 AND seq <= $2 ORDER BY seq`,
-          [seq0, d.headEnd + 50_000])).rows
+          [seq0, d.headEnd + 50_000]
+        )).rows
         const times = []
         for (const r of rows) times[Number(r.seq) - seq0] = Number(r.t)
         // commit: the arrival of the writing transaction's pg_notify (payload: its last seq) at our listener
@@ -322,7 +353,11 @@ const runScenario = async ({ clients: N, rate }, dir, pgAdmin) => {
       await sleep(2000)
       const port = await freePort()
       const bare = forkChild(join(HERE, "bare-server.mjs"), [], {
-        ...process.env, NODE_ENV: "production", FRAMES: framesFile, PORT: String(port), SEND: mode
+        ...process.env,
+        NODE_ENV: "production",
+        FRAMES: framesFile,
+        PORT: String(port),
+        SEND: mode
       }, "bare")
       const info = await new Promise((resolve, reject) => {
         bare.child.once("message", resolve)
@@ -332,7 +367,13 @@ const runScenario = async ({ clients: N, rate }, dir, pgAdmin) => {
       try {
         clients = await startClients("clients-bare")
         const c = await clients.call({
-          cmd: "connect", url: `ws://127.0.0.1:${port}${STREAM_PATH}`, headers: auth, n: N, cursor: info.startCursor, epoch, parallel: opts.parallel
+          cmd: "connect",
+          url: `ws://127.0.0.1:${port}${STREAM_PATH}`,
+          headers: auth,
+          n: N,
+          cursor: info.startCursor,
+          epoch,
+          parallel: opts.parallel
         })
         if (c.connected < N) throw new Error(`bare: only ${c.connected} clients connected`)
         await sleep(2000)
@@ -401,9 +442,15 @@ const main = async () => {
   for (const s of results.scenarios) {
     const rows = [["service", s.service], ...Object.entries(s.bare).map(([k, v]) => [`bare ${k}`, v])]
     for (const [name, r] of rows) {
-      log(`  ${`${s.clients}x${s.rate}`.padEnd(14)}  ${name.padEnd(12)}  ${String(round(r.loggedPerSecond)).padStart(5)}  ${String(round(r.deliveredPerSecond)).padStart(11)}  ${String(round(r.perClientPerSecond, 1)).padStart(13)}` +
-        `  ${String(round(r.latency.p50, 1)).padStart(7)}  ${String(round(r.latency.p99, 1)).padStart(7)}  ${String(round(r.serverCpuUsPerChange, 3)).padStart(13)}` +
-        `  ${name === "service" ? String(round(s.cpuRatio ?? NaN, 2)).padStart(5) : "     "}  ${r.complete ? "yes" : "NO"}`)
+      log(
+        `  ${`${s.clients}x${s.rate}`.padEnd(14)}  ${name.padEnd(12)}  ${String(round(r.loggedPerSecond)).padStart(5)}  ${
+          String(round(r.deliveredPerSecond)).padStart(11)
+        }  ${String(round(r.perClientPerSecond, 1)).padStart(13)}` +
+          `  ${String(round(r.latency.p50, 1)).padStart(7)}  ${String(round(r.latency.p99, 1)).padStart(7)}  ${
+            String(round(r.serverCpuUsPerChange, 3)).padStart(13)
+          }` +
+          `  ${name === "service" ? String(round(s.cpuRatio ?? NaN, 2)).padStart(5) : "     "}  ${r.complete ? "yes" : "NO"}`
+      )
     }
   }
   // a scenario listed more than once is measured in rounds (service then bare, each round): the
@@ -419,8 +466,12 @@ const main = async () => {
     const bare = mean(runs.map((s) => s.baselineCpuUsPerChange))
     const ratios = runs.map((s) => round(s.cpuRatio, 2))
     const p99s = runs.map((s) => round(s.service.latency.p99, 1))
-    log(`  ${name} over ${runs.length} rounds: service ${round(service, 3)}, bare ${round(bare, 3)} µs/change: ratio of the means ${round(service / bare, 2)}` +
-      ` (rounds ${ratios.join(", ")}); service p99 ${p99s.join(", ")} ms; all delivered in every round: ${runs.every((s) => s.service.complete) ? "yes" : "NO"}`)
+    log(
+      `  ${name} over ${runs.length} rounds: service ${round(service, 3)}, bare ${round(bare, 3)} µs/change: ratio of the means ${round(service / bare, 2)}` +
+        ` (rounds ${ratios.join(", ")}); service p99 ${p99s.join(", ")} ms; all delivered in every round: ${
+          runs.every((s) => s.service.complete) ? "yes" : "NO"
+        }`
+    )
   }
   const file = join(OUT, `results-${started.toISOString().replace(/[:.]/g, "-")}.json`)
   writeFileSync(file, JSON.stringify(results, null, 2) + "\n")

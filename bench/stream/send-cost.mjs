@@ -13,7 +13,7 @@
  */
 import { fork } from "node:child_process"
 import { fileURLToPath } from "node:url"
-import { WebSocketServer, WebSocket } from "ws"
+import { WebSocket, WebSocketServer } from "ws"
 import { argOptions, log, round, sleep } from "../lib/harness.mjs"
 
 if (process.argv[2] === "--child") {
@@ -22,21 +22,43 @@ if (process.argv[2] === "--child") {
   let open = 0
   for (let i = 0; i < n; i++) {
     const ws = new WebSocket(url, { skipUTF8Validation: true })
-    ws.on("open", () => { if (++open === n) process.send({ open }) })
-    ws.on("message", (d) => { bytes += d.length })
+    ws.on("open", () => {
+      if (++open === n) process.send({ open })
+    })
+    ws.on("message", (d) => {
+      bytes += d.length
+    })
   }
   process.on("message", () => process.send({ bytes }))
 } else {
   const opts = argOptions(process.argv.slice(2), { clients: 200, frames: 300, changes: 100 })
-  const item = (i) => JSON.stringify({
-    id: `00000000-0000-4000-8000-${String(i).padStart(12, "0")}`,
-    market_hash_name: i % 7 === 0 ? `★ Karambit | Doppler (Factory New)` : i % 5 === 0 ? `StatTrak™ AK-47 | Redline (Field-Tested)` : `AK-47 | Redline (Field-Tested)`,
-    image_url: `https://community.cloudflare.steamstatic.com/economy/image/${"x".repeat(120)}`,
-    price: 12.34 + i, exterior: "Field-Tested", exterior_code: "FT", float: 0.2345678, paint_seed: 661, paint_index: 282,
-    stattrak: i % 5 === 0, souvenir: false, delivery_type: "instant", estimated_delivery_minutes: null,
-    stickers: [{ slot: 0, name: "Sticker | Crown (Foil)", sticker_id: "1234", image_url: null, wear: null }],
-    has_stickers: true, stickers_count: 1, type: "rifle", rarity: "Classified", rarity_color: "#d32ce6", collection: "The Phoenix Collection"
-  })
+  const item = (i) =>
+    JSON.stringify({
+      id: `00000000-0000-4000-8000-${String(i).padStart(12, "0")}`,
+      market_hash_name: i % 7 === 0
+        ? `★ Karambit | Doppler (Factory New)`
+        : i % 5 === 0
+        ? `StatTrak™ AK-47 | Redline (Field-Tested)`
+        : `AK-47 | Redline (Field-Tested)`,
+      image_url: `https://community.cloudflare.steamstatic.com/economy/image/${"x".repeat(120)}`,
+      price: 12.34 + i,
+      exterior: "Field-Tested",
+      exterior_code: "FT",
+      float: 0.2345678,
+      paint_seed: 661,
+      paint_index: 282,
+      stattrak: i % 5 === 0,
+      souvenir: false,
+      delivery_type: "instant",
+      estimated_delivery_minutes: null,
+      stickers: [{ slot: 0, name: "Sticker | Crown (Foil)", sticker_id: "1234", image_url: null, wear: null }],
+      has_stickers: true,
+      stickers_count: 1,
+      type: "rifle",
+      rarity: "Classified",
+      rarity_color: "#d32ce6",
+      collection: "The Phoenix Collection"
+    })
   const changesFrame = (k) => {
     let body = ""
     for (let i = 0; i < opts.changes; i++) body += (i === 0 ? "" : ",") + `{"op":"upsert","item":${item(k * opts.changes + i)}}`
@@ -65,8 +87,10 @@ if (process.argv[2] === "--child") {
       }
       const cpu = process.cpuUsage(cpu0)
       const sends = frames.length * sockets.length
-      log(`  ${name.padEnd(40)} ${String(round((cpu.user + cpu.system) / sends, 2)).padStart(7)} µs CPU per send` +
-        ` (${round((cpu.user + cpu.system) / sends / opts.changes * 1000)} ns per delivered change; includes 50 ms sleeps' idle overhead)`)
+      log(
+        `  ${name.padEnd(40)} ${String(round((cpu.user + cpu.system) / sends, 2)).padStart(7)} µs CPU per send` +
+          ` (${round((cpu.user + cpu.system) / sends / opts.changes * 1000)} ns per delivered change; includes 50 ms sleeps' idle overhead)`
+      )
     }
   }
   child.kill()

@@ -73,7 +73,8 @@ const tick = async (n) => {
     await client.query(
       `UPDATE catalogue_items c SET item = u.item, price_cents = u.price, status = 'active', updated_at = now()
        FROM unnest($1::uuid[], $2::text[], $3::bigint[]) AS u(id, item, price) WHERE c.id = u.id`,
-      [upserts.map((u) => u[0]), upserts.map((u) => u[1]), upserts.map((u) => u[2])])
+      [upserts.map((u) => u[0]), upserts.map((u) => u[1]), upserts.map((u) => u[2])]
+    )
   }
   if (removes.length > 0) {
     await client.query(`UPDATE catalogue_items SET status = 'removed', updated_at = now() WHERE id = ANY($1::uuid[])`, [removes])
@@ -84,7 +85,8 @@ const tick = async (n) => {
   await client.query(
     `INSERT INTO catalogue_changes (seq, epoch, op, item_id, item)
      SELECT * FROM unnest($1::bigint[], $2::int[], $3::text[], $4::uuid[], $5::text[])`,
-    [changes.map((_, i) => first + i), changes.map(() => head.epoch), changes.map((c) => c[0]), changes.map((c) => c[1]), changes.map((c) => c[2])])
+    [changes.map((_, i) => first + i), changes.map(() => head.epoch), changes.map((c) => c[0]), changes.map((c) => c[1]), changes.map((c) => c[2])]
+  )
   await client.query(`SELECT pg_notify('catalogue_changes', $1)`, [String(last)])
   await client.query("COMMIT")
   const committed = now()
@@ -128,7 +130,10 @@ process.on("message", async (msg) => {
       // the frames committed in [fromMs, toMs], in the clients' recording format
       const chosen = frames.filter((f) => f.at >= msg.fromMs && f.at <= msg.toMs)
       const t0 = chosen[0]?.at ?? 0
-      writeFileSync(msg.file + ".json", JSON.stringify({ epoch, frames: chosen.map((f) => ({ offsetMs: f.at - t0, from: f.from, to: f.to, length: f.data.length })) }))
+      writeFileSync(
+        msg.file + ".json",
+        JSON.stringify({ epoch, frames: chosen.map((f) => ({ offsetMs: f.at - t0, from: f.from, to: f.to, length: f.data.length })) })
+      )
       writeFileSync(msg.file + ".bin", Buffer.concat(chosen.map((f) => f.data)))
       process.send({ replyTo: msg.id, frames: chosen.length, bytes: chosen.reduce((a, f) => a + f.data.length, 0) })
     } else if (msg.cmd === "batches") {

@@ -29,18 +29,15 @@ import {
   cpuMs,
   createDatabase,
   forkChild,
-  pgBackendCpu,
-  pgCpuDelta,
-
   log,
   machineInfo,
-
   percentileSorted,
+  pgBackendCpu,
+  pgCpuDelta,
   ROOT,
   round,
   rpc,
   sleep,
-
   startService,
   waitQuiet
 } from "../lib/harness.mjs"
@@ -149,7 +146,9 @@ const throughput = async (merchantCount, n, concurrency) => {
       bareArrived: bareStatus.count
     }
     row.ratio = round(row.servicePerSecond / row.barePerSecond, 2)
-    log(`  ${merchantCount} merchant(s), round ${round_}: service ${row.servicePerSecond}/s (CPU per delivery: service ${row.serviceCpuUsPerDelivery} µs, PostgreSQL ${row.postgresCpuUsPerDelivery} µs, receiver ${row.receiverCpuUsPerDelivery} µs), bare ${row.barePerSecond}/s, ratio ${row.ratio}`)
+    log(
+      `  ${merchantCount} merchant(s), round ${round_}: service ${row.servicePerSecond}/s (CPU per delivery: service ${row.serviceCpuUsPerDelivery} µs, PostgreSQL ${row.postgresCpuUsPerDelivery} µs, receiver ${row.receiverCpuUsPerDelivery} µs), bare ${row.barePerSecond}/s, ratio ${row.ratio}`
+    )
     rows.push(row)
   }
   return {
@@ -202,10 +201,12 @@ await waitArrivals(opts.buys * 4, 120_000)
 const { latencies } = await receiver({ op: "status", latencies: true })
 const byType = {}
 for (const { type, ms } of latencies) (byType[type] ??= []).push(ms)
-const latency = Object.fromEntries(Object.entries(byType).map(([type, xs]) => {
-  const sorted = [...xs].sort((a, b) => a - b)
-  return [type, { n: xs.length, p50: percentileSorted(sorted, 50), p99: percentileSorted(sorted, 99), max: sorted[sorted.length - 1] }]
-}))
+const latency = Object.fromEntries(
+  Object.entries(byType).map(([type, xs]) => {
+    const sorted = [...xs].sort((a, b) => a - b)
+    return [type, { n: xs.length, p50: percentileSorted(sorted, 50), p99: percentileSorted(sorted, 99), max: sorted[sorted.length - 1] }]
+  })
+)
 for (const [type, l] of Object.entries(latency)) log(`  ${type}: n ${l.n}, p50 ${l.p50} ms, p99 ${l.p99} ms, max ${l.max} ms`)
 const allSorted = latencies.map((l) => l.ms).sort((a, b) => a - b)
 const latencyAll = { n: allSorted.length, p50: percentileSorted(allSorted, 50), p99: percentileSorted(allSorted, 99) }
@@ -215,8 +216,18 @@ log(`  all purchase events: p50 ${latencyAll.p50} ms, p99 ${latencyAll.p99} ms`)
 
 log("\n3. GET /items (50 items) with wrk -t1 -c50, without and with a burst of deliveries")
 const wrk = (seconds) => {
-  const run = spawnSync("taskset", ["-c", "1", "wrk", "-t1", "-c50", `-d${seconds}s`, "--latency",
-    "-H", `Authorization: Bearer ${buyer.apiKey}`, `${service.baseUrl}/api/v1/merchant/items?limit=50`], { encoding: "utf8" })
+  const run = spawnSync("taskset", [
+    "-c",
+    "1",
+    "wrk",
+    "-t1",
+    "-c50",
+    `-d${seconds}s`,
+    "--latency",
+    "-H",
+    `Authorization: Bearer ${buyer.apiKey}`,
+    `${service.baseUrl}/api/v1/merchant/items?limit=50`
+  ], { encoding: "utf8" })
   const rate = Number(run.stdout.match(/Requests\/sec:\s+([\d.]+)/)?.[1])
   const non2xx = Number(run.stdout.match(/Non-2xx or 3xx responses: (\d+)/)?.[1] ?? 0)
   return { rate, non2xx }

@@ -1,8 +1,8 @@
 /** The catalogue endpoints (spec 2.6, 2.7, 4.2). The realtime feed is a raw route (Stream.ts). */
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { CatalogItem } from "../Domain/CatalogItem.js"
 import { PageLimit } from "../Deposits/Api.js"
+import { CatalogItem } from "../Domain/CatalogItem.js"
 import { IsoDateTime } from "../Domain/Db.js"
 import { failsAs, InvalidSort, Wire } from "../Domain/Errors.js"
 import { DecimalText, IntegerText, UsdText } from "../Domain/QueryNumbers.js"
@@ -49,9 +49,11 @@ export const SearchParams = Schema.Struct({
   min_float: Schema.optional(Float),
   max_float: Schema.optional(Float),
   delivery_type: Schema.optional(Schema.String.annotations({ description: "`instant` or `manual`; unknown values are ignored" })),
-  limit: Schema.optional(IntegerText.pipe(Schema.between(1, 50)).annotations({
-    jsonSchema: { type: "integer", minimum: 1, maximum: 50, default: 10 }
-  }))
+  limit: Schema.optional(
+    IntegerText.pipe(Schema.between(1, 50)).annotations({
+      jsonSchema: { type: "integer", minimum: 1, maximum: 50, default: 10 }
+    })
+  )
 })
 
 const DumpHeaders = Schema.Struct({
@@ -79,8 +81,11 @@ export class CatalogueApi extends HttpApiGroup.make("catalogue")
       .addSuccess(CatalogFullDump)
       .addSuccess(Schema.Void.pipe(HttpApiSchema.asEmpty({ status: 304, decode: () => undefined })))
       .addError(Wire.FeedNotReady)
-      .annotate(OpenApi.Description, "The whole catalogue, regenerated about every two minutes; gzip when accepted. " +
-        "ETag (weak), Last-Modified, X-Items-Count, X-Catalog-Cursor and X-Catalog-Epoch per spec 4.2.")
+      .annotate(
+        OpenApi.Description,
+        "The whole catalogue, regenerated about every two minutes; gzip when accepted. " +
+          "ETag (weak), Last-Modified, X-Items-Count, X-Catalog-Cursor and X-Catalog-Epoch per spec 4.2."
+      )
   )
   .middleware(Authentication)
   .annotate(OpenApi.Title, "Catalogue")

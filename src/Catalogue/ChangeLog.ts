@@ -81,16 +81,20 @@ export class ChangeLog extends Effect.Service<ChangeLog>()("ChangeLog", {
 
     const upsertRun = (writes: ReadonlyArray<CatalogueWrite>, source: Source) =>
       Effect.gen(function*() {
-        const rows = writes.flatMap((w) => w.op === "upsert" ? [{
-          id: w.listing.item.id,
-          market_hash_name: w.listing.item.market_hash_name,
-          price_cents: Math.round(w.listing.item.price * 100),
-          provider_price_cents: w.listing.providerPriceCents,
-          status: "active",
-          item: serialise(w.listing.item),
-          sim: w.listing.sim === undefined ? null : JSON.stringify(w.listing.sim),
-          source
-        }] : [])
+        const rows = writes.flatMap((w) =>
+          w.op === "upsert" ?
+            [{
+              id: w.listing.item.id,
+              market_hash_name: w.listing.item.market_hash_name,
+              price_cents: Math.round(w.listing.item.price * 100),
+              provider_price_cents: w.listing.providerPriceCents,
+              status: "active",
+              item: serialise(w.listing.item),
+              sim: w.listing.sim === undefined ? null : JSON.stringify(w.listing.sim),
+              source
+            }] :
+            []
+        )
         // Unchanged items and items reserved by a purchase are left alone and not logged.
         const changed = yield* sql<{ id: string; item: string }>`
           INSERT INTO catalogue_items ${sql.insert(rows)}
@@ -135,7 +139,8 @@ export class ChangeLog extends Effect.Service<ChangeLog>()("ChangeLog", {
      * active. Its removal is not logged here but queued in catalogue_reservations, so the buy takes
      * no lock that other merchants' buys wait for; `logReservations` logs it after the commit.
      */
-    const reservationSteps = (itemId: string, when: Statement.Fragment) => sql`
+    const reservationSteps = (itemId: string, when: Statement.Fragment) =>
+      sql`
       reserved AS (
         UPDATE catalogue_items SET status = 'reserved', updated_at = now()
         WHERE id = ${itemId} AND status = 'active' AND ${when} RETURNING id),

@@ -128,9 +128,11 @@ const makeSlot = (worker: ReturnType<typeof makeWorker>, level: number, initialB
     deflate: (length) =>
       Effect.async<Piece, Error>((resume) => {
         const cancel = worker.send({ id: ++requests, input, output, length, level }, (reply) =>
-          resume(reply.error !== undefined || reply.crc === undefined || reply.size === undefined
-            ? Effect.fail(new Error(`deflating a dump piece: ${reply.error ?? "no result"}`))
-            : Effect.succeed({ deflated: Buffer.from(output, 0, reply.size), crc: reply.crc, length })))
+          resume(
+            reply.error !== undefined || reply.crc === undefined || reply.size === undefined
+              ? Effect.fail(new Error(`deflating a dump piece: ${reply.error ?? "no result"}`))
+              : Effect.succeed({ deflated: Buffer.from(output, 0, reply.size), crc: reply.crc, length })
+          ))
         return Effect.sync(cancel)
       })
   }

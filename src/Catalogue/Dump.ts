@@ -17,7 +17,7 @@ import { Metrics } from "../Ops/Metrics.js"
 import { Readiness } from "../Ops/Readiness.js"
 import { crc32Combine } from "./Crc32.js"
 import { makeDeflateSlots, type Piece } from "./DeflateWorkers.js"
-import { type DumpFile, dumpDirectory, openDumpFile, type Source } from "./DumpFile.js"
+import { dumpDirectory, type DumpFile, openDumpFile, type Source } from "./DumpFile.js"
 import { CatalogueEngine } from "./Engine.js"
 import { yieldToEventLoop } from "./EventLoop.js"
 import { BUCKET_BITS, type Entry, jsonListLength, writeJsonList } from "./Index.js"
@@ -236,19 +236,24 @@ export class CatalogueDump extends Effect.Service<CatalogueDump>()("CatalogueDum
       return built
     }).pipe(
       // a build that failed half-way leaves no file behind
-      Effect.onError(() => Effect.sync(() => {
-        unfinished?.retire()
-        unfinished = undefined
-      })),
+      Effect.onError(() =>
+        Effect.sync(() => {
+          unfinished?.retire()
+          unfinished = undefined
+        })
+      ),
       Effect.withSpan("CatalogueDump.build")
     )
 
     yield* fibers.supervise("catalogue-dump", (beat) =>
-      Effect.zipRight(engine.awaitSynced, Effect.forever(Effect.gen(function*() {
-        yield* build
-        yield* beat
-        yield* Effect.sleep(`${settings.dumpIntervalSeconds} seconds`)
-      }))))
+      Effect.zipRight(
+        engine.awaitSynced,
+        Effect.forever(Effect.gen(function*() {
+          yield* build
+          yield* beat
+          yield* Effect.sleep(`${settings.dumpIntervalSeconds} seconds`)
+        }))
+      ))
 
     yield* readiness.register("catalogue_dump", Effect.sync(() => current !== undefined))
     const ageGauge = metrics.gauge({ name: "catalogue_dump_age_seconds", help: "Seconds since the served dump was generated" })
@@ -263,18 +268,19 @@ export class CatalogueDump extends Effect.Service<CatalogueDump>()("CatalogueDum
      * Takes a download slot of `dump` (its file stays readable until the slot is released); None
      * when every slot is in use. The release gives the slot back once, however often it is called.
      */
-    const acquireDownload = (dump: BuiltDump) => Effect.sync((): Option.Option<() => void> => {
-      if (downloads >= settings.dumpMaxConcurrentDownloads) return Option.none()
-      downloads++
-      dump.file.retain()
-      let held = true
-      return Option.some(() => {
-        if (!held) return
-        held = false
-        downloads--
-        dump.file.release()
+    const acquireDownload = (dump: BuiltDump) =>
+      Effect.sync((): Option.Option<() => void> => {
+        if (downloads >= settings.dumpMaxConcurrentDownloads) return Option.none()
+        downloads++
+        dump.file.retain()
+        let held = true
+        return Option.some(() => {
+          if (!held) return
+          held = false
+          downloads--
+          dump.file.release()
+        })
       })
-    })
 
     /** The gzip bytes as built. */
     const gzipStream = (dump: BuiltDump): Readable => dump.file.stream()

@@ -4,8 +4,8 @@
  * retired, the next build reads the pieces it reuses from it.
  */
 import { Effect } from "effect"
-import { type FileHandle, mkdir, open, readdir, rm, unlink } from "node:fs/promises"
 import { createReadStream } from "node:fs"
+import { type FileHandle, mkdir, open, readdir, rm, unlink } from "node:fs/promises"
 import { join } from "node:path"
 import type { Readable } from "node:stream"
 
@@ -33,7 +33,9 @@ const fileOf = (path: string, handle: FileHandle): DumpFile => {
   return {
     // each download reads through its own descriptor
     stream: () => createReadStream(path),
-    retain: () => { readers++ },
+    retain: () => {
+      readers++
+    },
     release: () => {
       readers = Math.max(0, readers - 1)
       deleteIfDone()

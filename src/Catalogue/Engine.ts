@@ -13,7 +13,7 @@ import { Metrics } from "../Ops/Metrics.js"
 import { Readiness } from "../Ops/Readiness.js"
 import { CHANGES_CHANNEL } from "./ChangeLog.js"
 import { forEachInSlices } from "./EventLoop.js"
-import { CatalogueIndex, entryOf, type Entry, Interner, type ListFilters, type Page, type SortOrder } from "./Index.js"
+import { CatalogueIndex, type Entry, entryOf, Interner, type ListFilters, type Page, type SortOrder } from "./Index.js"
 import type { Keyed } from "./SortedList.js"
 
 /** One change as the feed sends it: `{"op":"upsert","item":...}` or `{"op":"remove","id":...}`. */
@@ -66,8 +66,7 @@ type ChangeRow = typeof ChangeRow.Type
 const decodeChangeRows = Schema.decodeUnknown(Schema.Array(ChangeRow))
 const decodeStateRow = Schema.decodeUnknown(StateRow)
 
-const changeJson = (row: ChangeRow) =>
-  row.op === "upsert" ? `{"op":"upsert","item":${row.item}}` : `{"op":"remove","id":"${row.itemId}"}`
+const changeJson = (row: ChangeRow) => row.op === "upsert" ? `{"op":"upsert","item":${row.item}}` : `{"op":"remove","id":"${row.itemId}"}`
 
 export class CatalogueEngine extends Effect.Service<CatalogueEngine>()("CatalogueEngine", {
   scoped: Effect.gen(function*() {
@@ -93,7 +92,11 @@ export class CatalogueEngine extends Effect.Service<CatalogueEngine>()("Catalogu
       SELECT epoch, head_seq AS head, pruned_through AS "prunedThrough", reconciled_at IS NOT NULL AS reconciled
       FROM catalogue_state`.pipe(
       Effect.flatMap((rows) => decodeStateRow(rows[0])),
-      Effect.tap((state) => Effect.sync(() => { synced ||= state.reconciled }))
+      Effect.tap((state) =>
+        Effect.sync(() => {
+          synced ||= state.reconciled
+        })
+      )
     )
 
     /** A consistent snapshot of the items at the log's head, read in pages, indexed at once. */
@@ -129,7 +132,7 @@ export class CatalogueEngine extends Effect.Service<CatalogueEngine>()("Catalogu
       loaded = true
       yield* Deferred.succeed(firstLoad, undefined)
       yield* Effect.logInfo("catalogue loaded").pipe(Effect.annotateLogs({ items: fresh.size, epoch, cursor }))
-      if (changedEpoch) for (const listener of listeners) listener({ _tag: "reset", epoch })
+      if (changedEpoch) { for (const listener of listeners) listener({ _tag: "reset", epoch }) }
     }).pipe(Effect.withSpan("CatalogueEngine.load"))
 
     const publish = (event: EngineEvent) => {
@@ -197,8 +200,10 @@ export class CatalogueEngine extends Effect.Service<CatalogueEngine>()("Catalogu
     const wake = yield* Queue.sliding<void>(1)
     // every notification wakes the tail, and so does (re)listening (Listen.ts: LISTENING), so what
     // was logged while no LISTEN was in force is read then
-    yield* fibers.supervise("catalogue-notifications", (beat) =>
-      pg.listen(CHANGES_CHANNEL).pipe(Stream.runForEach(() => Effect.zipRight(beat, Queue.offer(wake, undefined)))))
+    yield* fibers.supervise(
+      "catalogue-notifications",
+      (beat) => pg.listen(CHANGES_CHANNEL).pipe(Stream.runForEach(() => Effect.zipRight(beat, Queue.offer(wake, undefined))))
+    )
     yield* fibers.supervise("catalogue-tail", (beat) =>
       Effect.forever(Effect.gen(function*() {
         yield* catchUp
@@ -246,12 +251,19 @@ export class CatalogueEngine extends Effect.Service<CatalogueEngine>()("Catalogu
       cursor: () => cursor,
       /** A number that changes whenever the index changes (answers built from it may be reused until then). */
       version: () => version,
-      page: (filters: ListFilters, sort: SortOrder, after: Keyed | undefined, limit: number): Page =>
-        index.page(filters, sort, after, limit),
+      page: (filters: ListFilters, sort: SortOrder, after: Keyed | undefined, limit: number): Page => index.page(filters, sort, after, limit),
       /** The whole index at one cursor, taken synchronously (nothing can change it meanwhile). */
       snapshot: (): Snapshot => ({ epoch, cursor, size: index.size, buckets: index.snapshotBuckets() }),
       subscribe: (listener: (event: EngineEvent) => void) =>
-        Effect.acquireRelease(Effect.sync(() => { listeners.add(listener) }), () => Effect.sync(() => { listeners.delete(listener) })),
+        Effect.acquireRelease(
+          Effect.sync(() => {
+            listeners.add(listener)
+          }),
+          () =>
+            Effect.sync(() => {
+              listeners.delete(listener)
+            })
+        ),
       changesAfter,
       /** The log's retention state, for validating a resume cursor. */
       logState: readState.pipe(Effect.orDie),

@@ -2,19 +2,18 @@ import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
 import { NodeHttpServerRequest, NodeStream } from "@effect/platform-node"
 import { Effect, Either, Option, Schema, Stream } from "effect"
 import { API_PREFIX, MerchantApi } from "../Api.js"
-import type { FastBody, FastRoute } from "../FastLane.js"
 import { decodeCursor, encodeCursor } from "../Domain/Cursor.js"
 import { FeedNotReady, InvalidQuery } from "../Domain/Errors.js"
 import { centsCeil, centsFloor } from "../Domain/Money.js"
-import { CatalogueDump } from "./Dump.js"
+import type { FastBody, FastRoute } from "../FastLane.js"
 import { ListParams, SearchParams } from "./Api.js"
+import { CatalogueDump } from "./Dump.js"
 import { CatalogueEngine } from "./Engine.js"
 import { type Entry, jsonListLength, type ListFilters, type SortOrder, writeJsonList } from "./Index.js"
 
 const PagePosition = Schema.Tuple(Schema.Literal("a", "d"), Schema.Int, Schema.UUID)
 
-const deliveryFilter = (value: string | undefined) =>
-  value === "instant" || value === "manual" ? value : undefined
+const deliveryFilter = (value: string | undefined) => value === "instant" || value === "manual" ? value : undefined
 
 /** A page body: `prefix`, the items' ready JSON joined by commas in an array, `suffix`. */
 interface PageParts {
@@ -129,13 +128,18 @@ const listRequest = (
 }
 
 const searchPage = (engine: CatalogueEngine, q: typeof SearchParams.Type): PageParts => {
-  const page = engine.page({
-    marketHashName: q.market_hash_name,
-    maxPrice: q.max_price === undefined ? undefined : centsFloor(q.max_price),
-    minFloat: q.min_float,
-    maxFloat: q.max_float,
-    delivery: deliveryFilter(q.delivery_type)
-  }, "price_asc", undefined, q.limit ?? 10)
+  const page = engine.page(
+    {
+      marketHashName: q.market_hash_name,
+      maxPrice: q.max_price === undefined ? undefined : centsFloor(q.max_price),
+      minFloat: q.min_float,
+      maxFloat: q.max_float,
+      delivery: deliveryFilter(q.delivery_type)
+    },
+    "price_asc",
+    undefined,
+    q.limit ?? 10
+  )
   return { prefix: `{"results":`, entries: page.entries, suffix: "}" }
 }
 
@@ -177,8 +181,7 @@ const acceptsGzip = (header: string | undefined) =>
 const opaqueTag = (tag: string) => tag.trim().replace(/^W\//, "")
 
 /** Whether If-None-Match names the current representation: `*`, or any of its tags, weakly compared. */
-const noneMatchHolds = (header: string, etag: string) =>
-  header.trim() === "*" || header.split(",").some((tag) => opaqueTag(tag) === opaqueTag(etag))
+const noneMatchHolds = (header: string, etag: string) => header.trim() === "*" || header.split(",").some((tag) => opaqueTag(tag) === opaqueTag(etag))
 
 export const CatalogueHttp = HttpApiBuilder.group(MerchantApi, "catalogue", (handlers) =>
   Effect.gen(function*() {
@@ -186,10 +189,11 @@ export const CatalogueHttp = HttpApiBuilder.group(MerchantApi, "catalogue", (han
     const dump = yield* CatalogueDump
 
     return handlers
-      .handle("listItems", ({ urlParams }) =>
-        Effect.zipRight(engine.awaitLoaded, Effect.map(listRequest(engine, urlParams), (page) => json(pageBytes(page())))))
-      .handle("searchItems", ({ urlParams }) =>
-        Effect.zipRight(engine.awaitLoaded, Effect.sync(() => json(pageBytes(searchPage(engine, urlParams))))))
+      .handle(
+        "listItems",
+        ({ urlParams }) => Effect.zipRight(engine.awaitLoaded, Effect.map(listRequest(engine, urlParams), (page) => json(pageBytes(page()))))
+      )
+      .handle("searchItems", ({ urlParams }) => Effect.zipRight(engine.awaitLoaded, Effect.sync(() => json(pageBytes(searchPage(engine, urlParams))))))
       .handle("fullDump", ({ headers, request }) =>
         Effect.gen(function*() {
           const built = dump.current()
@@ -224,7 +228,11 @@ export const CatalogueHttp = HttpApiBuilder.group(MerchantApi, "catalogue", (han
           // may start its next download at once.
           let sent = 0
           const body = NodeStream.fromReadable(() => gzip ? dump.gzipStream(d) : dump.identityStream(d), (e) => e).pipe(
-            Stream.tap((chunk) => Effect.sync(() => { if ((sent += chunk.length) >= length) slot.value() }))
+            Stream.tap((chunk) =>
+              Effect.sync(() => {
+                if ((sent += chunk.length) >= length) slot.value()
+              })
+            )
           )
           return HttpServerResponse.stream(body, {
             contentType: "application/json",

@@ -27,8 +27,7 @@ export class CatalogueReservations extends Effect.Service<CatalogueReservations>
     const announced = yield* Queue.sliding<void>(1)
 
     /** Logs queued reservations until fewer than a batch are left. */
-    const logQueued: Effect.Effect<void, unknown> = Effect.flatMap(changeLog.logReservations(BATCH), (logged) =>
-      logged === BATCH ? logQueued : Effect.void)
+    const logQueued: Effect.Effect<void, unknown> = Effect.flatMap(changeLog.logReservations(BATCH), (logged) => logged === BATCH ? logQueued : Effect.void)
 
     yield* fibers.supervise("catalogue-reservations", (beat) =>
       Effect.forever(Effect.gen(function*() {

@@ -9,8 +9,7 @@ export interface Keyed {
 
 const CHUNK = 512
 
-export const compareKeys = (a: Keyed, b: Keyed): number =>
-  a.price !== b.price ? a.price - b.price : a.id < b.id ? -1 : a.id > b.id ? 1 : 0
+export const compareKeys = (a: Keyed, b: Keyed): number => a.price !== b.price ? a.price - b.price : a.id < b.id ? -1 : a.id > b.id ? 1 : 0
 
 export class SortedList<E extends Keyed> {
   private chunks: Array<Array<E>> = []

@@ -277,15 +277,18 @@ export const StreamLive = Layer.unwrapScoped(Effect.gen(function*() {
     }
     connected.add(client)
     yield* socket.runRaw(() => Effect.void, {
-      onOpen: Effect.asVoid(Effect.fork(session(client, write, Number(epochText)).pipe(
-        // a session that fails (the database is out of reach) closes, so the client resumes from
-        // its cursor, instead of leaving it connected and told nothing
-        Effect.catchAllCause((cause) =>
-          Cause.isInterruptedOnly(cause) ? Effect.void : Effect.zipRight(
-            Effect.logWarning("feed session failed; closing it with 1011", cause),
-            Effect.ignore(write(new Socket.CloseEvent(CLOSE_INTERNAL_ERROR, "internal error: resume from your last cursor")))
-          ))
-      )))
+      onOpen: Effect.asVoid(Effect.fork(
+        session(client, write, Number(epochText)).pipe(
+          // a session that fails (the database is out of reach) closes, so the client resumes from
+          // its cursor, instead of leaving it connected and told nothing
+          Effect.catchAllCause((cause) =>
+            Cause.isInterruptedOnly(cause) ? Effect.void : Effect.zipRight(
+              Effect.logWarning("feed session failed; closing it with 1011", cause),
+              Effect.ignore(write(new Socket.CloseEvent(CLOSE_INTERNAL_ERROR, "internal error: resume from your last cursor")))
+            )
+          )
+        )
+      ))
     }).pipe(
       Effect.catchAll((error) => Effect.logDebug("feed client closed", error)),
       Effect.ensuring(Effect.sync(() => {

@@ -57,9 +57,7 @@ const tokenFromFile = Effect.gen(function*() {
   const dataDir = yield* Config.string("DATA_DIR").pipe(Config.withDefault("./data"))
   const file = path.join(dataDir, "admin-token")
   const text = yield* fs.readFileString(file).pipe(
-    Effect.mapError(() =>
-      new CliFailure({ message: `no admin token: pass --admin-token, set ADMIN_TOKEN, or create ${file}` })
-    )
+    Effect.mapError(() => new CliFailure({ message: `no admin token: pass --admin-token, set ADMIN_TOKEN, or create ${file}` }))
   )
   const token = text.trim()
   if (token === "") return yield* new CliFailure({ message: `the admin token file ${file} is empty` })
@@ -76,7 +74,9 @@ export const connection = (flags: ConnectionFlags) =>
     }
     const opsUrl = Option.isSome(flags.opsUrl)
       ? flags.opsUrl.value
-      : Option.isSome(global.opsUrl) ? global.opsUrl.value : yield* fromEnv.opsUrl
+      : Option.isSome(global.opsUrl)
+      ? global.opsUrl.value
+      : yield* fromEnv.opsUrl
     const explicitToken = Option.orElse(flags.adminToken, () => global.adminToken)
     const token = Option.isSome(explicitToken)
       ? explicitToken.value
@@ -159,4 +159,3 @@ export const lines = (title: string, fields: ReadonlyArray<readonly [string, str
 }
 
 export const id = (segment: string) => encodeURIComponent(segment)
-

@@ -38,4 +38,3 @@ export const catalogue = Command.make("catalogue").pipe(
   Command.withDescription("the catalogue"),
   Command.withSubcommands([catalogueLoad])
 )
-

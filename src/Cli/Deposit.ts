@@ -59,4 +59,3 @@ export const deposit = Command.make("deposit").pipe(
   Command.withDescription("deposits"),
   Command.withSubcommands([depositSimulate])
 )
-

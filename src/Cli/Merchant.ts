@@ -138,4 +138,3 @@ export const merchant = Command.make("merchant").pipe(
     merchantRotateWebhookSecret
   ])
 )
-

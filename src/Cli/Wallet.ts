@@ -31,7 +31,8 @@ const walletList = Command.make("list", { ...connectionOptions, merchantId: merc
           `deposit wallets of merchant ${body.merchant_id}:`,
           ...body.wallets.map((w) =>
             `  ${w.id}  ${w.network.padEnd(4)}  ${w.status.padEnd(23)}  ${show(w.address)}${w.memo !== null ? ` (memo ${w.memo})` : ""}  ` +
-            `provider ${show(w.provider_status)}  ${w.can_deposit ? "can deposit" : "do not send funds"}`)
+            `provider ${show(w.provider_status)}  ${w.can_deposit ? "can deposit" : "do not send funds"}`
+          )
         ].join("\n"))
   })).pipe(Command.withDescription("list a merchant's deposit wallets as saved"))
 

@@ -103,4 +103,3 @@ export const webhook = Command.make("webhook").pipe(
   Command.withDescription("webhooks"),
   Command.withSubcommands([webhookReplay, webhookRecover, webhookListen])
 )
-

@@ -11,9 +11,9 @@ import pg from "pg"
 import { Settings } from "../Config.js"
 import { lockDataDir } from "./DataDirLock.js"
 import { listenOnOwnConnection } from "./Listen.js"
+import { migrate } from "./Migrations.js"
 import * as Pglite from "./Pglite.js"
 import { pipelined, type PipelinedStatement } from "./Pipeline.js"
-import { migrate } from "./Migrations.js"
 
 export const DatabaseKind = (settings: Settings) => Option.isSome(settings.databaseUrl) ? "postgresql" : "pglite"
 
@@ -55,9 +55,7 @@ export interface DirectSession {
 export type DirectTransaction = <A>(work: (session: DirectSession) => Promise<A | undefined>) => Promise<A | undefined>
 
 /** Direct transactions on the PostgreSQL pool; none on PGlite, for the reason of DirectReads. */
-export class DirectTransactions
-  extends Context.Tag("DirectTransactions")<DirectTransactions, Option.Option<DirectTransaction>>()
-{}
+export class DirectTransactions extends Context.Tag("DirectTransactions")<DirectTransactions, Option.Option<DirectTransaction>>() {}
 
 /**
  * Errors that leave a connection's prepared statements unusable: a cached plan whose result type
@@ -175,5 +173,4 @@ export const DatabaseLive: Layer.Layer<
   SqlClient.SqlClient | PgClient.PgClient | DirectReads | DirectTransactions,
   unknown,
   Settings
-> =
-  Layer.provideMerge(migrated, client)
+> = Layer.provideMerge(migrated, client)

@@ -28,9 +28,7 @@ const sqlFileLoader: Migrator.Loader = Effect.sync(() => {
       [
         Number(id),
         name!,
-        Effect.sync(() =>
-          Effect.flatMap(SqlClient.SqlClient, (sql) => sql.unsafe(readFileSync(dir + file, "utf8")))
-        )
+        Effect.sync(() => Effect.flatMap(SqlClient.SqlClient, (sql) => sql.unsafe(readFileSync(dir + file, "utf8"))))
       ] as const
     )
     .sort((a, b) => a[0] - b[0])

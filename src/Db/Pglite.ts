@@ -5,7 +5,7 @@
  * The pg compiler is reused, so SQL written for PostgreSQL runs unchanged.
  */
 import * as Reactivity from "@effect/experimental/Reactivity"
-import { SqlClient, SqlError, Statement, type SqlConnection } from "@effect/sql"
+import { SqlClient, type SqlConnection, SqlError, Statement } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer, Scope, Stream } from "effect"
 import { createRequire } from "node:module"
@@ -120,13 +120,13 @@ export const make = (dataDir: string) =>
     // Like node-postgres: no parameters means the simple protocol (multi-statement scripts work).
     const query = (sql: string, params: ReadonlyArray<unknown>, rowMode: "object" | "array") =>
       Effect.tryPromise({
-        try: () => params.length === 0 && rowMode === "object"
-          ? db.request({ op: "exec", sql })
-          : db.request({ op: "query", sql, params, rowMode }),
+        try: () =>
+          params.length === 0 && rowMode === "object"
+            ? db.request({ op: "exec", sql })
+            : db.request({ op: "query", sql, params, rowMode }),
         catch: fail("Failed to execute statement")
       })
-    const rowsOf = (sql: string, params: ReadonlyArray<unknown>) =>
-      Effect.map(query(sql, params, "object"), (reply) => reply.rows)
+    const rowsOf = (sql: string, params: ReadonlyArray<unknown>) => Effect.map(query(sql, params, "object"), (reply) => reply.rows)
 
     const connection: SqlConnection.Connection = {
       execute: (sql, params, transformRows) => Effect.map(rowsOf(sql, params), (rows) => (transformRows ? transformRows(rows) : rows)),
@@ -148,7 +148,10 @@ export const make = (dataDir: string) =>
           Effect.scoped(Effect.zipRight(
             lock,
             Effect.tryPromise({
-              try: () => db.listen(channel, (payload) => { if (payload) emit.single(payload) }),
+              try: () =>
+                db.listen(channel, (payload) => {
+                  if (payload) emit.single(payload)
+                }),
               catch: fail("Failed to listen")
             }).pipe(Effect.tap(() => emit.single(LISTENING)))
           )),

@@ -81,8 +81,7 @@ const serve = async (port: NonNullable<typeof parentPort>, dataDir: string) => {
         return { type: "reply", id: request.id, rows: last?.rows ?? [], values: [], affectedRows: last?.affectedRows ?? 0 }
       }
       case "listen": {
-        const unlisten = await db.listen(request.channel, (payload) =>
-          post({ type: "notification", listener: request.id, payload }))
+        const unlisten = await db.listen(request.channel, (payload) => post({ type: "notification", listener: request.id, payload }))
         listeners.set(request.id, unlisten)
         return { type: "reply", id: request.id, ...nothing }
       }

@@ -16,7 +16,8 @@ import { Wallets } from "./Wallets.js"
 const Payment = Schema.Struct({
   amount: Schema.Number.pipe(Schema.filter((n) =>
     (Number.isFinite(n) && n > 0 && n <= 1_000_000_000 && toUnits(n, 6) !== undefined) ||
-    "amount must be a positive number of USDT with at most 6 decimals")),
+    "amount must be a positive number of USDT with at most 6 decimals"
+  )),
   tx_id: Schema.optional(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200)))
 })
 const ProviderStatus = Schema.Struct({ status: Schema.Literal("active", "disabled") })
@@ -46,33 +47,45 @@ export const WalletAdminRoutes = Effect.gen(function*() {
   const notCreated = new AdminError({ status: 409, code: "ADMIN_CONFLICT", message: "the wallet provider has no bound wallet for this request yet" })
 
   return HttpRouter.empty.pipe(
-    HttpRouter.get("/admin/merchants/:id/wallets", Effect.gen(function*() {
-      const merchant = yield* pathId.pipe(Effect.flatMap(merchants.get))
-      if (Option.isNone(merchant)) return yield* notFound("merchant")
-      const rows = yield* requests.listOf(merchant.value.id).pipe(Effect.orDie)
-      return json({
-        merchant_id: merchant.value.id,
-        wallets: rows.map((row) => ({ ...wallets.view(row), provider_wallet_id: row.providerWalletId, provider_status: row.providerStatus }))
+    HttpRouter.get(
+      "/admin/merchants/:id/wallets",
+      Effect.gen(function*() {
+        const merchant = yield* pathId.pipe(Effect.flatMap(merchants.get))
+        if (Option.isNone(merchant)) return yield* notFound("merchant")
+        const rows = yield* requests.listOf(merchant.value.id).pipe(Effect.orDie)
+        return json({
+          merchant_id: merchant.value.id,
+          wallets: rows.map((row) => ({ ...wallets.view(row), provider_wallet_id: row.providerWalletId, provider_status: row.providerStatus }))
+        })
       })
-    })),
-    HttpRouter.post("/admin/simulator/wallets/:id/payments", Effect.gen(function*() {
-      const wallet = yield* createdWallet
-      const input = yield* body(Payment)
-      const transferId = yield* sim.pay(idempotencyKeyOf(wallet.id), usdtText(input.amount), input.tx_id).pipe(
-        Effect.catchTag("SimWalletNotFound", () => Effect.fail(notCreated))
-      )
-      return json({ wallet_id: wallet.id, transfer_id: transferId, amount: input.amount }, 202)
-    })),
-    HttpRouter.post("/admin/simulator/wallets/:id/status", Effect.gen(function*() {
-      const wallet = yield* createdWallet
-      const input = yield* body(ProviderStatus)
-      yield* sim.setStatus(idempotencyKeyOf(wallet.id), input.status).pipe(Effect.catchTag("SimWalletNotFound", () => Effect.fail(notCreated)))
-      return json({ wallet_id: wallet.id, provider_status: input.status })
-    })),
-    HttpRouter.put("/admin/simulator/wallet-provider", Effect.gen(function*() {
-      const input = yield* body(Availability)
-      yield* sim.setAvailable(input.available)
-      return json(input)
-    }))
+    ),
+    HttpRouter.post(
+      "/admin/simulator/wallets/:id/payments",
+      Effect.gen(function*() {
+        const wallet = yield* createdWallet
+        const input = yield* body(Payment)
+        const transferId = yield* sim.pay(idempotencyKeyOf(wallet.id), usdtText(input.amount), input.tx_id).pipe(
+          Effect.catchTag("SimWalletNotFound", () => Effect.fail(notCreated))
+        )
+        return json({ wallet_id: wallet.id, transfer_id: transferId, amount: input.amount }, 202)
+      })
+    ),
+    HttpRouter.post(
+      "/admin/simulator/wallets/:id/status",
+      Effect.gen(function*() {
+        const wallet = yield* createdWallet
+        const input = yield* body(ProviderStatus)
+        yield* sim.setStatus(idempotencyKeyOf(wallet.id), input.status).pipe(Effect.catchTag("SimWalletNotFound", () => Effect.fail(notCreated)))
+        return json({ wallet_id: wallet.id, provider_status: input.status })
+      })
+    ),
+    HttpRouter.put(
+      "/admin/simulator/wallet-provider",
+      Effect.gen(function*() {
+        const input = yield* body(Availability)
+        yield* sim.setAvailable(input.available)
+        return json(input)
+      })
+    )
   )
 })

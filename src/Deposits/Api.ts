@@ -4,8 +4,8 @@ import { Schema } from "effect"
 import { IsoDateTime } from "../Domain/Db.js"
 import { failsAs, WalletNetworkInvalid, WalletNotFound, Wire } from "../Domain/Errors.js"
 import { IntegerText } from "../Domain/QueryNumbers.js"
-import { Authentication } from "../Merchants/Authentication.js"
 import { Usd } from "../Merchants/Api.js"
+import { Authentication } from "../Merchants/Authentication.js"
 
 export const DepositFees = Schema.Struct({
   currency: Schema.Literal("USD"),

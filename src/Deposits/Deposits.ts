@@ -54,7 +54,8 @@ export const toDepositItem = (row: DepositRow) => ({
 })
 export type DepositItem = ReturnType<typeof toDepositItem>
 
-const columns = (sql: SqlClient.SqlClient) => sql`
+const columns = (sql: SqlClient.SqlClient) =>
+  sql`
   id, merchant_id AS "merchantId", provider, network, destination, tx_id AS "txId",
   amount_sent_micros AS "amountSentMicros", amount_cents AS amount, created_at AS "createdAt",
   to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS position`

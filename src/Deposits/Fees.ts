@@ -21,9 +21,8 @@ export const FEE_TIERS: ReadonlyArray<FeeTier> = [
 const MICROS_PER_USD = 1_000_000n
 
 export const tierFor = (sentMicros: bigint): FeeTier =>
-  FEE_TIERS.find((t) =>
-    sentMicros >= BigInt(t.minUsd) * MICROS_PER_USD && (t.maxUsd === null || sentMicros < BigInt(t.maxUsd) * MICROS_PER_USD)
-  ) ?? FEE_TIERS[FEE_TIERS.length - 1]!
+  FEE_TIERS.find((t) => sentMicros >= BigInt(t.minUsd) * MICROS_PER_USD && (t.maxUsd === null || sentMicros < BigInt(t.maxUsd) * MICROS_PER_USD)) ??
+    FEE_TIERS[FEE_TIERS.length - 1]!
 
 export interface DepositSettlement {
   readonly basisPoints: number

@@ -17,15 +17,18 @@ export const DepositsHttp = HttpApiBuilder.group(MerchantApi, "deposits", (handl
     const deposits = yield* Deposits
     const wallets = yield* Wallets
     const unverified = (e: { readonly detail: string }) =>
-      Effect.fail(new WalletProviderUnavailable({
-        message: `The wallet provider's state could not be verified (${e.detail}). Read the saved state (GET /deposits/wallets) before continuing; do not create a replacement.`
-      }))
+      Effect.fail(
+        new WalletProviderUnavailable({
+          message:
+            `The wallet provider's state could not be verified (${e.detail}). Read the saved state (GET /deposits/wallets) before continuing; do not create a replacement.`
+        })
+      )
     return handlers
       .handle("getFees", () => Effect.succeed(fees))
       .handle("listDeposits", ({ urlParams }) =>
-        Effect.flatMap(CurrentMerchant, (merchant) =>
-          deposits.list(merchant.id, { cursor: urlParams.cursor, limit: urlParams.limit ?? 50 })))
-      .handle("listWallets", () => Effect.flatMap(CurrentMerchant, wallets.list))
+        Effect.flatMap(CurrentMerchant, (merchant) => deposits.list(merchant.id, { cursor: urlParams.cursor, limit: urlParams.limit ?? 50 })))
+      .handle("listWallets", () =>
+        Effect.flatMap(CurrentMerchant, wallets.list))
       .handle("requestWallet", ({ payload }) =>
         Effect.flatMap(CurrentMerchant, (merchant) => wallets.request(merchant, payload.network)).pipe(
           Effect.catchTags({
@@ -38,7 +41,9 @@ export const DepositsHttp = HttpApiBuilder.group(MerchantApi, "deposits", (handl
           Effect.catchTags({
             WalletMissing: () => Effect.fail(new WalletNotFound({ message: "No such deposit wallet for this merchant." })),
             WalletNotStarted: () =>
-              Effect.fail(new WalletCreationNotStarted({ message: "No creation attempt has started for this wallet: request it (POST /deposits/wallets) first." })),
+              Effect.fail(
+                new WalletCreationNotStarted({ message: "No creation attempt has started for this wallet: request it (POST /deposits/wallets) first." })
+              ),
             WalletUnverified: unverified
           })
         ))

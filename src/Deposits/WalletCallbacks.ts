@@ -24,7 +24,9 @@ export const WalletCallbacksLive = Layer.unwrapEffect(Effect.gen(function*() {
       CallbackRejected: (e) =>
         Effect.succeed(HttpServerResponse.text(errorBody("PROVIDER_CALLBACK_REJECTED", e.reason), { status: 401, contentType: "application/json" })),
       RequestError: () =>
-        Effect.succeed(HttpServerResponse.text(errorBody("PROVIDER_CALLBACK_REJECTED", "the body could not be read"), { status: 400, contentType: "application/json" }))
+        Effect.succeed(
+          HttpServerResponse.text(errorBody("PROVIDER_CALLBACK_REJECTED", "the body could not be read"), { status: 400, contentType: "application/json" })
+        )
     })
   )
   return HttpApiBuilder.Router.use((router) => router.post(WALLET_CALLBACK_PATH, handler))

@@ -41,10 +41,14 @@ export class WalletPayments extends Effect.Service<WalletPayments>()("WalletPaym
     const apply = (notice: PaymentNotice) =>
       Effect.gen(function*() {
         const found = yield* requests.byProviderWallet(notice.providerWalletId)
-        if (Option.isNone(found) || found.value.network !== notice.network) return yield* record(notice, null, "unknown_wallet", null).pipe(Effect.as("unknown_wallet" as const))
+        if (Option.isNone(found) || found.value.network !== notice.network) {
+          return yield* record(notice, null, "unknown_wallet", null).pipe(Effect.as("unknown_wallet" as const))
+        }
         const wallet = found.value
-        const notPayable: PaymentOutcome | undefined = wallet.status !== "bound" || wallet.address !== notice.address ? "wallet_not_bound"
-          : wallet.providerStatus !== "active" || notice.walletStatus !== "active" ? "wallet_disabled"
+        const notPayable: PaymentOutcome | undefined = wallet.status !== "bound" || wallet.address !== notice.address ?
+          "wallet_not_bound"
+          : wallet.providerStatus !== "active" || notice.walletStatus !== "active" ?
+          "wallet_disabled"
           : undefined
         if (notPayable !== undefined) return yield* record(notice, wallet.id, notPayable, null).pipe(Effect.as(notPayable))
         // credited first (idempotent on the transfer id), recorded after: a crash between the two,

@@ -14,8 +14,8 @@ import { type ProviderWallet, WalletProvider, type WalletProviderUnavailable } f
 import { idempotencyKeyOf, WalletRequests, type WalletRow } from "./WalletRequests.js"
 
 export class WalletIssuanceOff extends Data.TaggedError("WalletIssuanceOff")<{ readonly reason: string }> {}
-export class WalletMissing extends Data.TaggedError("WalletMissing")<{}> {}
-export class WalletNotStarted extends Data.TaggedError("WalletNotStarted")<{}> {}
+export class WalletMissing extends Data.TaggedError("WalletMissing") {}
+export class WalletNotStarted extends Data.TaggedError("WalletNotStarted") {}
 /** The provider's state could not be verified; the saved state is left as it is (and readable). */
 export class WalletUnverified extends Data.TaggedError("WalletUnverified")<{ readonly detail: string }> {}
 

@@ -68,8 +68,7 @@ export const StickerInput = Schema.Struct({
  * A CatalogItem-shaped input (admin API, fixtures): id optional, nullable fields optional
  * (default null), stickers default [] and stickers_count default to their number, `sim` allowed.
  */
-const optionalNullable = <A, I>(schema: Schema.Schema<A, I>) =>
-  Schema.optionalWith(Schema.NullOr(schema), { default: () => null })
+const optionalNullable = <A, I>(schema: Schema.Schema<A, I>) => Schema.optionalWith(Schema.NullOr(schema), { default: () => null })
 
 /** The most minutes an item's delivery may be estimated at: a purchase keeps them as a PostgreSQL integer. */
 export const MAX_DELIVERY_MINUTES = 2_147_483_647
@@ -106,10 +105,31 @@ export type CatalogItemInput = typeof CatalogItemInput.Type
 
 /** The field order of the canonical JSON. */
 const FIELDS = [
-  "id", "market_hash_name", "image_url", "price", "exterior", "exterior_code", "float", "paint_seed",
-  "paint_index", "inspect_url", "asset_id", "steam_id", "class_id", "instance_id", "is_stat_trak",
-  "is_souvenir", "has_stickers", "stickers_count", "stickers", "category", "weapon_type", "rarity",
-  "rarity_color", "delivery_type", "estimated_delivery_minutes"
+  "id",
+  "market_hash_name",
+  "image_url",
+  "price",
+  "exterior",
+  "exterior_code",
+  "float",
+  "paint_seed",
+  "paint_index",
+  "inspect_url",
+  "asset_id",
+  "steam_id",
+  "class_id",
+  "instance_id",
+  "is_stat_trak",
+  "is_souvenir",
+  "has_stickers",
+  "stickers_count",
+  "stickers",
+  "category",
+  "weapon_type",
+  "rarity",
+  "rarity_color",
+  "delivery_type",
+  "estimated_delivery_minutes"
 ] as const satisfies ReadonlyArray<keyof CatalogItem>
 
 const serialiseStickers = (stickers: ReadonlyArray<Sticker>): string =>

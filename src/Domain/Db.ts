@@ -25,9 +25,11 @@ export const IsoDateTime = Schema.String.annotations({
  * values (two custom_ids, two names) would become one.
  */
 const unstorable = (s: string): string | undefined =>
-  s.includes("\u0000") ? "must not contain the NUL character (U+0000)"
-  : /\p{Cs}/u.test(s) ? "must not contain a lone surrogate (invalid Unicode)"
-  : undefined
+  s.includes("\u0000") ?
+    "must not contain the NUL character (U+0000)"
+    : /\p{Cs}/u.test(s) ?
+    "must not contain a lone surrogate (invalid Unicode)"
+    : undefined
 
 /** A string a text column can hold. */
 export const StorableString = Schema.String.pipe(Schema.filter((s) => unstorable(s) ?? true))
@@ -69,7 +71,14 @@ export const isCalendarDateTime = (s: string): boolean => {
   const parts = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2}))?/.exec(s)
   const instant = Date.parse(s)
   if (parts === null || Number.isNaN(instant)) return false
-  const [year, month, day, hour, minute, second = 0] = parts.slice(1).map((p) => (p === undefined ? 0 : Number(p))) as [number, number, number, number, number, number]
+  const [year, month, day, hour, minute, second = 0] = parts.slice(1).map((p) => (p === undefined ? 0 : Number(p))) as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number
+  ]
   const date = new Date(0)
   date.setUTCFullYear(year, month - 1, day)
   const instantYear = new Date(instant).getUTCFullYear()

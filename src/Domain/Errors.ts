@@ -13,7 +13,9 @@ const spec = (code: string, status: number) => ({ [HttpApiSchema.AnnotationStatu
 
 const fields = { message: Schema.String }
 
-interface ApiErrorClass<Self extends { readonly _tag: string; readonly message: string }> extends Schema.Schema<Self, { readonly _tag: Self["_tag"]; readonly message: string }> {
+interface ApiErrorClass<Self extends { readonly _tag: string; readonly message: string }>
+  extends Schema.Schema<Self, { readonly _tag: Self["_tag"]; readonly message: string }>
+{
   new(args: { readonly message: string }): Self
   readonly _tag: Self["_tag"]
 }
@@ -45,12 +47,18 @@ export class InvalidCustomId extends Schema.TaggedError<InvalidCustomId>()("Inva
 export class InvalidSteamId extends Schema.TaggedError<InvalidSteamId>()("InvalidSteamId", fields, spec("MERCHANT_INVALID_STEAM_ID", 400)) {}
 export class SteamIdMismatch extends Schema.TaggedError<SteamIdMismatch>()("SteamIdMismatch", fields, spec("MERCHANT_STEAM_ID_MISMATCH", 400)) {}
 export class InvalidTradeUrl extends Schema.TaggedError<InvalidTradeUrl>()("InvalidTradeUrl", fields, spec("MERCHANT_INVALID_TRADE_URL", 400)) {}
-export class InvalidMarketHashName extends Schema.TaggedError<InvalidMarketHashName>()("InvalidMarketHashName", fields, spec("MERCHANT_INVALID_MARKET_HASH_NAME", 400)) {}
-export class InvalidEstimatedTime extends Schema.TaggedError<InvalidEstimatedTime>()("InvalidEstimatedTime", fields, spec("MERCHANT_INVALID_ESTIMATED_TIME", 400)) {}
+export class InvalidMarketHashName
+  extends Schema.TaggedError<InvalidMarketHashName>()("InvalidMarketHashName", fields, spec("MERCHANT_INVALID_MARKET_HASH_NAME", 400))
+{}
+export class InvalidEstimatedTime
+  extends Schema.TaggedError<InvalidEstimatedTime>()("InvalidEstimatedTime", fields, spec("MERCHANT_INVALID_ESTIMATED_TIME", 400))
+{}
 export class NoItemsFound extends Schema.TaggedError<NoItemsFound>()("NoItemsFound", fields, spec("MERCHANT_NO_ITEMS_FOUND", 400)) {}
 export class InvalidStatus extends Schema.TaggedError<InvalidStatus>()("InvalidStatus", fields, spec("MERCHANT_INVALID_STATUS", 400)) {}
 export class InvalidSort extends Schema.TaggedError<InvalidSort>()("InvalidSort", fields, spec("MERCHANT_INVALID_SORT", 400)) {}
-export class WalletNetworkInvalid extends Schema.TaggedError<WalletNetworkInvalid>()("WalletNetworkInvalid", fields, spec("MERCHANT_WALLET_NETWORK_INVALID", 400)) {}
+export class WalletNetworkInvalid
+  extends Schema.TaggedError<WalletNetworkInvalid>()("WalletNetworkInvalid", fields, spec("MERCHANT_WALLET_NETWORK_INVALID", 400))
+{}
 // 401, 402, 403
 export class ApiKeyMissing extends Schema.TaggedError<ApiKeyMissing>()("ApiKeyMissing", fields, spec("MERCHANT_API_KEY_MISSING", 401)) {}
 export class InsufficientBalance extends Schema.TaggedError<InsufficientBalance>()("InsufficientBalance", fields, spec("MERCHANT_INSUFFICIENT_BALANCE", 402)) {}
@@ -66,12 +74,18 @@ export class ItemUnavailable extends Schema.TaggedError<ItemUnavailable>()("Item
 export class PriceChanged extends Schema.TaggedError<PriceChanged>()("PriceChanged", fields, spec("MERCHANT_PRICE_CHANGED", 409)) {}
 export class PurchaseFailed extends Schema.TaggedError<PurchaseFailed>()("PurchaseFailed", fields, spec("MERCHANT_PURCHASE_FAILED", 409)) {}
 export class Conflict extends Schema.TaggedError<Conflict>()("Conflict", fields, spec("MERCHANT_CONFLICT", 409)) {}
-export class WalletIssuanceDisabled extends Schema.TaggedError<WalletIssuanceDisabled>()("WalletIssuanceDisabled", fields, spec("MERCHANT_WALLET_ISSUANCE_DISABLED", 409)) {}
-export class WalletCreationNotStarted extends Schema.TaggedError<WalletCreationNotStarted>()("WalletCreationNotStarted", fields, spec("WALLET_CREATION_NOT_STARTED", 409)) {}
+export class WalletIssuanceDisabled
+  extends Schema.TaggedError<WalletIssuanceDisabled>()("WalletIssuanceDisabled", fields, spec("MERCHANT_WALLET_ISSUANCE_DISABLED", 409))
+{}
+export class WalletCreationNotStarted
+  extends Schema.TaggedError<WalletCreationNotStarted>()("WalletCreationNotStarted", fields, spec("WALLET_CREATION_NOT_STARTED", 409))
+{}
 // 429, 5xx
 export class RateLimited extends Schema.TaggedError<RateLimited>()("RateLimited", fields, spec("MERCHANT_RATE_LIMITED", 429)) {}
 export class InternalError extends Schema.TaggedError<InternalError>()("InternalError", fields, spec("MERCHANT_INTERNAL_ERROR", 500)) {}
-export class WalletProviderUnavailable extends Schema.TaggedError<WalletProviderUnavailable>()("WalletProviderUnavailable", fields, spec("MERCHANT_WALLET_PROVIDER_UNAVAILABLE", 502)) {}
+export class WalletProviderUnavailable
+  extends Schema.TaggedError<WalletProviderUnavailable>()("WalletProviderUnavailable", fields, spec("MERCHANT_WALLET_PROVIDER_UNAVAILABLE", 502))
+{}
 export class FeedNotReady extends Schema.TaggedError<FeedNotReady>()("FeedNotReady", fields, spec("FEED_NOT_READY", 503)) {}
 
 /** Wire schemas for `addError`, one per spec code. */

@@ -59,5 +59,4 @@ const isTronAddress = (address: string): boolean => {
 const isBscAddress = (address: string): boolean => /^0x[0-9a-fA-F]{40}$/.test(address)
 
 /** Whether `address` is a well-formed deposit address on `network`. */
-export const isValidAddress = (network: Network, address: string): boolean =>
-  network === "tron" ? isTronAddress(address) : isBscAddress(address)
+export const isValidAddress = (network: Network, address: string): boolean => network === "tron" ? isTronAddress(address) : isBscAddress(address)

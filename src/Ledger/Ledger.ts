@@ -67,7 +67,8 @@ export class Ledger extends Effect.Service<Ledger>()("Ledger", {
      * and total_spent grow) and returns `available_cents` after it; the ledger row is written from
      * it. `debit` is empty, and nothing changed, when available is below the price.
      */
-    const purchaseDebitSteps = (merchantId: string, cents: number, purchaseId: string) => sql`
+    const purchaseDebitSteps = (merchantId: string, cents: number, purchaseId: string) =>
+      sql`
       debit AS (
         UPDATE balances SET available_cents = available_cents - ${cents}, on_hold_cents = on_hold_cents + ${cents},
                total_spent_cents = total_spent_cents + ${cents}, updated_at = now()

@@ -119,8 +119,7 @@ export class Authenticator extends Effect.Service<Authenticator>()("Authenticato
   dependencies: [Merchants.Default]
 }) {}
 
-const clientAddress = (request: HttpServerRequest.HttpServerRequest) =>
-  Option.getOrElse(request.remoteAddress, () => "unknown")
+const clientAddress = (request: HttpServerRequest.HttpServerRequest) => Option.getOrElse(request.remoteAddress, () => "unknown")
 
 const addHeaders = (headers: Record<string, string>) =>
   Object.keys(headers).length === 0

@@ -27,12 +27,20 @@ const createDemoMerchant = Effect.gen(function*() {
   const created = maybeCreated.value
   yield* deposits.credit({ merchantId: created.merchant.id, network: "tron", amount: DEMO_FUNDING_USDT, txId: DEMO_FUNDING_TX })
   const file = join(settings.dataDir, "demo-merchant.json")
-  writeFileSync(file, JSON.stringify({
-    merchant_id: created.merchant.id,
-    name: "demo",
-    api_key: created.apiKey,
-    webhook_secret: created.webhookSecret
-  }, null, 2) + "\n", { mode: 0o600 })
+  writeFileSync(
+    file,
+    JSON.stringify(
+      {
+        merchant_id: created.merchant.id,
+        name: "demo",
+        api_key: created.apiKey,
+        webhook_secret: created.webhookSecret
+      },
+      null,
+      2
+    ) + "\n",
+    { mode: 0o600 }
+  )
   return Option.some({ apiKey: created.apiKey, webhookSecret: created.webhookSecret })
 })
 

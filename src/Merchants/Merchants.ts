@@ -7,9 +7,9 @@ import { SqlClient, SqlSchema } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { Clock, Effect, Option, Schema, Stream } from "effect"
 import { randomUUID } from "node:crypto"
+import { LISTENING } from "../Db/Listen.js"
 import { Timestamp } from "../Domain/Db.js"
 import { type AuthenticatedMerchant, Merchant, MerchantId, MerchantStatus } from "../Domain/Merchant.js"
-import { LISTENING } from "../Db/Listen.js"
 import { Fibers } from "../Ops/Fibers.js"
 import { generateApiKey, generateWebhookSecret, hashApiKey, isWellFormedApiKey, last4 } from "./Keys.js"
 
@@ -29,7 +29,8 @@ const MerchantRow = Schema.Struct({
   updatedAt: Timestamp
 })
 
-const merchantColumns = (sql: SqlClient.SqlClient) => sql`
+const merchantColumns = (sql: SqlClient.SqlClient) =>
+  sql`
   id, name, status, webhook_url AS "webhookUrl", legacy_trc20 AS "legacyTrc20", legacy_bep20 AS "legacyBep20",
   created_at AS "createdAt", updated_at AS "updatedAt"`
 
@@ -69,11 +70,15 @@ export class Merchants extends Effect.Service<Merchants>()("Merchants", {
     yield* fibers.supervise("merchant-auth-invalidation", (beat) =>
       pg.listen(AUTH_CHANGED_CHANNEL).pipe(
         Stream.runForEach((merchantId) =>
-          Effect.zipRight(beat, Effect.sync(() => {
-            if (merchantId === LISTENING) cache.clear()
-            else forget(merchantId)
-            for (const listener of authChangeListeners) listener(merchantId === LISTENING ? undefined : merchantId)
-          })))
+          Effect.zipRight(
+            beat,
+            Effect.sync(() => {
+              if (merchantId === LISTENING) cache.clear()
+              else forget(merchantId)
+              for (const listener of authChangeListeners) listener(merchantId === LISTENING ? undefined : merchantId)
+            })
+          )
+        )
       ))
 
     /**
@@ -83,8 +88,13 @@ export class Merchants extends Effect.Service<Merchants>()("Merchants", {
      */
     const onAuthChange = (listener: (merchantId: string | undefined) => void) =>
       Effect.acquireRelease(
-        Effect.sync(() => { authChangeListeners.add(listener) }),
-        () => Effect.sync(() => { authChangeListeners.delete(listener) })
+        Effect.sync(() => {
+          authChangeListeners.add(listener)
+        }),
+        () =>
+          Effect.sync(() => {
+            authChangeListeners.delete(listener)
+          })
       )
 
     const findById = SqlSchema.findOne({
@@ -181,7 +191,8 @@ export class Merchants extends Effect.Service<Merchants>()("Merchants", {
     const lookupKey = SqlSchema.findOne({
       Request: Schema.String,
       Result: Schema.Struct({ id: MerchantId, name: Schema.String, status: MerchantStatus }),
-      execute: (hash) => sql`
+      execute: (hash) =>
+        sql`
         SELECT m.id, m.name, m.status FROM api_keys k JOIN merchants m ON m.id = k.merchant_id
         WHERE k.key_hash = ${hash} AND k.revoked_at IS NULL`
     })

@@ -39,8 +39,7 @@ export const makeTokenBuckets = (ratePerSecond: number, capacity: number) => {
     }
   }
 
-  const retryAfter = (tokens: number) =>
-    ratePerSecond > 0 ? Math.max(1, Math.ceil((1 - tokens) / ratePerSecond)) : 3600
+  const retryAfter = (tokens: number) => ratePerSecond > 0 ? Math.max(1, Math.ceil((1 - tokens) / ratePerSecond)) : 3600
 
   const decide = (key: string, cost: number, now: number): BucketDecision => {
     let bucket = buckets.get(key)

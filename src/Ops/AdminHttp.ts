@@ -42,9 +42,11 @@ export const body = <A, I>(schema: Schema.Schema<A, I>) =>
       Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
         const problem = bodyProblemOf(NodeHttpServerRequest.toIncomingMessage(request))
         return Effect.fail(
-          problem !== undefined ? refusedBody(problem)
-          : ParseResult.isParseError(error) ? invalid(firstIssue(error))
-          : invalid("body must be JSON")
+          problem !== undefined ?
+            refusedBody(problem)
+            : ParseResult.isParseError(error) ?
+            invalid(firstIssue(error))
+            : invalid("body must be JSON")
         )
       })
     ),
@@ -69,4 +71,3 @@ export const pathId = HttpRouter.params.pipe(Effect.map((p) => p["id"] ?? ""))
 
 export const found = <A>(what: string) => (option: Option.Option<A>) =>
   Option.match(option, { onNone: () => Effect.fail(notFound(what)), onSome: Effect.succeed })
-

@@ -72,7 +72,11 @@ export class Fibers extends Effect.Service<Fibers>()("Fibers", {
             yield* Effect.sleep(delay)
           }
         }).pipe(
-          Effect.onExit(() => Effect.sync(() => { entry.state = "stopped" })),
+          Effect.onExit(() =>
+            Effect.sync(() => {
+              entry.state = "stopped"
+            })
+          ),
           Effect.annotateLogs("fiber", name)
         )
         yield* Effect.forkScoped(loop)

@@ -100,7 +100,10 @@ export class Metrics extends Effect.Service<Metrics>()("Metrics", {
       }
     ) => new Histogram<L>({ ...options, buckets: [...options.buckets], labelNames: options.labelNames ?? [], registers })
 
-    const onScrape = (refresh: Effect.Effect<void>) => Effect.sync(() => { scrapeHooks.push(refresh) })
+    const onScrape = (refresh: Effect.Effect<void>) =>
+      Effect.sync(() => {
+        scrapeHooks.push(refresh)
+      })
 
     /** The Prometheus text exposition. A failing refresh leaves its gauges at their last value. */
     const render = Effect.gen(function*() {

@@ -16,7 +16,10 @@ export class Readiness extends Effect.Service<Readiness>()("Readiness", {
     checks.set("database", sql`SELECT 1`.pipe(Effect.as(true), Effect.timeout("2 seconds"), Effect.orElseSucceed(() => false)))
     checks.set("migrations", Effect.succeed(true))
 
-    const register = (name: string, check: Effect.Effect<boolean>) => Effect.sync(() => { checks.set(name, check) })
+    const register = (name: string, check: Effect.Effect<boolean>) =>
+      Effect.sync(() => {
+        checks.set(name, check)
+      })
 
     // Background work that can wait (the supplier's reconciliation) starts once the API listens,
     // so start-up is not spent on it: the index loaded from the database is served meanwhile.
@@ -32,8 +35,11 @@ export class Readiness extends Effect.Service<Readiness>()("Readiness", {
     }
 
     const report: Effect.Effect<ReadinessReport> = Effect.gen(function*() {
-      const results = yield* Effect.forEach(Array.from(checks), ([name, check]) =>
-        Effect.map(Effect.catchAllCause(check, () => Effect.succeed(false)), (ok) => [name, { ok }] as const), { concurrency: "unbounded" })
+      const results = yield* Effect.forEach(
+        Array.from(checks),
+        ([name, check]) => Effect.map(Effect.catchAllCause(check, () => Effect.succeed(false)), (ok) => [name, { ok }] as const),
+        { concurrency: "unbounded" }
+      )
       return { ready: results.every(([, r]) => r.ok), checks: Object.fromEntries(results) }
     })
 

@@ -46,7 +46,8 @@ export const OpsServerLive = Layer.unwrapEffect(Effect.gen(function*() {
         : Effect.as(
           Effect.logError("ops request failed", cause),
           HttpServerResponse.text(errorBody("INTERNAL_ERROR", "Internal error."), { status: 500, contentType: "application/json" })
-        ))
+        )
+    )
   )
 
   const routes = Chunk.toReadonlyArray(router.routes).map((route) => route.path)

@@ -18,8 +18,8 @@ import {
 } from "../Domain/Errors.js"
 import { FailureCode, PurchaseStatus } from "../Domain/Purchase.js"
 import { isSteamId64, parseTradeUrl, STEAM_ID64_PATTERN, TRADE_URL_PATTERN } from "../Domain/TradeUrl.js"
-import { Authentication } from "../Merchants/Authentication.js"
 import { Usd } from "../Merchants/Api.js"
+import { Authentication } from "../Merchants/Authentication.js"
 
 const EMPTY_UUID = "00000000-0000-0000-0000-000000000000"
 
@@ -47,9 +47,11 @@ export const BuyRequest = Schema.Struct({
   max_price: MaxPrice,
   custom_id: CustomId,
   target_trade_url: TradeUrl,
-  target_steam_id: Schema.optional(Schema.NullOr(StorableString.pipe(
-    Schema.filter(isSteamId64, { message: () => "target_steam_id must be a SteamID64" })
-  ).annotations({ jsonSchema: { pattern: STEAM_ID64_PATTERN }, ...failsAs(InvalidSteamId) })))
+  target_steam_id: Schema.optional(Schema.NullOr(
+    StorableString.pipe(
+      Schema.filter(isSteamId64, { message: () => "target_steam_id must be a SteamID64" })
+    ).annotations({ jsonSchema: { pattern: STEAM_ID64_PATTERN }, ...failsAs(InvalidSteamId) })
+  ))
 }).annotations({ identifier: "BuyRequest" })
 
 export const BuyByNameRequest = Schema.Struct({
@@ -58,10 +60,12 @@ export const BuyByNameRequest = Schema.Struct({
   trade_url: TradeUrl,
   custom_id: CustomId,
   // any whole number of minutes from 10 (spec 4.3 sets no upper bound; the handler caps it at the longest an item may have)
-  estimated_time: Schema.optional(Schema.NullOr(Schema.Number.pipe(
-    Schema.filter((n) => Number.isInteger(n) || "estimated_time must be a whole number of minutes"),
-    Schema.greaterThanOrEqualTo(10)
-  ).annotations({ jsonSchema: { type: "integer", minimum: 10 }, ...failsAs(InvalidEstimatedTime) })))
+  estimated_time: Schema.optional(Schema.NullOr(
+    Schema.Number.pipe(
+      Schema.filter((n) => Number.isInteger(n) || "estimated_time must be a whole number of minutes"),
+      Schema.greaterThanOrEqualTo(10)
+    ).annotations({ jsonSchema: { type: "integer", minimum: 10 }, ...failsAs(InvalidEstimatedTime) })
+  ))
 }).annotations({ identifier: "BuyByNameRequest" })
 
 export const PurchaseCreated = Schema.Struct({

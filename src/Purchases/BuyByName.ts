@@ -13,10 +13,10 @@
  */
 import { SqlClient } from "@effect/sql"
 import { Cause, Data, Effect, Exit, Fiber, Option, Schema } from "effect"
-import { Settings } from "../Config.js"
 import { CatalogueEngine } from "../Catalogue/Engine.js"
-import { centsFloor } from "../Domain/Money.js"
+import { Settings } from "../Config.js"
 import { Conflict, InsufficientBalance, NoItemsFound, PurchaseFailed } from "../Domain/Errors.js"
+import { centsFloor } from "../Domain/Money.js"
 import { Fibers } from "../Ops/Fibers.js"
 import { PurchaseHandover } from "./Handover.js"
 import { Purchases, type Recipient } from "./Purchases.js"
@@ -94,11 +94,9 @@ export class BuyByName extends Effect.Service<BuyByName>()("BuyByName", {
      * was accepted (acknowledged, its offer sent, completed) and failed later (declined, reversed)
      * ended the cycle when it was accepted, and is never followed by another.
      */
-    const rejected = (row: PurchaseRow) =>
-      row.status === "failed" && !row.acknowledged && row.tradeOfferId === null && row.completedAt === null
+    const rejected = (row: PurchaseRow) => row.status === "failed" && !row.acknowledged && row.tradeOfferId === null && row.completedAt === null
 
-    const record = (request: BuyByNameRequest) =>
-      sql`merchant_id = ${request.merchantId} AND custom_id = ${request.customId}`
+    const record = (request: BuyByNameRequest) => sql`merchant_id = ${request.merchantId} AND custom_id = ${request.customId}`
 
     /** The cycle's record, locked, if this process still runs it: taken in each attempt's transaction. */
     const holdRecord = (request: BuyByNameRequest) =>
@@ -274,8 +272,10 @@ export class BuyByName extends Effect.Service<BuyByName>()("BuyByName", {
         yield* Effect.forkIn(Effect.ignore(cycle(request, deadline, progress)), cycles)
       }
     })
-    yield* fibers.supervise("purchase-by-name-recovery", (beat) =>
-      Effect.forever(Effect.zipRight(Effect.zipRight(recover, beat), Effect.sleep(RECOVERY_EVERY))))
+    yield* fibers.supervise(
+      "purchase-by-name-recovery",
+      (beat) => Effect.forever(Effect.zipRight(Effect.zipRight(recover, beat), Effect.sleep(RECOVERY_EVERY)))
+    )
 
     return { buy } as const
   }),

@@ -6,8 +6,8 @@ import { MAX_DELIVERY_MINUTES } from "../Domain/CatalogItem.js"
 import { InvalidMaxPrice, PurchaseNotFound, SteamIdMismatch } from "../Domain/Errors.js"
 import { exactForCents, topLevelNumberText } from "../Domain/Money.js"
 import { parseTradeUrl } from "../Domain/TradeUrl.js"
-import { CurrentMerchant } from "../Merchants/Authentication.js"
 import type { FastPostRoute } from "../FastLane.js"
+import { CurrentMerchant } from "../Merchants/Authentication.js"
 import { BuyRequest, PurchaseCreated, type PurchaseRejected } from "./Api.js"
 import { BuyByName } from "./BuyByName.js"
 import { Purchases, type Recipient } from "./Purchases.js"
@@ -25,9 +25,11 @@ const json = (body: unknown, status: number) => HttpServerResponse.unsafeJson(bo
 
 /** HTTP-level code of a failed attempt seen by a repeat (spec 4.3 buy-by-name). */
 const failedAttemptCode = (row: PurchaseRow): PurchaseRejected["code"] =>
-  row.failureCode === "ITEM_UNAVAILABLE" ? "MERCHANT_ITEM_UNAVAILABLE"
-  : row.failureCode === "PRICE_CHANGED" ? "MERCHANT_PRICE_CHANGED"
-  : "MERCHANT_PURCHASE_FAILED"
+  row.failureCode === "ITEM_UNAVAILABLE" ?
+    "MERCHANT_ITEM_UNAVAILABLE"
+    : row.failureCode === "PRICE_CHANGED" ?
+    "MERCHANT_PRICE_CHANGED"
+    : "MERCHANT_PURCHASE_FAILED"
 
 /**
  * max_price as compared with prices: exactly as the client wrote it in `body` (CONTRACT 6), or
@@ -94,13 +96,16 @@ export const PurchasesHttp = HttpApiBuilder.group(MerchantApi, "purchases", (han
     /** /buy and /buy-sync: created (or found) in full before anything else; a client that goes away cancels nothing. */
     const createById = (merchantId: string, payload: typeof BuyRequest.Type) =>
       Effect.all([maxPriceOf(payload.max_price), recipientOf(payload.target_trade_url, payload.target_steam_id)]).pipe(
-        Effect.flatMap(([maxPrice, recipient]) => Effect.uninterruptible(purchases.createById({
-          merchantId,
-          itemId: payload.item_id,
-          maxPrice,
-          customId: payload.custom_id,
-          recipient
-        }))))
+        Effect.flatMap(([maxPrice, recipient]) =>
+          Effect.uninterruptible(purchases.createById({
+            merchantId,
+            itemId: payload.item_id,
+            maxPrice,
+            customId: payload.custom_id,
+            recipient
+          }))
+        )
+      )
 
     return handlers
       .handle("buy", ({ payload }) =>

@@ -55,7 +55,7 @@ export class PurchaseNotifications extends Effect.Service<PurchaseNotifications>
     const changingHere = (purchaseId: string) =>
       Effect.sync(() => {
         const now = Date.now()
-        if (here.size > 10_000) for (const [id, until] of here) if (until < now) here.delete(id)
+        if (here.size > 10_000) { for (const [id, until] of here) if (until < now) here.delete(id) }
         here.set(purchaseId, now + HERE_EXPIRY_MS)
       })
 

@@ -11,9 +11,9 @@ import { Effect, Either, Option, type ParseResult, Schema } from "effect"
 import { randomUUID } from "node:crypto"
 import { ChangeLog } from "../Catalogue/ChangeLog.js"
 import { CatalogueReservations } from "../Catalogue/Reservations.js"
-import type { CatalogItem } from "../Domain/CatalogItem.js"
 import { batches } from "../Db/Batches.js"
 import { type DirectSession, DirectTransactions } from "../Db/Database.js"
+import type { CatalogItem } from "../Domain/CatalogItem.js"
 import { CreatedAtIdPosition, decodeCursor, encodeCursor } from "../Domain/Cursor.js"
 import { Int8 } from "../Domain/Db.js"
 import { Conflict, DuplicateCustomId, InsufficientBalance, ItemNotFound, ItemUnavailable, PriceChanged } from "../Domain/Errors.js"
@@ -89,11 +89,13 @@ const decodeRequestRows = Schema.decodeUnknown(Schema.Array(RequestRow))
 
 /** Why the locked item cannot be bought at max_price (spec 4.3), or undefined when it can. */
 const itemRefusal = (row: LockedItem | undefined, input: { readonly itemId: string; readonly maxPrice: number }) =>
-  row === undefined ? new ItemNotFound({ message: `No catalogue item ${input.itemId}.` })
-  : row.status !== "active" ? new ItemUnavailable({ message: "The item is no longer available (sold, reserved or removed)." })
-  : compareCents(row.priceCents, input.maxPrice) > 0
-  ? new PriceChanged({ message: `The live price ${(row.priceCents / 100).toFixed(2)} is above max_price.` })
-  : undefined
+  row === undefined ?
+    new ItemNotFound({ message: `No catalogue item ${input.itemId}.` })
+    : row.status !== "active" ?
+    new ItemUnavailable({ message: "The item is no longer available (sold, reserved or removed)." })
+    : compareCents(row.priceCents, input.maxPrice) > 0
+    ? new PriceChanged({ message: `The live price ${(row.priceCents / 100).toFixed(2)} is above max_price.` })
+    : undefined
 
 /**
  * What the buy statement's rows say: the purchase, the balance after and whether the purchase is
@@ -103,12 +105,17 @@ const itemRefusal = (row: LockedItem | undefined, input: { readonly itemId: stri
 const boughtOf = (
   rows: ReadonlyArray<unknown>,
   item: LockedItem
-): Either.Either<{ readonly purchase: PurchaseRow; readonly balanceCents: number; readonly dueNow: boolean }, InsufficientBalance | ItemUnavailable | ParseResult.ParseError> =>
+): Either.Either<
+  { readonly purchase: PurchaseRow; readonly balanceCents: number; readonly dueNow: boolean },
+  InsufficientBalance | ItemUnavailable | ParseResult.ParseError
+> =>
   rows.length === 0
     ? Either.left(new InsufficientBalance({ message: `Available balance is below the live price ${(item.priceCents / 100).toFixed(2)}.` }))
     : Either.flatMap(decodeBuyResult(rows[0]), (result) =>
       !result.reserved
-        ? Either.left<ItemUnavailable | ParseResult.ParseError>(new ItemUnavailable({ message: "The item is no longer available (sold, reserved or removed)." }))
+        ? Either.left<ItemUnavailable | ParseResult.ParseError>(
+          new ItemUnavailable({ message: "The item is no longer available (sold, reserved or removed)." })
+        )
         : Either.map(decodeRows(rows), (purchases) => ({ purchase: purchases[0]!, balanceCents: result.balanceAfterCents, dueNow: result.dueNow })))
 
 /**
@@ -356,15 +363,20 @@ export class Purchases extends Effect.Service<Purchases>()("Purchases", {
     }
 
     const mapSqlErrors = <A, E, R>(effect: Effect.Effect<A, E | SqlError.SqlError, R>) =>
-      Effect.catchIf(effect, (e): e is SqlError.SqlError => e instanceof SqlError.SqlError, (e) =>
-        isConflict(e) ? Effect.fail(new Conflict({ message: "A concurrent update conflicted; retry once with the same custom_id." })) : Effect.die(e))
+      Effect.catchIf(
+        effect,
+        (e): e is SqlError.SqlError => e instanceof SqlError.SqlError,
+        (e) => isConflict(e) ? Effect.fail(new Conflict({ message: "A concurrent update conflicted; retry once with the same custom_id." })) : Effect.die(e)
+      )
 
     /** A repeat of /buy or /buy-sync (spec 4.4 rule 2). */
     const repeatById = (input: BuyByIdRequest, saved: RequestRow) =>
       Effect.gen(function*() {
         const duplicate = new DuplicateCustomId({ message: "custom_id was used with another item, recipient, trade URL or endpoint." })
-        if (saved.kind !== "by_id" || saved.itemId !== input.itemId || saved.targetTradeUrl !== input.recipient.tradeUrl ||
-          saved.targetSteamId !== input.recipient.steamId) {
+        if (
+          saved.kind !== "by_id" || saved.itemId !== input.itemId || saved.targetTradeUrl !== input.recipient.tradeUrl ||
+          saved.targetSteamId !== input.recipient.steamId
+        ) {
           return yield* duplicate
         }
         const purchase = yield* latestByCustomId(input.merchantId, input.customId)
@@ -439,4 +451,3 @@ export class Purchases extends Effect.Service<Purchases>()("Purchases", {
   }),
   dependencies: [Ledger.Default, Outbox.Default, ChangeLog.Default, PurchaseHandover.Default, CatalogueReservations.Default, Metrics.Default]
 }) {}
-

@@ -2,8 +2,8 @@
 import { SqlClient } from "@effect/sql"
 import { Schema } from "effect"
 import { Int8 } from "../Domain/Db.js"
-import { FailureCode, PurchaseStatus } from "../Domain/Purchase.js"
 import { usd } from "../Domain/Money.js"
+import { FailureCode, PurchaseStatus } from "../Domain/Purchase.js"
 import { PurchaseRejected } from "./Api.js"
 
 export const PurchaseRow = Schema.Struct({
@@ -96,24 +96,35 @@ export const purchaseDetail = (row: PurchaseRow) => ({
 })
 
 /** The rejection of a created purchase that failed (spec 2.10): PurchaseFailedResponse on the wire. */
-export const purchaseRejected = (row: PurchaseRow, code: PurchaseRejected["code"], message: string) => new PurchaseRejected({
-  code,
-  message,
-  purchase_id: row.id,
-  custom_id: row.customId,
-  failure: { code: row.failureCode ?? "UNKNOWN", message: row.failureMessage ?? "" },
-  trade_offer_id: row.tradeOfferId,
-  trade_offer_url: row.tradeOfferUrl
-})
+export const purchaseRejected = (row: PurchaseRow, code: PurchaseRejected["code"], message: string) =>
+  new PurchaseRejected({
+    code,
+    message,
+    purchase_id: row.id,
+    custom_id: row.customId,
+    failure: { code: row.failureCode ?? "UNKNOWN", message: row.failureMessage ?? "" },
+    trade_offer_id: row.tradeOfferId,
+    trade_offer_url: row.tradeOfferUrl
+  })
 
 /** The `data` of a purchase webhook event (CONTRACT 4); unknown values are omitted by the outbox. */
 export const purchaseEventData = (
   row: Pick<
     PurchaseRow,
-    | "id" | "customId" | "status" | "marketHashName" | "priceCents" | "targetSteamId" | "tradeOfferId" | "tradeOfferUrl"
-    | "failureCode" | "failureMessage" | "refundedCents"
+    | "id"
+    | "customId"
+    | "status"
+    | "marketHashName"
+    | "priceCents"
+    | "targetSteamId"
+    | "tradeOfferId"
+    | "tradeOfferUrl"
+    | "failureCode"
+    | "failureMessage"
+    | "refundedCents"
   >,
-  extra: { readonly balanceAfterCents?: number; readonly refundedCents?: number } = {}) => ({
+  extra: { readonly balanceAfterCents?: number; readonly refundedCents?: number } = {}
+) => ({
   purchase_id: row.id,
   custom_id: row.customId,
   status: row.status,

@@ -122,7 +122,8 @@ export const PurchaseWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
         Effect.map(decodeRows(rows), (decoded) =>
           decoded[0] !== undefined && (rows[0] as { leaseOwner: unknown }).leaseOwner === owner
             ? Option.some(decoded[0])
-            : Option.none<PurchaseRow>()))
+            : Option.none<PurchaseRow>())
+      )
     )
 
   /** Sets columns of a purchase and reads it back in the same statement. */
@@ -148,8 +149,7 @@ export const PurchaseWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
           WHERE id = ${row.id} RETURNING provider_request_id AS "requestId"`.pipe(Effect.map((rows) => rows[0]!.requestId))
 
   /** When to look at an order again: when the provider says it changes, or in a second while in flight. */
-  const nextStepAfter = (status: OrderStatus, inFlight: boolean) =>
-    status.nextChangeAt ?? (inFlight ? new Date(Date.now() + 1_000) : null)
+  const nextStepAfter = (status: OrderStatus, inFlight: boolean) => status.nextChangeAt ?? (inFlight ? new Date(Date.now() + 1_000) : null)
 
   /**
    * The SET of a step's end: the lease released and the next look scheduled (`nextStep`: a time, or
@@ -165,7 +165,10 @@ export const PurchaseWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
       const owned = yield* lockOwned(id)
       if (Option.isNone(owned)) return null
       let row = owned.value
-      const update = (set: Statement.Fragment) => Effect.map(updateReturning(id, set), (updated) => { row = updated })
+      const update = (set: Statement.Fragment) =>
+        Effect.map(updateReturning(id, set), (updated) => {
+          row = updated
+        })
 
       // created → processing once the provider has the order (spec 3.1: acquiring the item upstream)
       if (row.status === "created") {
@@ -207,8 +210,10 @@ export const PurchaseWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
       // A reversal may already be due when delivery is first seen (a late worker): apply both.
       if (row.status === "completed" && status.reversal !== undefined) {
         const reversal = status.reversal
-        const message = reversal === "REVERTED_BY_SELLER" ? "The seller reversed the accepted trade; refunded in full."
-          : reversal === "REVERTED_BY_BUYER" ? "The buyer reversed the accepted trade; no refund."
+        const message = reversal === "REVERTED_BY_SELLER" ?
+          "The seller reversed the accepted trade; refunded in full."
+          : reversal === "REVERTED_BY_BUYER" ?
+          "The buyer reversed the accepted trade; no refund."
           : "The trade was reversed and needs manual review; no automatic refund."
         // the seller's reversal is refunded first, so that purchase.reverted already carries refunded_amount
         const refunded = reversal === "REVERTED_BY_SELLER" ? row.priceCents : reversal === "REVERTED_BY_BUYER" ? 0 : null
@@ -276,7 +281,8 @@ export const PurchaseWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
       Effect.catchAllCause((cause) =>
         Effect.logError("purchase step failed; the lease will expire and it is retried", cause).pipe(
           Effect.annotateLogs("purchase_id", ids.join(","))
-        ))
+        )
+      )
     )
 
   /** The order request of a created purchase. */
@@ -367,13 +373,15 @@ export const PurchaseWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
 
   const byStatus = metrics.gauge({ name: "purchases", help: "Purchases by status", labelNames: ["status"] })
   const queueDepth = metrics.gauge({ name: "purchase_worker_queue_depth", help: "In-flight purchases due for a worker step" })
-  yield* metrics.onScrape(Effect.gen(function*() {
-    const counts = yield* sql<{ status: string; n: unknown }>`SELECT status, count(*) AS n FROM purchases GROUP BY status`
-    for (const s of ["created", "processing", "sent_to_steam", "completed", "failed"]) {
-      byStatus.set({ status: s }, Number(counts.find((c) => c.status === s)?.n ?? 0))
-    }
-    const due = yield* sql<{ n: unknown }>`
+  yield* metrics.onScrape(
+    Effect.gen(function*() {
+      const counts = yield* sql<{ status: string; n: unknown }>`SELECT status, count(*) AS n FROM purchases GROUP BY status`
+      for (const s of ["created", "processing", "sent_to_steam", "completed", "failed"]) {
+        byStatus.set({ status: s }, Number(counts.find((c) => c.status === s)?.n ?? 0))
+      }
+      const due = yield* sql<{ n: unknown }>`
       SELECT count(*) AS n FROM purchases WHERE status IN ('created', 'processing', 'sent_to_steam') AND next_step_at <= now()`
-    queueDepth.set(Schema.decodeUnknownSync(Int8)(due[0]?.n ?? 0))
-  }).pipe(Effect.orDie))
+      queueDepth.set(Schema.decodeUnknownSync(Int8)(due[0]?.n ?? 0))
+    }).pipe(Effect.orDie)
+  )
 }))

@@ -163,9 +163,12 @@ export class WebhookDeliveries extends Effect.Service<WebhookDeliveries>()("Webh
           : statement)
         const outlook = yield* Schema.decodeUnknown(ClaimOutlook)(rows[0])
         const claimed = yield* Schema.decodeUnknown(Schema.Array(ClaimedRow))(rows.filter((row) => row["id"] !== null))
-        const next: ClaimNext = outlook.leftOut ? "now"
-          : outlook.windowFull ? "soon"
-          : outlook.deep ? "deep"
+        const next: ClaimNext = outlook.leftOut ?
+          "now"
+          : outlook.windowFull ?
+          "soon"
+          : outlook.deep ?
+          "deep"
           : outlook.nextDue ?? "idle"
         return { events: claimed.map((row): ClaimedEvent => ({ ...row, claimToken: token })), next }
       }).pipe(Effect.orDie, Effect.withSpan("WebhookDeliveries.claim"))
@@ -205,7 +208,8 @@ export class WebhookDeliveries extends Effect.Service<WebhookDeliveries>()("Webh
     const findEvent = SqlSchema.findOne({
       Request: Schema.String,
       Result: EventState,
-      execute: (id) => sql`SELECT id, delivery_status AS status,
+      execute: (id) =>
+        sql`SELECT id, delivery_status AS status,
                              (delivery_status = 'sending' AND next_attempt_at > now()) AS "leaseLive"
                            FROM webhook_events WHERE id = ${id}`
     })

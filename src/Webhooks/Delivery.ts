@@ -8,8 +8,8 @@
 import { Effect } from "effect"
 import * as http from "node:http"
 import * as https from "node:https"
-import { checkUrl, guardedLookup, PreflightRejected, type Resolve } from "./Targets.js"
 import { sign } from "./Signature.js"
+import { checkUrl, guardedLookup, PreflightRejected, type Resolve } from "./Targets.js"
 
 export const USER_AGENT = "merchant-purchasing-service-webhooks/1.0"
 /** What is read of a receiver's answer before the connection is dropped. */
@@ -39,8 +39,7 @@ export interface DeliverySettings {
   readonly resolve: Resolve
 }
 
-const kindOf = (status: number): OutcomeKind =>
-  status >= 200 && status < 300 ? "2xx" : status >= 500 ? "5xx" : status >= 400 ? "4xx" : "3xx"
+const kindOf = (status: number): OutcomeKind => status >= 200 && status < 300 ? "2xx" : status >= 500 ? "5xx" : status >= 400 ? "4xx" : "3xx"
 
 /** The headers of one attempt; the timestamp is the attempt's own. */
 export const attemptHeaders = (input: AttemptInput, timestamp: string, bodyBytes: Buffer): http.OutgoingHttpHeaders => ({

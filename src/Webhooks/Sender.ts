@@ -9,8 +9,8 @@
  * its leases end and the events are claimed again; at shutdown it gives back what it holds at once.
  */
 import { PgClient } from "@effect/sql-pg"
-import { randomUUID } from "node:crypto"
 import { Context, Duration, Effect, Layer, Queue, Schedule, Stream } from "effect"
+import { randomUUID } from "node:crypto"
 import { Settings } from "../Config.js"
 import { Fibers } from "../Ops/Fibers.js"
 import { Metrics } from "../Ops/Metrics.js"
@@ -109,7 +109,12 @@ export const WebhookSenderLive = Layer.scopedDiscard(Effect.gen(function*() {
    * somewhere), at the time the last claim gave, after the poll.
    */
   let claimDue = true
-  const notified = Effect.zipRight(Effect.sync(() => { claimDue = true }), signal)
+  const notified = Effect.zipRight(
+    Effect.sync(() => {
+      claimDue = true
+    }),
+    signal
+  )
   const results = yield* Queue.unbounded<AttemptResult>()
   const pacer = makePacer(metrics.apiRequestsAnswered)
   // the attempts in flight, to abort at shutdown (after which their ends are not results)
@@ -180,14 +185,17 @@ export const WebhookSenderLive = Layer.scopedDiscard(Effect.gen(function*() {
         n += 1
         inFlightTotal += 1
         inFlight.set(merchantId, n)
-        aborts.set(event.id, delivery.send({
-          url: event.webhookUrl,
-          eventId: event.id,
-          eventType: event.eventType,
-          body: event.body,
-          secret: event.secret,
-          previousSecret: event.previousSecret
-        }, (outcome) => finish(event, outcome)))
+        aborts.set(
+          event.id,
+          delivery.send({
+            url: event.webhookUrl,
+            eventId: event.id,
+            eventType: event.eventType,
+            body: event.body,
+            secret: event.secret,
+            previousSecret: event.previousSecret
+          }, (outcome) => finish(event, outcome))
+        )
       }
       // the next dispatch starts with the merchants served least recently
       waiting.delete(merchantId)
@@ -230,8 +238,7 @@ export const WebhookSenderLive = Layer.scopedDiscard(Effect.gen(function*() {
 
   yield* fibers.supervise("webhook-pacing", (beat) => pacer.run(Effect.zipRight(beat, Effect.sync(dispatch))))
 
-  yield* fibers.supervise("webhook-notifications", (beat) =>
-    pg.listen(DUE_CHANNEL).pipe(Stream.runForEach(() => Effect.zipRight(beat, notified))))
+  yield* fibers.supervise("webhook-notifications", (beat) => pg.listen(DUE_CHANNEL).pipe(Stream.runForEach(() => Effect.zipRight(beat, notified))))
 
   const holdCapacity = holdFactor * settings.webhookConcurrency
   yield* fibers.supervise("webhook-sender", (beat) =>
@@ -277,8 +284,10 @@ export const WebhookSenderLive = Layer.scopedDiscard(Effect.gen(function*() {
           byMerchantAt ??= claimedAt + BY_MERCHANT_SPACING_MS
           continue
         }
-        const waitMs = next === "idle" ? POLL_MS
-          : next === "soon" ? SOON_MS
+        const waitMs = next === "idle" ?
+          POLL_MS
+          : next === "soon" ?
+          SOON_MS
           : Math.min(POLL_MS, Math.max(SOON_MS, next.getTime() - Date.now()))
         const woken = yield* Queue.take(wake).pipe(Effect.timeoutOption(Duration.millis(waitMs)))
         if (woken._tag === "None") claimDue = true

@@ -7,9 +7,9 @@
  * link-local, CGNAT, multicast, unspecified, documentation, reserved, IPv4-mapped private...) is
  * refused.
  */
+import ipaddr from "ipaddr.js"
 import { lookup as systemLookup } from "node:dns"
 import type { LookupFunction } from "node:net"
-import ipaddr from "ipaddr.js"
 
 /** A refusal before any byte is sent; recorded as `last_response_code` 0. */
 export class PreflightRejected extends Error {
@@ -25,9 +25,7 @@ export interface ResolvedAddress {
 export type Resolve = (hostname: string) => Promise<ReadonlyArray<ResolvedAddress>>
 
 export const systemResolve: Resolve = (hostname) =>
-  new Promise((resolve, reject) =>
-    systemLookup(hostname, { all: true, verbatim: true }, (error, addresses) => error ? reject(error) : resolve(addresses))
-  )
+  new Promise((resolve, reject) => systemLookup(hostname, { all: true, verbatim: true }, (error, addresses) => error ? reject(error) : resolve(addresses)))
 
 /** True only for a globally routable unicast address (IPv4-mapped IPv6 is judged as its IPv4). */
 export const isPublicAddress = (address: string): boolean => {
@@ -65,21 +63,20 @@ export const checkUrl = (url: string | null, allowPrivate: boolean): URL | Prefl
  * The `lookup` of the attempt's connection: resolves with `resolve` and refuses the connection when
  * any address of the name is not public (unless private targets are allowed).
  */
-export const guardedLookup = (resolve: Resolve, allowPrivate: boolean): LookupFunction =>
-  (hostname, options, callback) => {
-    resolve(hostname).then(
-      (addresses) => {
-        const refused = allowPrivate ? undefined : addresses.find((a) => !isPublicAddress(a.address))
-        const first = addresses[0]
-        if (refused !== undefined) {
-          return callback(new PreflightRejected(`webhook host ${hostname} resolves to ${refused.address}, not a public address`), "", 0)
-        }
-        if (first === undefined) {
-          return callback(Object.assign(new Error(`webhook host ${hostname} has no address`), { code: "ENOTFOUND" }), "", 0)
-        }
-        if (options.all === true) return callback(null, addresses.map((a) => ({ address: a.address, family: a.family })))
-        callback(null, first.address, first.family)
-      },
-      (error: NodeJS.ErrnoException) => callback(error, "", 0)
-    )
-  }
+export const guardedLookup = (resolve: Resolve, allowPrivate: boolean): LookupFunction => (hostname, options, callback) => {
+  resolve(hostname).then(
+    (addresses) => {
+      const refused = allowPrivate ? undefined : addresses.find((a) => !isPublicAddress(a.address))
+      const first = addresses[0]
+      if (refused !== undefined) {
+        return callback(new PreflightRejected(`webhook host ${hostname} resolves to ${refused.address}, not a public address`), "", 0)
+      }
+      if (first === undefined) {
+        return callback(Object.assign(new Error(`webhook host ${hostname} has no address`), { code: "ENOTFOUND" }), "", 0)
+      }
+      if (options.all === true) return callback(null, addresses.map((a) => ({ address: a.address, family: a.family })))
+      callback(null, first.address, first.family)
+    },
+    (error: NodeJS.ErrnoException) => callback(error, "", 0)
+  )
+}

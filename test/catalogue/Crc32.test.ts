@@ -1,14 +1,17 @@
+import * as fc from "fast-check"
 import { randomBytes } from "node:crypto"
 import { crc32 } from "node:zlib"
-import * as fc from "fast-check"
 import { describe, expect, it } from "vitest"
 import { crc32Combine } from "../../src/Catalogue/Crc32.js"
 
 describe("crc32Combine", () => {
   it("gives the CRC-32 of A followed by B from crc(A), crc(B) and len(B)", () => {
-    fc.assert(fc.property(fc.uint8Array({ maxLength: 3000 }), fc.uint8Array({ maxLength: 3000 }), (a, b) => {
-      expect(crc32Combine(crc32(a), crc32(b), b.length)).toBe(crc32(Buffer.concat([a, b])))
-    }), { numRuns: 300 })
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 3000 }), fc.uint8Array({ maxLength: 3000 }), (a, b) => {
+        expect(crc32Combine(crc32(a), crc32(b), b.length)).toBe(crc32(Buffer.concat([a, b])))
+      }),
+      { numRuns: 300 }
+    )
   })
 
   it("holds for long parts (lengths of many bits) and chains over many parts", () => {

@@ -15,11 +15,12 @@ it.live("applies every item once, in order, in slices of the given time, with th
     const now = () => (clock += 4)
     const log: Array<string> = []
     let turns = 0
-    const scheduleTurn = () => setImmediate(() => {
-      turns++
-      log.push(`turn ${turns}`)
-      if (turns < 10) scheduleTurn()
-    })
+    const scheduleTurn = () =>
+      setImmediate(() => {
+        turns++
+        log.push(`turn ${turns}`)
+        if (turns < 10) scheduleTurn()
+      })
     scheduleTurn()
     const slices: Array<readonly [number, number]> = []
     yield* forEachInSlices(items, {

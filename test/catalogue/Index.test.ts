@@ -8,8 +8,8 @@
 import * as fc from "fast-check"
 import { describe, expect, it } from "vitest"
 import { bucketOf, CatalogueIndex, type Entry, entryOf, type ListFilters, type SortOrder } from "../../src/Catalogue/Index.js"
-import { serialise } from "../../src/Domain/CatalogItem.js"
 import { compareKeys, type Keyed } from "../../src/Catalogue/SortedList.js"
+import { serialise } from "../../src/Domain/CatalogItem.js"
 
 const NAMES = ["AK-47 | Redline (Field-Tested)", "ak-47 | redline (field-tested)", "AWP | Asiimov", "★ Karambit | Fade", "Case"]
 const CATEGORIES = ["rifle", "knife", "sticker", "case"]
@@ -20,7 +20,8 @@ const LOWEST_ID = "00000000-0000-0000-0000-000000000000"
 const HIGHEST_ID = "ffffffff-ffff-ffff-ffff-ffffffffffff"
 
 const idArb = fc.oneof({ weight: 8, arbitrary: fc.uuid() }, { weight: 1, arbitrary: fc.constantFrom(LOWEST_ID, HIGHEST_ID) })
-const nullableFrom = <A>(values: ReadonlyArray<A>) => fc.oneof({ weight: 1, arbitrary: fc.constant(null) }, { weight: 3, arbitrary: fc.constantFrom(...values) })
+const nullableFrom = <A>(values: ReadonlyArray<A>) =>
+  fc.oneof({ weight: 1, arbitrary: fc.constant(null) }, { weight: 3, arbitrary: fc.constantFrom(...values) })
 const floatArb = fc.oneof(
   fc.constant(null),
   fc.constantFrom(...FLOATS),
@@ -41,8 +42,7 @@ const entryArb = (id: string): fc.Arbitrary<Entry> =>
   }).map((fields) => ({ id, json: JSON.stringify({ id, ...fields }), ...fields }))
 
 /** Each filter is present one time in seven (price bounds one in two), so that pages are usually not empty. */
-const sometimes = <A>(arb: fc.Arbitrary<A>) =>
-  fc.oneof({ weight: 6, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: arb })
+const sometimes = <A>(arb: fc.Arbitrary<A>) => fc.oneof({ weight: 6, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: arb })
 const filtersArb: fc.Arbitrary<ListFilters> = fc.record({
   marketHashName: sometimes(fc.constantFrom(...NAMES, "absent name")),
   minPrice: fc.oneof({ weight: 2, arbitrary: fc.constant(undefined) }, fc.integer({ min: 0, max: 14 }), fc.integer({ min: 0, max: 10_000_001 })),
@@ -152,7 +152,7 @@ describe("CatalogueIndex.page", () => {
         const { index, model } = setUp(initial)
         const visited: Array<Entry> = []
         let after: Keyed | undefined
-        for (let pages = 0; ; pages++) {
+        for (let pages = 0;; pages++) {
           expect(pages).toBeLessThanOrEqual(model.size + 1)
           const page = expectPage(index, model, filters, sort, after, limit)
           visited.push(...page.entries)
@@ -175,7 +175,7 @@ describe("CatalogueIndex.page", () => {
         const visited: Array<Entry> = []
         let after: Keyed | undefined
         let step = 0
-        for (let pages = 0; ; pages++) {
+        for (let pages = 0;; pages++) {
           expect(pages).toBeLessThanOrEqual(before.size + steps.length * 6 + 1)
           const page = expectPage(index, model, filters, sort, after, limit)
           visited.push(...page.entries)
@@ -265,40 +265,51 @@ describe("CatalogueIndex.page", () => {
     const json = serialise(item)
     const e = entryOf(item, 1234, json)
     expect(e).toEqual({
-      id: item.id, price: 1234, json, name: item.market_hash_name, category: "rifle", exterior: "Field-Tested",
-      rarity: null, float: null, delivery: "manual", minutes: 30
+      id: item.id,
+      price: 1234,
+      json,
+      name: item.market_hash_name,
+      category: "rifle",
+      exterior: "Field-Tested",
+      rarity: null,
+      float: null,
+      delivery: "manual",
+      minutes: 30
     })
     expect(JSON.parse(json)).toEqual(item)
   })
 
   it("an index built in bulk (the load at start) answers every page like one built by upserts, and then changes alike", () => {
-    fc.assert(fc.property(worldArb, (world) => {
-      const upserts = world.initial.flatMap((m) => (m.op === "upsert" ? [m.entry] : []))
-      const incremental = new CatalogueIndex()
-      for (const entry of upserts) incremental.upsert(entry)
-      const bulk = CatalogueIndex.bulk(upserts)
-      const walk = (index: CatalogueIndex) => {
-        const seen: Array<string> = []
-        let after: Keyed | undefined
-        for (;;) {
-          const page = index.page(world.filters, world.sort, after, world.limit)
-          seen.push(...page.entries.map((e) => e.id))
-          if (page.next === undefined) return seen
-          after = page.next
+    fc.assert(
+      fc.property(worldArb, (world) => {
+        const upserts = world.initial.flatMap((m) => (m.op === "upsert" ? [m.entry] : []))
+        const incremental = new CatalogueIndex()
+        for (const entry of upserts) incremental.upsert(entry)
+        const bulk = CatalogueIndex.bulk(upserts)
+        const walk = (index: CatalogueIndex) => {
+          const seen: Array<string> = []
+          let after: Keyed | undefined
+          for (;;) {
+            const page = index.page(world.filters, world.sort, after, world.limit)
+            seen.push(...page.entries.map((e) => e.id))
+            if (page.next === undefined) return seen
+            after = page.next
+          }
         }
-      }
-      expect(bulk.size).toBe(incremental.size)
-      expect(walk(bulk)).toEqual(walk(incremental))
-      for (const step of world.steps.flat()) {
-        if (step.op === "upsert") {
-          bulk.upsert(step.entry)
-          incremental.upsert(step.entry)
-        } else {
-          expect(bulk.remove(step.id)).toBe(incremental.remove(step.id))
+        expect(bulk.size).toBe(incremental.size)
+        expect(walk(bulk)).toEqual(walk(incremental))
+        for (const step of world.steps.flat()) {
+          if (step.op === "upsert") {
+            bulk.upsert(step.entry)
+            incremental.upsert(step.entry)
+          } else {
+            expect(bulk.remove(step.id)).toBe(incremental.remove(step.id))
+          }
         }
-      }
-      expect(walk(bulk)).toEqual(walk(incremental))
-    }), { numRuns: 200 })
+        expect(walk(bulk)).toEqual(walk(incremental))
+      }),
+      { numRuns: 200 }
+    )
   })
 
   it("snapshotBuckets: each live entry once, in the bucket of its id's first 16 bits; a snapshot stays as taken; a bucket no change touched is the same array", () => {
@@ -325,30 +336,33 @@ describe("CatalogueIndex.page", () => {
       expect(misplaced).toBe(0)
       return found
     }
-    fc.assert(fc.property(stepsArb, ({ initial, later }) => {
-      const { index, model } = setUp(initial)
-      const first = index.snapshotBuckets()
-      expect(first).toHaveLength(65_536)
-      expect(live(first)).toEqual(model)
-      const asTaken = first.map((bucket) => bucket.slice())
-      const touched = new Set<number>()
-      for (const m of later) {
-        touched.add(bucketOf(m.op === "upsert" ? m.entry.id : m.id))
-        applyTo(index, model, m)
-      }
-      const second = index.snapshotBuckets()
-      let changedSnapshot = 0
-      let untouchedCopied = 0
-      for (let b = 0; b < first.length; b++) {
-        const taken = asTaken[b]!
-        if (first[b]!.length !== taken.length || first[b]!.some((e, i) => e !== taken[i])) changedSnapshot++
-        if (!touched.has(b) && second[b] !== first[b]) untouchedCopied++
-      }
-      expect(changedSnapshot).toBe(0)
-      expect(untouchedCopied).toBe(0)
-      expect(live(second)).toEqual(model)
-      // a bulk-built index buckets alike
-      expect(live(CatalogueIndex.bulk([...model.values()]).snapshotBuckets())).toEqual(model)
-    }), { numRuns: 150 })
+    fc.assert(
+      fc.property(stepsArb, ({ initial, later }) => {
+        const { index, model } = setUp(initial)
+        const first = index.snapshotBuckets()
+        expect(first).toHaveLength(65_536)
+        expect(live(first)).toEqual(model)
+        const asTaken = first.map((bucket) => bucket.slice())
+        const touched = new Set<number>()
+        for (const m of later) {
+          touched.add(bucketOf(m.op === "upsert" ? m.entry.id : m.id))
+          applyTo(index, model, m)
+        }
+        const second = index.snapshotBuckets()
+        let changedSnapshot = 0
+        let untouchedCopied = 0
+        for (let b = 0; b < first.length; b++) {
+          const taken = asTaken[b]!
+          if (first[b]!.length !== taken.length || first[b]!.some((e, i) => e !== taken[i])) changedSnapshot++
+          if (!touched.has(b) && second[b] !== first[b]) untouchedCopied++
+        }
+        expect(changedSnapshot).toBe(0)
+        expect(untouchedCopied).toBe(0)
+        expect(live(second)).toEqual(model)
+        // a bulk-built index buckets alike
+        expect(live(CatalogueIndex.bulk([...model.values()]).snapshotBuckets())).toEqual(model)
+      }),
+      { numRuns: 150 }
+    )
   })
 })

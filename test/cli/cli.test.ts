@@ -31,8 +31,12 @@ const runCli = (args: ReadonlyArray<string>, env: Record<string, string> = {}): 
     })
     let stdout = ""
     let stderr = ""
-    child.stdout.on("data", (chunk) => { stdout += chunk })
-    child.stderr.on("data", (chunk) => { stderr += chunk })
+    child.stdout.on("data", (chunk) => {
+      stdout += chunk
+    })
+    child.stderr.on("data", (chunk) => {
+      stderr += chunk
+    })
     child.once("error", reject)
     child.once("close", (code) => resolve({ code, stdout, stderr }))
   })
@@ -52,7 +56,9 @@ describe("operator CLI", () => {
     server = await startServer({ env: { WALLET_ISSUANCE_ENABLED: "true", WEBHOOK_RETRY_SCHEDULE: "0" } })
     cli = (...args) => runCli([...args, "--ops-url", server.opsUrl, "--admin-token", server.adminToken])
   })
-  afterAll(async () => { await server?.stop() })
+  afterAll(async () => {
+    await server?.stop()
+  })
   // A server that died mid-file explains every later failure: show why.
   afterEach(() => {
     if (server !== undefined && server.process.exitCode !== null) {

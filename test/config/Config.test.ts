@@ -7,8 +7,7 @@ import { ConfigProvider, Effect, Exit } from "effect"
 import { describe, expect, it } from "vitest"
 import { AppConfig } from "../../src/Config.js"
 
-const load = (env: Record<string, string>) =>
-  Effect.runSyncExit(Effect.withConfigProvider(AppConfig, ConfigProvider.fromMap(new Map(Object.entries(env)))))
+const load = (env: Record<string, string>) => Effect.runSyncExit(Effect.withConfigProvider(AppConfig, ConfigProvider.fromMap(new Map(Object.entries(env)))))
 
 const failureOf = (env: Record<string, string>) => {
   const exit = load(env)

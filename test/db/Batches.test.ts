@@ -18,8 +18,14 @@ const controlledRun = () => {
       running++
       mostRunning = Math.max(mostRunning, running)
       pending.push({
-        resolve: () => { running--; resolve(inputs.map((n) => `out-${n}`)) },
-        reject: (error) => { running--; reject(error) }
+        resolve: () => {
+          running--
+          resolve(inputs.map((n) => `out-${n}`))
+        },
+        reject: (error) => {
+          running--
+          reject(error)
+        }
       })
     })
   return { run, started, pending, mostRunning: () => mostRunning }
@@ -97,7 +103,9 @@ describe("batches", () => {
   })
 
   it("fails the calls of a batch whose run throws at once", async () => {
-    const call = batches<number, string>(() => { throw new Error("bad statement") }, { maxInFlight: 1, maxBatch: 10, compatible: anyPair })
+    const call = batches<number, string>(() => {
+      throw new Error("bad statement")
+    }, { maxInFlight: 1, maxBatch: 10, compatible: anyPair })
     await expect(call(1)).rejects.toThrow("bad statement")
     await expect(call(2)).rejects.toThrow("bad statement")
   })

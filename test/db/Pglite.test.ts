@@ -6,9 +6,9 @@
  * A copy of the migrated PGlite template, whatever DATABASE_URL says: this is PGlite's own code.
  */
 import * as Reactivity from "@effect/experimental/Reactivity"
-import { describe, expect, it } from "@effect/vitest"
 import { SqlClient, type SqlError } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
+import { describe, expect, it } from "@effect/vitest"
 import { Chunk, Deferred, Effect, Exit, Fiber, Layer, Stream } from "effect"
 import { cpSync, mkdtempSync, rmSync } from "node:fs"
 import { LISTENING } from "../../src/Db/Listen.js"

@@ -31,7 +31,9 @@ describe.runIf(!!process.env["DATABASE_URL"])("statements sent at once (DATABASE
     const client = new pg.Client({ connectionString: database.url })
     await client.connect()
     let roundTrips = 0
-    client.connection.on("readyForQuery", () => { roundTrips++ })
+    client.connection.on("readyForQuery", () => {
+      roundTrips++
+    })
     return { client, roundTrips: () => roundTrips, done: () => client.end() }
   }
 

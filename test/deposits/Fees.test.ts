@@ -67,28 +67,37 @@ describe("settle", () => {
   )
 
   it("property: credited + commission <= sent, short of it by less than a cent", () => {
-    fc.assert(fc.property(sentMicros, (sent) => {
-      const s = settle(sent)
-      const paidOut = (s.creditedCents + s.commissionCents) * 10_000n
-      expect(paidOut <= sent).toBe(true)
-      expect(sent - paidOut < 10_000n).toBe(true)
-      expect(s.commissionCents >= 0n).toBe(true)
-    }), { numRuns: 5000 })
+    fc.assert(
+      fc.property(sentMicros, (sent) => {
+        const s = settle(sent)
+        const paidOut = (s.creditedCents + s.commissionCents) * 10_000n
+        expect(paidOut <= sent).toBe(true)
+        expect(sent - paidOut < 10_000n).toBe(true)
+        expect(s.commissionCents >= 0n).toBe(true)
+      }),
+      { numRuns: 5000 }
+    )
   })
 
   it("property: the commission is within half a cent of the tier's exact percentage, ties rounded up", () => {
-    fc.assert(fc.property(sentMicros, (sent) => {
-      const s = settle(sent)
-      expect(s.basisPoints).toBe(sent >= 5_000_000_000n ? 50 : 100)
-      // exact commission in cents = sent * bp / 10^8
-      const diff = s.commissionCents * 100_000_000n - sent * BigInt(s.basisPoints)
-      expect(diff > -50_000_000n && diff <= 50_000_000n).toBe(true)
-    }), { numRuns: 5000 })
+    fc.assert(
+      fc.property(sentMicros, (sent) => {
+        const s = settle(sent)
+        expect(s.basisPoints).toBe(sent >= 5_000_000_000n ? 50 : 100)
+        // exact commission in cents = sent * bp / 10^8
+        const diff = s.commissionCents * 100_000_000n - sent * BigInt(s.basisPoints)
+        expect(diff > -50_000_000n && diff <= 50_000_000n).toBe(true)
+      }),
+      { numRuns: 5000 }
+    )
   })
 
   it("property: sending more never credits less", () => {
-    fc.assert(fc.property(sentMicros, fc.bigInt({ min: 1n, max: 10n ** 9n }), (sent, extra) => {
-      expect(settle(sent + extra).creditedCents >= settle(sent).creditedCents).toBe(true)
-    }), { numRuns: 5000 })
+    fc.assert(
+      fc.property(sentMicros, fc.bigInt({ min: 1n, max: 10n ** 9n }), (sent, extra) => {
+        expect(settle(sent + extra).creditedCents >= settle(sent).creditedCents).toBe(true)
+      }),
+      { numRuns: 5000 }
+    )
   })
 })

@@ -3,8 +3,8 @@
  * wants: a payment to a wallet nobody has is recorded and not credited; one that does not verify
  * changes nothing; a verified one to a bound wallet is credited once per transfer.
  */
-import { expect, layer } from "@effect/vitest"
 import { PgClient } from "@effect/sql-pg"
+import { expect, layer } from "@effect/vitest"
 import { ConfigProvider, Effect, Either, Layer } from "effect"
 import { createHash } from "node:crypto"
 import { AppConfig, Settings } from "../../src/Config.js"

@@ -5,8 +5,8 @@
  * that must never be believed (an address invalid for its network, another address for a bound
  * wallet).
  */
-import { expect, layer } from "@effect/vitest"
 import { PgClient } from "@effect/sql-pg"
+import { expect, layer } from "@effect/vitest"
 import { ConfigProvider, Effect, Either, Layer } from "effect"
 import { createHash } from "node:crypto"
 import { AppConfig, Settings } from "../../src/Config.js"
@@ -30,14 +30,27 @@ const script = {
 }
 const ProviderTest = Layer.succeed(WalletProvider, {
   name: "walletpay",
-  createWallet: (request) => Effect.suspend(() => { script.calls.push(`create ${request.idempotencyKey}`); return script.create(request.idempotencyKey) }),
-  findWallet: (key) => Effect.suspend(() => { script.calls.push(`read ${key}`); return script.find(key) }),
+  createWallet: (request) =>
+    Effect.suspend(() => {
+      script.calls.push(`create ${request.idempotencyKey}`)
+      return script.create(request.idempotencyKey)
+    }),
+  findWallet: (key) =>
+    Effect.suspend(() => {
+      script.calls.push(`read ${key}`)
+      return script.find(key)
+    }),
   verifyCallback: () => Effect.succeed(Either.left("not in this test"))
 })
 
 const account = (seed: string) => createHash("sha256").update(seed).digest()
-const bound = (address: string, status: "active" | "disabled" = "active"): ProviderWallet =>
-  ({ providerWalletId: `wp_${address.slice(-8)}`, state: "bound", address, memo: null, status })
+const bound = (address: string, status: "active" | "disabled" = "active"): ProviderWallet => ({
+  providerWalletId: `wp_${address.slice(-8)}`,
+  state: "bound",
+  address,
+  memo: null,
+  status
+})
 const pending: ProviderWallet = { providerWalletId: "wp_pending", state: "pending", address: null, memo: null, status: "active" }
 const lost = new WalletProviderUnavailable({ detail: "lost", maybeReached: true })
 
@@ -170,16 +183,23 @@ layer(walletsWith({ WALLET_ISSUANCE_ENABLED: "false" }), { timeout: 60_000, excl
     }))
 })
 
-layer(walletsWith({ WALLET_ISSUANCE_ENABLED: "true", WALLET_SETTLEMENT_VERIFIED: "false" }), { timeout: 60_000, excludeTestServices: true })("settlement unverified", (it) => {
-  it.effect("no wallet can be deposited to, bound and active though it is, and none can be created", () =>
-    Effect.gen(function*() {
-      const wallets = yield* Wallets
-      const m = yield* merchant("unverified")
-      const address = tronAddress(account("unverified"))
-      const saved = yield* boundWallet(m.id, address)
-      expect(yield* wallets.list(m)).toMatchObject({ issuance_enabled: true, can_create: false, wallets: [{ id: saved.id, status: "bound", address, can_deposit: false }] })
-      expect((yield* Effect.flip(wallets.request(m, "bsc")))._tag).toBe("WalletIssuanceOff")
-      script.find = () => Effect.succeed(bound(address))
-      expect((yield* wallets.reconcile(m, saved.id)).can_deposit).toBe(false)
-    }))
-})
+layer(walletsWith({ WALLET_ISSUANCE_ENABLED: "true", WALLET_SETTLEMENT_VERIFIED: "false" }), { timeout: 60_000, excludeTestServices: true })(
+  "settlement unverified",
+  (it) => {
+    it.effect("no wallet can be deposited to, bound and active though it is, and none can be created", () =>
+      Effect.gen(function*() {
+        const wallets = yield* Wallets
+        const m = yield* merchant("unverified")
+        const address = tronAddress(account("unverified"))
+        const saved = yield* boundWallet(m.id, address)
+        expect(yield* wallets.list(m)).toMatchObject({
+          issuance_enabled: true,
+          can_create: false,
+          wallets: [{ id: saved.id, status: "bound", address, can_deposit: false }]
+        })
+        expect((yield* Effect.flip(wallets.request(m, "bsc")))._tag).toBe("WalletIssuanceOff")
+        script.find = () => Effect.succeed(bound(address))
+        expect((yield* wallets.reconcile(m, saved.id)).can_deposit).toBe(false)
+      }))
+  }
+)

@@ -31,11 +31,13 @@ const item = (name: string, sticker: string): CatalogItem => ({
 
 describe("serialise", () => {
   it("writes characters beyond ASCII as \\u escapes: pure ASCII bytes, the same JSON value", () => {
-    for (const [name, sticker] of [
-      ["★ StatTrak™ Karambit | Fade (Factory New)", "Sticker | Crown (Foil) ★"],
-      ["名前 | ユニコード", "Émoji 😀 \"quoted\" \\ back"],
-      ["AK-47 | Redline (Field-Tested)", "Sticker | plain"]
-    ] as const) {
+    for (
+      const [name, sticker] of [
+        ["★ StatTrak™ Karambit | Fade (Factory New)", "Sticker | Crown (Foil) ★"],
+        ["名前 | ユニコード", "Émoji 😀 \"quoted\" \\ back"],
+        ["AK-47 | Redline (Field-Tested)", "Sticker | plain"]
+      ] as const
+    ) {
       const value = item(name, sticker)
       const json = serialise(value)
       expect(/^[\x20-\x7e]*$/.test(json)).toBe(true)
@@ -50,9 +52,9 @@ describe("serialise", () => {
   })
 
   it("asciiJson escapes JSON written before items were stored as ASCII, and leaves ASCII as it is", () => {
-    expect(asciiJson('{"n":"★ Karambit","s":"名"}')).toBe(String.raw`{"n":"\u2605 Karambit","s":"\u540d"}`)
-    const ascii = '{"n":"AK-47 | Redline"}'
+    expect(asciiJson("{\"n\":\"★ Karambit\",\"s\":\"名\"}")).toBe(String.raw`{"n":"\u2605 Karambit","s":"\u540d"}`)
+    const ascii = "{\"n\":\"AK-47 | Redline\"}"
     expect(asciiJson(ascii)).toBe(ascii)
-    expect(JSON.parse(asciiJson('{"e":"😀"}'))).toEqual({ e: "😀" })
+    expect(JSON.parse(asciiJson("{\"e\":\"😀\"}"))).toEqual({ e: "😀" })
   })
 })

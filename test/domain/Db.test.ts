@@ -1,6 +1,6 @@
+import { Schema } from "effect"
 import fc from "fast-check"
 import { describe, expect, it } from "vitest"
-import { Schema } from "effect"
 import { isCalendarDateTime, StorableString, unstorablePath } from "../../src/Domain/Db.js"
 
 describe("isCalendarDateTime", () => {
@@ -12,10 +12,22 @@ describe("isCalendarDateTime", () => {
   })
 
   it("refuses a date the calendar does not have, or an instant outside years 1 to 9999", () => {
-    for (const s of [
-      "0000-01-01T00:00:00Z", "2026-02-29T00:00:00Z", "2026-04-31T00:00:00Z", "2026-13-01T00:00:00Z", "2026-00-10T00:00:00Z",
-      "2026-01-01T24:00:00Z", "2026-01-01T12:60:00Z", "2026-01-01T12:00:60Z", "0001-01-01T00:30:00+01:00", "2026-01-01", "yesterday", ""
-    ]) expect([s, isCalendarDateTime(s)]).toEqual([s, false])
+    for (
+      const s of [
+        "0000-01-01T00:00:00Z",
+        "2026-02-29T00:00:00Z",
+        "2026-04-31T00:00:00Z",
+        "2026-13-01T00:00:00Z",
+        "2026-00-10T00:00:00Z",
+        "2026-01-01T24:00:00Z",
+        "2026-01-01T12:60:00Z",
+        "2026-01-01T12:00:60Z",
+        "0001-01-01T00:30:00+01:00",
+        "2026-01-01",
+        "yesterday",
+        ""
+      ]
+    ) expect([s, isCalendarDateTime(s)]).toEqual([s, false])
     for (const s of ["2028-02-29T00:00:00Z", "2026-01-01T00:00Z", "2026-06-30T23:59:59.999999Z", "2026-01-01T00:00:00+14:00"]) {
       expect([s, isCalendarDateTime(s)]).toEqual([s, true])
     }

@@ -1,16 +1,7 @@
 /** Exact money of src/Domain/Money.ts: decimals as written, exact comparisons, units, half-up percentages. */
 import { describe, expect, it } from "@effect/vitest"
 import fc from "fast-check"
-import {
-  compareCents,
-  decimalOf,
-  exactForCents,
-  MICROS_PER_CENT,
-  percentOfMicrosInCents,
-  topLevelNumberText,
-  toUnits,
-  usd
-} from "../../src/Domain/Money.js"
+import { compareCents, decimalOf, exactForCents, MICROS_PER_CENT, percentOfMicrosInCents, topLevelNumberText, toUnits, usd } from "../../src/Domain/Money.js"
 
 describe("decimalOf", () => {
   it("reads a number as the decimal it was written as", () => {
@@ -38,11 +29,14 @@ describe("decimalOf", () => {
   })
 
   it("property: the decimal reads back as the same number", () => {
-    fc.assert(fc.property(fc.double({ noNaN: true, noDefaultInfinity: true }), (n) => {
-      const { digits, scale } = decimalOf(n)
-      expect(scale).toBeGreaterThanOrEqual(0)
-      expect(Number(`${digits}e-${scale}`)).toBe(n === 0 ? 0 : n)
-    }), { numRuns: 2000 })
+    fc.assert(
+      fc.property(fc.double({ noNaN: true, noDefaultInfinity: true }), (n) => {
+        const { digits, scale } = decimalOf(n)
+        expect(scale).toBeGreaterThanOrEqual(0)
+        expect(Number(`${digits}e-${scale}`)).toBe(n === 0 ? 0 : n)
+      }),
+      { numRuns: 2000 }
+    )
   })
 })
 
@@ -64,12 +58,15 @@ describe("compareCents", () => {
   })
 
   it("property: cents equal their own USD value and differ from their neighbours", () => {
-    fc.assert(fc.property(fc.integer({ min: -1e13, max: 1e13 }), (cents) => {
-      const value = cents / 100
-      expect(compareCents(cents, value)).toBe(0)
-      expect(compareCents(cents - 1, value)).toBe(-1)
-      expect(compareCents(cents + 1, value)).toBe(1)
-    }), { numRuns: 2000 })
+    fc.assert(
+      fc.property(fc.integer({ min: -1e13, max: 1e13 }), (cents) => {
+        const value = cents / 100
+        expect(compareCents(cents, value)).toBe(0)
+        expect(compareCents(cents - 1, value)).toBe(-1)
+        expect(compareCents(cents + 1, value)).toBe(1)
+      }),
+      { numRuns: 2000 }
+    )
   })
 })
 
@@ -93,10 +90,13 @@ describe("toUnits", () => {
   })
 
   it("property: integer units divided back give the same number", () => {
-    fc.assert(fc.property(fc.integer({ min: -1e12, max: 1e12 }), fc.integer({ min: 0, max: 6 }), (units, places) => {
-      const n = units / 10 ** places
-      expect(toUnits(n, places)).toBe(BigInt(units))
-    }), { numRuns: 2000 })
+    fc.assert(
+      fc.property(fc.integer({ min: -1e12, max: 1e12 }), fc.integer({ min: 0, max: 6 }), (units, places) => {
+        const n = units / 10 ** places
+        expect(toUnits(n, places)).toBe(BigInt(units))
+      }),
+      { numRuns: 2000 }
+    )
   })
 })
 
@@ -121,12 +121,15 @@ describe("percentOfMicrosInCents", () => {
   })
 
   it("property: within half a cent of the exact percentage, ties rounded up", () => {
-    fc.assert(fc.property(fc.bigInt({ min: 0n, max: 10n ** 15n }), fc.integer({ min: 0, max: 10_000 }), (micros, bp) => {
-      const cents = percentOfMicrosInCents(micros, bp)
-      // exact = micros * bp / 10^8 cents; compare scaled by 10^8
-      const diff = cents * 100_000_000n - micros * BigInt(bp)
-      expect(diff > -50_000_000n && diff <= 50_000_000n).toBe(true)
-    }), { numRuns: 2000 })
+    fc.assert(
+      fc.property(fc.bigInt({ min: 0n, max: 10n ** 15n }), fc.integer({ min: 0, max: 10_000 }), (micros, bp) => {
+        const cents = percentOfMicrosInCents(micros, bp)
+        // exact = micros * bp / 10^8 cents; compare scaled by 10^8
+        const diff = cents * 100_000_000n - micros * BigInt(bp)
+        expect(diff > -50_000_000n && diff <= 50_000_000n).toBe(true)
+      }),
+      { numRuns: 2000 }
+    )
   })
 
   it("has 10^4 micros in a cent", () => {
@@ -196,14 +199,17 @@ describe("a money field exactly as the client wrote it (CONTRACT 6: max_price co
     const literal = fc.tuple(fc.integer({ min: 0, max: 100_000 }), fc.stringMatching(/^[0-9]{1,30}$/), fc.integer({ min: -40, max: 6 }))
       .map(([whole, fraction, exponent]) => exponent === 0 ? `${whole}.${fraction}` : `${whole}.${fraction}e${exponent}`)
       .filter((text) => /[1-9]/.test(text.split("e")[0]!))
-    fc.assert(fc.property(literal, fc.integer({ min: 0, max: 10_000_001 }), (text, cents) => {
-      const written = exactDecimal(text)
-      const left = BigInt(cents) * 10n ** BigInt(written.scale)
-      const right = written.digits * 100n
-      const exact = left < right ? -1 : left > right ? 1 : 0
-      const value = exactForCents(JSON.parse(text) as number, text)
-      expect(value).toBeGreaterThan(0)
-      expect(compareCents(cents, value)).toBe(exact)
-    }), { numRuns: 5000 })
+    fc.assert(
+      fc.property(literal, fc.integer({ min: 0, max: 10_000_001 }), (text, cents) => {
+        const written = exactDecimal(text)
+        const left = BigInt(cents) * 10n ** BigInt(written.scale)
+        const right = written.digits * 100n
+        const exact = left < right ? -1 : left > right ? 1 : 0
+        const value = exactForCents(JSON.parse(text) as number, text)
+        expect(value).toBeGreaterThan(0)
+        expect(compareCents(cents, value)).toBe(exact)
+      }),
+      { numRuns: 5000 }
+    )
   })
 })

@@ -1,13 +1,17 @@
 /** The admin API of the ops listener (CONTRACT 2) over real sockets. */
 import { randomUUID } from "node:crypto"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { expectError, isUuid, ISO_UTC } from "../support/expectations.js"
+import { expectError, ISO_UTC, isUuid } from "../support/expectations.js"
 import type { JsonResponse, RunningServer } from "../support/server.js"
 import { startServer } from "../support/server.js"
 
 let server: RunningServer
-beforeAll(async () => { server = await startServer() })
-afterAll(async () => { await server?.stop() })
+beforeAll(async () => {
+  server = await startServer()
+})
+afterAll(async () => {
+  await server?.stop()
+})
 
 let counter = 0
 const uniqueName = (prefix = "acme") => `${prefix}-${process.pid}-${counter++}-${randomUUID().slice(0, 8)}`

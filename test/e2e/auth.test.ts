@@ -10,8 +10,7 @@ import { type JsonResponse, type RunningServer, startServer } from "../support/s
 /** A well-formed key (prefix + 32 base64url characters) that was never issued. */
 const UNKNOWN_KEY = "mer_live_" + "A".repeat(32)
 
-const withAuthorization = (server: RunningServer, authorization: string, path = "/balance") =>
-  server.api(path, { headers: { authorization } })
+const withAuthorization = (server: RunningServer, authorization: string, path = "/balance") => server.api(path, { headers: { authorization } })
 
 describe("authentication", () => {
   let server: RunningServer
@@ -20,7 +19,9 @@ describe("authentication", () => {
     server = await startServer()
     merchant = await server.createMerchant()
   })
-  afterAll(async () => { await server?.stop() })
+  afterAll(async () => {
+    await server?.stop()
+  })
 
   it("a valid Bearer key is accepted", async () => {
     const res = await server.api("/balance", { key: merchant.apiKey })
@@ -197,7 +198,9 @@ describe("rate limits", () => {
       }
     })
   })
-  afterAll(async () => { await server?.stop() })
+  afterAll(async () => {
+    await server?.stop()
+  })
 
   it("a merchant gets its burst, then 429 MERCHANT_RATE_LIMITED with Retry-After and X-RateLimit headers", async () => {
     const m = await server.createMerchant()

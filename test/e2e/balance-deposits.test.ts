@@ -5,13 +5,17 @@
  */
 import { randomUUID } from "node:crypto"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { expectError, expectUsd, isUuid, ISO_UTC } from "../support/expectations.js"
+import { expectError, expectUsd, ISO_UTC, isUuid } from "../support/expectations.js"
 import type { JsonResponse, RunningServer } from "../support/server.js"
 import { startServer } from "../support/server.js"
 
 let server: RunningServer
-beforeAll(async () => { server = await startServer() })
-afterAll(async () => { await server?.stop() })
+beforeAll(async () => {
+  server = await startServer()
+})
+afterAll(async () => {
+  await server?.stop()
+})
 
 type Merchant = { id: string; apiKey: string }
 

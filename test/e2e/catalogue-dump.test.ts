@@ -12,6 +12,7 @@ import * as zlib from "node:zlib"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import {
   applyChanges,
+  deleteItem,
   eventually,
   expectedItem,
   expectGaplessFeed,
@@ -24,7 +25,6 @@ import {
   rawGet,
   rawRequest,
   type RawResponse,
-  deleteItem,
   simpleItem
 } from "../support/catalogue.js"
 import { ISO_UTC } from "../support/expectations.js"
@@ -86,11 +86,15 @@ describe("catalogue full dump", () => {
 
   /** Waits for a regenerated dump that satisfies `check` (DUMP_INTERVAL_SECONDS=1). */
   const dumpWhere = (check: (d: Dump) => void) =>
-    eventually(async () => {
-      const d = await dump()
-      check(d)
-      return d
-    }, 60_000, 200)
+    eventually(
+      async () => {
+        const d = await dump()
+        check(d)
+        return d
+      },
+      60_000,
+      200
+    )
 
   const expectItems = (got: ReadonlyMap<string, unknown>, want: ReadonlyMap<string, unknown>) => {
     expect([...got.keys()].sort()).toEqual([...want.keys()].sort())
@@ -118,7 +122,9 @@ describe("catalogue full dump", () => {
     inputs.forEach((input, i) => distinct.set(ids[i]!, expectedItem(input, ids[i]!)))
     for (const [id, item] of distinct) model.set(id, item)
   })
-  afterAll(async () => { await server?.stop() })
+  afterAll(async () => {
+    await server?.stop()
+  })
 
   it(`gzip: the headers of spec 4.2 and a body that decompresses to the CatalogFullDump (seed ${SEED})`, async () => {
     const d = await dumpWhere((d) => expect(d.body.items_count).toBe(model.size))
@@ -134,7 +140,9 @@ describe("catalogue full dump", () => {
     if (h["content-length"] !== undefined) expect(Number(h["content-length"])).toBe(d.res.body.length)
     expectItems(d.items, model)
     // the dump at its cursor is what the live list shows
-    const listed = await fetch(`${server.baseUrl}/api/v1/merchant/items?limit=200`, { headers: auth() }).then((r) => r.json() as Promise<{ items: Array<Item> }>)
+    const listed = await fetch(`${server.baseUrl}/api/v1/merchant/items?limit=200`, { headers: auth() }).then((r) =>
+      r.json() as Promise<{ items: Array<Item> }>
+    )
     expect(new Set(listed.items.map((i: Item) => i.id))).toEqual(new Set(model.keys()))
   })
 
@@ -328,11 +336,13 @@ describe("catalogue full dump", () => {
       expect([head.status, head.headers["etag"], head.headers["content-encoding"], head.body.length]).toEqual([200, big.etag, "gzip", 0])
       expect(Number(head.headers["content-length"])).toBe(again.body.length)
     }
-    expect((await eventually(async () => {
-      const res = await rawGet(dumpUrl(), { ...auth(), "accept-encoding": "gzip" })
-      expect(res.status).toBe(200)
-      return res
-    }, 5_000)).body.length).toBe(again.body.length)
+    expect(
+      (await eventually(async () => {
+        const res = await rawGet(dumpUrl(), { ...auth(), "accept-encoding": "gzip" })
+        expect(res.status).toBe(200)
+        return res
+      }, 5_000)).body.length
+    ).toBe(again.body.length)
   })
 })
 
@@ -346,7 +356,9 @@ describe("catalogue full dump of several pieces", () => {
     })
     key = (await server.createMerchant()).apiKey
   })
-  afterAll(async () => { await server?.stop() })
+  afterAll(async () => {
+    await server?.stop()
+  })
 
   /** The "catalogue dump built" log lines so far. */
   const builds = () =>
@@ -368,20 +380,28 @@ describe("catalogue full dump of several pieces", () => {
   it("reuses the pieces whose items did not change, and still gives exactly the live catalogue", async () => {
     const ids = Array.from({ length: ITEMS }, () => randomUUID())
     await putItems(server, ids.map((id, i) => simpleItem(id, 100 + i)))
-    const first = await eventually(async () => {
-      const items = await gzipDump()
-      expect(items.size).toBe(ITEMS)
-      return items
-    }, 60_000, 200)
+    const first = await eventually(
+      async () => {
+        const items = await gzipDump()
+        expect(items.size).toBe(ITEMS)
+        return items
+      },
+      60_000,
+      200
+    )
     expect(first.get(ids[7]!)!["price"]).toBe(1.07)
 
     // one item changes: its piece is rebuilt, the three others are reused
     await putItems(server, [simpleItem(ids[7]!, 99_999)])
-    const second = await eventually(async () => {
-      const items = await gzipDump()
-      expect(items.get(ids[7]!)!["price"]).toBe(999.99)
-      return items
-    }, 60_000, 200)
+    const second = await eventually(
+      async () => {
+        const items = await gzipDump()
+        expect(items.get(ids[7]!)!["price"]).toBe(999.99)
+        return items
+      },
+      60_000,
+      200
+    )
     expect(second.size).toBe(ITEMS)
     for (const [id, item] of first) if (id !== ids[7]) expect(second.get(id)).toEqual(item)
     const full = builds().filter((b) => b.items === ITEMS)

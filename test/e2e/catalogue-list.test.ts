@@ -10,9 +10,9 @@ import {
   CATEGORIES,
   deleteItem,
   eventually,
-  EXTERIORS,
   expectedItem,
   expectItemShape,
+  EXTERIORS,
   type Item,
   itemInputArb,
   NAMES,
@@ -49,8 +49,7 @@ const priceBoundArb: fc.Arbitrary<PriceBound> = fc.oneof(
 
 const floatBoundArb = fc.oneof(fc.constantFrom(0, 0.07, 0.15, 0.5, 1), fc.double({ min: 0, max: 1, noNaN: true }).map((x) => (x === 0 ? 0 : x)))
 
-const sometimes = <A>(arb: fc.Arbitrary<A>, weight = 3) =>
-  fc.oneof({ weight, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: arb })
+const sometimes = <A>(arb: fc.Arbitrary<A>, weight = 3) => fc.oneof({ weight, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: arb })
 
 interface ListQuery {
   readonly market_hash_name?: string | undefined
@@ -127,7 +126,7 @@ describe("catalogue list and search", () => {
   const walk = async (params: Record<string, string | number | undefined>, limit: number) => {
     const seen: Array<Item> = []
     let cursor: string | undefined
-    for (let pages = 0; ; pages++) {
+    for (let pages = 0;; pages++) {
       expect(pages).toBeLessThanOrEqual(model.size + 1)
       const res = await get(`/items${queryString({ ...params, cursor })}`)
       expect(res.status, res.text).toBe(200)
@@ -165,7 +164,9 @@ describe("catalogue list and search", () => {
     // the catalogue applies the change log asynchronously: wait until everything is listed
     await eventually(async () => expect((await walk({ limit: 200 }, 200)).length).toBe(model.size))
   })
-  afterAll(async () => { await server?.stop() })
+  afterAll(async () => {
+    await server?.stop()
+  })
 
   it(`the generated catalogue has what the properties need (seed ${SEED})`, () => {
     const items = Array.from(model.values())
@@ -278,7 +279,22 @@ describe("catalogue list and search", () => {
   })
 
   it("limit 0, 201, abc, 1.5 or a bad filter value (a negative price bound too) give 400 MERCHANT_INVALID_QUERY", async () => {
-    for (const q of ["limit=0", "limit=201", "limit=abc", "limit=1.5", "limit=-1", "min_float=2", "max_float=-0.1", "min_float=abc", "min_price=abc", "max_price=x1", "min_price=-1", "max_price=-0.01"]) {
+    for (
+      const q of [
+        "limit=0",
+        "limit=201",
+        "limit=abc",
+        "limit=1.5",
+        "limit=-1",
+        "min_float=2",
+        "max_float=-0.1",
+        "min_float=abc",
+        "min_price=abc",
+        "max_price=x1",
+        "min_price=-1",
+        "max_price=-0.01"
+      ]
+    ) {
       expectError(await get(`/items?${q}`), 400, "MERCHANT_INVALID_QUERY")
     }
     // the bounds themselves are fine
@@ -287,12 +303,26 @@ describe("catalogue list and search", () => {
 
   it("numbers are read strictly: hex, signs, spaces, and exponents in a limit, are 400 MERCHANT_INVALID_QUERY on every list", async () => {
     const name = encodeURIComponent(NAMES[0])
-    for (const path of [
-      "/items?limit=0x10", "/items?limit=1e2", "/items?limit=%2B5", "/items?limit=%2010%20", "/items?limit=10.0", "/items?limit=0b11",
-      "/items?min_price=0x10", "/items?max_price=%201", "/items?min_price=%2B1", "/items?min_float=-0", "/items?max_float=.5",
-      `/items/search?market_hash_name=${name}&limit=0x5`, `/items/search?market_hash_name=${name}&max_price=0b1`,
-      "/purchases?limit=1e1", "/deposits?limit=0x10", "/webhook-events?limit=%2B5"
-    ]) {
+    for (
+      const path of [
+        "/items?limit=0x10",
+        "/items?limit=1e2",
+        "/items?limit=%2B5",
+        "/items?limit=%2010%20",
+        "/items?limit=10.0",
+        "/items?limit=0b11",
+        "/items?min_price=0x10",
+        "/items?max_price=%201",
+        "/items?min_price=%2B1",
+        "/items?min_float=-0",
+        "/items?max_float=.5",
+        `/items/search?market_hash_name=${name}&limit=0x5`,
+        `/items/search?market_hash_name=${name}&max_price=0b1`,
+        "/purchases?limit=1e1",
+        "/deposits?limit=0x10",
+        "/webhook-events?limit=%2B5"
+      ]
+    ) {
       const res = await get(path)
       expect({ path, status: res.status, code: res.json?.error?.code }).toEqual({ path, status: 400, code: "MERCHANT_INVALID_QUERY" })
     }
@@ -336,11 +366,18 @@ describe("catalogue list and search", () => {
 
   it("a price bound that is not a finite number (NaN, Infinity, 1e400) gives 400 MERCHANT_INVALID_QUERY, not 500", async () => {
     const name = encodeURIComponent(NAMES[0])
-    for (const path of [
-      "/items?min_price=NaN", "/items?max_price=NaN", "/items?min_price=Infinity", "/items?max_price=Infinity",
-      "/items?min_price=-Infinity", "/items?max_price=1e400",
-      `/items/search?market_hash_name=${name}&max_price=NaN`, `/items/search?market_hash_name=${name}&max_price=Infinity`
-    ]) {
+    for (
+      const path of [
+        "/items?min_price=NaN",
+        "/items?max_price=NaN",
+        "/items?min_price=Infinity",
+        "/items?max_price=Infinity",
+        "/items?min_price=-Infinity",
+        "/items?max_price=1e400",
+        `/items/search?market_hash_name=${name}&max_price=NaN`,
+        `/items/search?market_hash_name=${name}&max_price=Infinity`
+      ]
+    ) {
       const res = await get(path)
       expect({ path, status: res.status, code: res.json?.error?.code }).toEqual({ path, status: 400, code: "MERCHANT_INVALID_QUERY" })
     }
@@ -361,7 +398,19 @@ describe("catalogue list and search", () => {
 
   it("search without market_hash_name (or an empty one), or with limit 0, 51 or a bad float, gives 400 MERCHANT_INVALID_QUERY", async () => {
     const name = encodeURIComponent(NAMES[0])
-    for (const q of ["", "?limit=5", "?market_hash_name=", "?market_hash_name=&limit=5", `?market_hash_name=${name}&limit=51`, `?market_hash_name=${name}&limit=0`, `?market_hash_name=${name}&min_float=2`, `?market_hash_name=${name}&max_price=abc`, `?market_hash_name=${name}&max_price=-5`]) {
+    for (
+      const q of [
+        "",
+        "?limit=5",
+        "?market_hash_name=",
+        "?market_hash_name=&limit=5",
+        `?market_hash_name=${name}&limit=51`,
+        `?market_hash_name=${name}&limit=0`,
+        `?market_hash_name=${name}&min_float=2`,
+        `?market_hash_name=${name}&max_price=abc`,
+        `?market_hash_name=${name}&max_price=-5`
+      ]
+    ) {
       expectError(await get(`/items/search${q}`), 400, "MERCHANT_INVALID_QUERY")
     }
     expect((await get(`/items/search?market_hash_name=${name}&limit=50`)).status).toBe(200)
@@ -396,7 +445,10 @@ describe("catalogue list and search", () => {
   it("an item id given in upper case is still that uuid: the item is listed and can be deleted (or the input is refused with 400)", async () => {
     const upper = "3F1C2B9A-8D7E-4C6B-9A5F-0E1D2C3B4A59"
     const name = "Upper Case Id"
-    const res = await server.admin("/admin/catalogue/items", { method: "PUT", body: { items: [{ id: upper, market_hash_name: name, price: 1.5, delivery_type: "instant" }] } })
+    const res = await server.admin("/admin/catalogue/items", {
+      method: "PUT",
+      body: { items: [{ id: upper, market_hash_name: name, price: 1.5, delivery_type: "instant" }] }
+    })
     if (res.status === 400) return
     expect(res.status, res.text).toBe(200)
     const found = await eventually(async () => {

@@ -6,8 +6,8 @@
  * last applied cursor with nothing lost or repeated.
  */
 import { randomUUID } from "node:crypto"
-import pg from "pg"
 import type { Socket } from "node:net"
+import pg from "pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import {
   type Change,
@@ -71,12 +71,16 @@ describe("catalogue realtime feed", () => {
     key = (await server.createMerchant()).apiKey
     await upsert(Array.from({ length: 10 }, (_, i) => newItem(100 + i)))
     // a dump that has them gives the checkpoint every test starts from
-    const dump = await eventually(async () => {
-      const res = await rawGet(`${server.baseUrl}/api/v1/merchant/items/full-dump`, { authorization: `Bearer ${key}` })
-      expect(res.status).toBe(200)
-      expect(JSON.parse(res.body.toString()).items_count).toBe(10)
-      return res
-    }, 60_000, 200)
+    const dump = await eventually(
+      async () => {
+        const res = await rawGet(`${server.baseUrl}/api/v1/merchant/items/full-dump`, { authorization: `Bearer ${key}` })
+        expect(res.status).toBe(200)
+        expect(JSON.parse(res.body.toString()).items_count).toBe(10)
+        return res
+      },
+      60_000,
+      200
+    )
     epoch = Number(dump.headers["x-catalog-epoch"])
     head = Number(dump.headers["x-catalog-cursor"])
     first = head
@@ -97,7 +101,13 @@ describe("catalogue realtime feed", () => {
     const existing = [...model.values()]
     const expected: Array<Change> = []
     expected.push(...await upsert([a!, b!, c!]))
-    expected.push(...await upsert([{ ...existing[0]!, price: 9.99 }, d!, { ...a!, float: 0.25, stickers: [{ slot: 1, name: "Crown (Foil)", sticker_id: null, image_url: null, wear: null }] }]))
+    expected.push(
+      ...await upsert([{ ...existing[0]!, price: 9.99 }, d!, {
+        ...a!,
+        float: 0.25,
+        stickers: [{ slot: 1, name: "Crown (Foil)", sticker_id: null, image_url: null, wear: null }]
+      }])
+    )
     expected.push(...await remove(existing[1]!.id))
     expected.push(...await remove(b!.id))
     const end = head + expected.length
@@ -181,11 +191,29 @@ describe("catalogue realtime feed", () => {
 
   it("a missing, malformed or repeated cursor or epoch is HTTP 400 MERCHANT_INVALID_QUERY before the upgrade", async () => {
     const auth = { authorization: `Bearer ${key}` }
-    for (const query of ["", `?epoch=${epoch}`, `?cursor=${head}`, `?cursor=abc&epoch=${epoch}`, `?cursor=-1&epoch=${epoch}`, `?cursor=1.5&epoch=${epoch}`,
-      `?cursor=1e3&epoch=${epoch}`, `?cursor=&epoch=${epoch}`, `?cursor=${head}&epoch=x`, `?cursor=${head}&epoch=`, `?cursor=${head}&epoch=-${epoch}`,
-      `?cursor=${head}&cursor=0&epoch=${epoch}`, `?cursor=${head}&epoch=${epoch}&epoch=${epoch}`]) {
+    for (
+      const query of [
+        "",
+        `?epoch=${epoch}`,
+        `?cursor=${head}`,
+        `?cursor=abc&epoch=${epoch}`,
+        `?cursor=-1&epoch=${epoch}`,
+        `?cursor=1.5&epoch=${epoch}`,
+        `?cursor=1e3&epoch=${epoch}`,
+        `?cursor=&epoch=${epoch}`,
+        `?cursor=${head}&epoch=x`,
+        `?cursor=${head}&epoch=`,
+        `?cursor=${head}&epoch=-${epoch}`,
+        `?cursor=${head}&cursor=0&epoch=${epoch}`,
+        `?cursor=${head}&epoch=${epoch}&epoch=${epoch}`
+      ]
+    ) {
       const res = await refusedUpgrade(server, query, auth)
-      expect({ query, status: res.status, body: res.json }).toEqual({ query, status: 400, body: { error: { code: "MERCHANT_INVALID_QUERY", message: expect.any(String) } } })
+      expect({ query, status: res.status, body: res.json }).toEqual({
+        query,
+        status: 400,
+        body: { error: { code: "MERCHANT_INVALID_QUERY", message: expect.any(String) } }
+      })
       expect(res.headers["content-type"]).toMatch(/^application\/json/)
     }
   })
@@ -193,22 +221,31 @@ describe("catalogue realtime feed", () => {
   it("an upgrade request without a valid Sec-WebSocket-Key or version 13 is 400 MERCHANT_INVALID_QUERY in the Error shape", async () => {
     const base = { authorization: `Bearer ${key}`, connection: "Upgrade", upgrade: "websocket" }
     const validKey = "dGhlIHNhbXBsZSBub25jZQ=="
-    for (const headers of [
-      { ...base, "sec-websocket-version": "13" },
-      { ...base, "sec-websocket-version": "13", "sec-websocket-key": "short" },
-      { ...base, "sec-websocket-key": validKey },
-      { ...base, "sec-websocket-version": "8", "sec-websocket-key": validKey }
-    ]) {
+    for (
+      const headers of [
+        { ...base, "sec-websocket-version": "13" },
+        { ...base, "sec-websocket-version": "13", "sec-websocket-key": "short" },
+        { ...base, "sec-websocket-key": validKey },
+        { ...base, "sec-websocket-version": "8", "sec-websocket-key": validKey }
+      ]
+    ) {
       const res = await rawRequest("GET", feedUrl(server, `?cursor=${head}&epoch=${epoch}`).replace(/^ws/, "http"), headers)
       expect({ status: res.status, type: res.headers["content-type"], body: JSON.parse(res.body.toString()) })
-        .toEqual({ status: 400, type: expect.stringMatching(/^application\/json/), body: { error: { code: "MERCHANT_INVALID_QUERY", message: expect.any(String) } } })
+        .toEqual({
+          status: 400,
+          type: expect.stringMatching(/^application\/json/),
+          body: { error: { code: "MERCHANT_INVALID_QUERY", message: expect.any(String) } }
+        })
     }
   })
 
   it("no key or an invalid key is HTTP 401 before the upgrade", async () => {
     for (const headers of [{}, { authorization: "Bearer nope" }, { authorization: `Basic ${key}` }, { authorization: key }] as Array<Record<string, string>>) {
       const res = await refusedUpgrade(server, `?cursor=${head}&epoch=${epoch}`, headers)
-      expect({ status: res.status, body: res.json }).toEqual({ status: 401, body: { error: { code: "MERCHANT_API_KEY_MISSING", message: expect.any(String) } } })
+      expect({ status: res.status, body: res.json }).toEqual({
+        status: 401,
+        body: { error: { code: "MERCHANT_API_KEY_MISSING", message: expect.any(String) } }
+      })
     }
   })
 
@@ -227,7 +264,7 @@ describe("catalogue realtime feed", () => {
   })
 
   it("closed feed connections leave nothing behind (fibers, client gauge)", async () => {
-    const active = () => metric(server, 'effect_fibers{kind="active"}')
+    const active = () => metric(server, "effect_fibers{kind=\"active\"}")
     const baseline = await active()
     for (let i = 0; i < 20; i++) {
       const feed = await open(head)
@@ -269,11 +306,15 @@ describe("catalogue realtime feed", () => {
   it("after a restart, the epoch is kept and cursors from before it resume from the change log", async () => {
     expect(history.length).toBeGreaterThan(0)
     // the dump after the restart: same epoch, at the head
-    const dump = await eventually(async () => {
-      const res = await rawGet(`${server.baseUrl}/api/v1/merchant/items/full-dump`, { authorization: `Bearer ${key}` })
-      expect(res.status).toBe(200)
-      return res
-    }, 60_000, 200)
+    const dump = await eventually(
+      async () => {
+        const res = await rawGet(`${server.baseUrl}/api/v1/merchant/items/full-dump`, { authorization: `Bearer ${key}` })
+        expect(res.status).toBe(200)
+        return res
+      },
+      60_000,
+      200
+    )
     expect(dump.headers["x-catalog-epoch"]).toBe(String(epoch))
     expect(dump.headers["x-catalog-cursor"]).toBe(String(head))
     expect(new Set(JSON.parse(dump.body.toString()).items.map((i: Item) => i.id))).toEqual(new Set(model.keys()))
@@ -297,64 +338,76 @@ describe("catalogue realtime feed", () => {
     live.close()
   }, 180_000)
 
-  it("a consumer that stops reading is closed with 4408 while another gets every change; it resumes from its last cursor with nothing lost or repeated", async () => {
-    const fast = await open(head)
-    const slow = await open(head)
-    await fast.waitFor((ms) => ms.length >= 1, "hello")
-    await slow.waitFor((ms) => ms.length >= 1, "hello")
-    // the slow client stops reading its socket: what the server writes piles up
-    const socket = (slow.ws as unknown as { _socket: Socket })._socket
-    socket.pause()
+  it(
+    "a consumer that stops reading is closed with 4408 while another gets every change; it resumes from its last cursor with nothing lost or repeated",
+    async () => {
+      const fast = await open(head)
+      const slow = await open(head)
+      await fast.waitFor((ms) => ms.length >= 1, "hello")
+      await slow.waitFor((ms) => ms.length >= 1, "hello")
+      // the slow client stops reading its socket: what the server writes piles up
+      const socket = (slow.ws as unknown as { _socket: Socket })._socket
+      socket.pause()
 
-    // ~32 MB of changes in 8 batches of 4 items with 1 MB image URLs
-    const expected: Array<Change> = []
-    for (let batch = 0; batch < 8; batch++) {
-      expected.push(...await upsert(Array.from({ length: 4 }, (_, i) => newItem(1000 + batch * 4 + i, 1_000_000))))
-    }
-    const end = head + expected.length
-    // the slow one resumes reading: it gets what was sent before its close, then the close
-    socket.resume()
-    await fast.waitForCursor(end, 60_000)
-    const closed = await slow.waitForClose(60_000)
-    expect(closed.code).toBe(4408)
+      // ~32 MB of changes in 8 batches of 4 items with 1 MB image URLs
+      const expected: Array<Change> = []
+      for (let batch = 0; batch < 8; batch++) {
+        expected.push(...await upsert(Array.from({ length: 4 }, (_, i) => newItem(1000 + batch * 4 + i, 1_000_000))))
+      }
+      const end = head + expected.length
+      // the slow one resumes reading: it gets what was sent before its close, then the close
+      socket.resume()
+      await fast.waitForCursor(end, 60_000)
+      const closed = await slow.waitForClose(60_000)
+      expect(closed.code).toBe(4408)
 
-    // the fast client lost nothing and was not closed
-    expect(expectGaplessFeed(fast.messages, epoch, head)).toBe(end)
-    expect(fast.changes()).toEqual(expected)
-    expect(fast.closed).toBeUndefined()
+      // the fast client lost nothing and was not closed
+      expect(expectGaplessFeed(fast.messages, epoch, head)).toBe(end)
+      expect(fast.changes()).toEqual(expected)
+      expect(fast.closed).toBeUndefined()
 
-    // what the slow client got is a gapless prefix, short of the end
-    const reached = expectGaplessFeed(slow.messages, epoch, head)
-    expect(reached).toBeLessThan(end)
-    const got = slow.changes()
-    expect(got).toEqual(expected.slice(0, got.length))
+      // what the slow client got is a gapless prefix, short of the end
+      const reached = expectGaplessFeed(slow.messages, epoch, head)
+      expect(reached).toBeLessThan(end)
+      const got = slow.changes()
+      expect(got).toEqual(expected.slice(0, got.length))
 
-    // resuming from its last applied cursor gives exactly the rest
-    const resumed = await open(reached)
-    await resumed.waitForCursor(end, 60_000)
-    expect(expectGaplessFeed(resumed.messages, epoch, reached)).toBe(end)
-    expect([...got, ...resumed.changes()]).toEqual(expected)
-    head = end
-    fast.close()
-    resumed.close()
-  }, 180_000)
+      // resuming from its last applied cursor gives exactly the rest
+      const resumed = await open(reached)
+      await resumed.waitForCursor(end, 60_000)
+      expect(expectGaplessFeed(resumed.messages, epoch, reached)).toBe(end)
+      expect([...got, ...resumed.changes()]).toEqual(expected)
+      head = end
+      fast.close()
+      resumed.close()
+    },
+    180_000
+  )
 })
 
 describe("catalogue realtime feed: retention", () => {
   let server: RunningServer
   // a retention of 3 s: the log is pruned every second
-  beforeAll(async () => { server = await startServer({ env: { ...ENV, FEED_RETENTION_HOURS: String(3 / 3600) } }) })
-  afterAll(async () => { await server?.stop() })
+  beforeAll(async () => {
+    server = await startServer({ env: { ...ENV, FEED_RETENTION_HOURS: String(3 / 3600) } })
+  })
+  afterAll(async () => {
+    await server?.stop()
+  })
 
   it("a cursor whose next changes are past the retention gets reset cursor_expired, then close 4409; the prune point itself still resumes", async () => {
     const key = (await server.createMerchant()).apiKey
     const ids = Array.from({ length: 3 }, () => randomUUID())
     await putItems(server, ids.map((id, i) => simpleItem(id, 100 + i, "Retention item")) as never)
-    const dump = await eventually(async () => {
-      const res = await rawGet(`${server.baseUrl}/api/v1/merchant/items/full-dump`, { authorization: `Bearer ${key}` })
-      expect(JSON.parse(res.body.toString()).items_count).toBe(3)
-      return res
-    }, 60_000, 200)
+    const dump = await eventually(
+      async () => {
+        const res = await rawGet(`${server.baseUrl}/api/v1/merchant/items/full-dump`, { authorization: `Bearer ${key}` })
+        expect(JSON.parse(res.body.toString()).items_count).toBe(3)
+        return res
+      },
+      60_000,
+      200
+    )
     const epoch = Number(dump.headers["x-catalog-epoch"])
     const cursor = Number(dump.headers["x-catalog-cursor"])
     expect(cursor).toBeGreaterThanOrEqual(3)
@@ -363,13 +416,17 @@ describe("catalogue realtime feed: retention", () => {
     await early.waitForCursor(cursor)
     early.ws.close()
     // once its changes are pruned, it is expired; the cursor at the prune point is not
-    const expired = await eventually(async () => {
-      const feed = await Feed.open(server, key, cursor - 1, epoch)
-      const closed = await feed.waitForClose(5_000).catch(() => undefined)
-      if (closed === undefined) feed.ws.close()
-      expect(closed?.code).toBe(4409)
-      return feed
-    }, 30_000, 500)
+    const expired = await eventually(
+      async () => {
+        const feed = await Feed.open(server, key, cursor - 1, epoch)
+        const closed = await feed.waitForClose(5_000).catch(() => undefined)
+        if (closed === undefined) feed.ws.close()
+        expect(closed?.code).toBe(4409)
+        return feed
+      },
+      30_000,
+      500
+    )
     expect(expired.messages).toEqual([{ type: "reset", reason: "cursor_expired" }])
     const atHead = await Feed.open(server, key, cursor, epoch)
     await atHead.waitFor((ms) => ms.length >= 1, "hello")
@@ -392,11 +449,15 @@ describe.runIf(!!process.env["DATABASE_URL"])("catalogue realtime feed: the data
 
   it("a feed whose session cannot read the log is closed with 1011 (it was left open and told nothing); it resumes once the log is back", async () => {
     const key = (await server.createMerchant()).apiKey
-    const dump = await eventually(async () => {
-      const res = await rawGet(`${server.baseUrl}/api/v1/merchant/items/full-dump`, { authorization: `Bearer ${key}` })
-      expect(res.status).toBe(200)
-      return res
-    }, 60_000, 200)
+    const dump = await eventually(
+      async () => {
+        const res = await rawGet(`${server.baseUrl}/api/v1/merchant/items/full-dump`, { authorization: `Bearer ${key}` })
+        expect(res.status).toBe(200)
+        return res
+      },
+      60_000,
+      200
+    )
     const epoch = Number(dump.headers["x-catalog-epoch"])
     const cursor = Number(dump.headers["x-catalog-cursor"])
     const client = new pg.Client({ connectionString: database.url })

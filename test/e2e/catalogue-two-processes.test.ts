@@ -67,14 +67,18 @@ describe.runIf(!!process.env["DATABASE_URL"])("catalogue on two processes sharin
 
   /** A dump from `server` once it shows the whole model (so it is at the log's head). */
   const dumpAtHead = (server: RunningServer) =>
-    eventually(async () => {
-      const res = await rawGet(`${server.baseUrl}/api/v1/merchant/items/full-dump`, { authorization: `Bearer ${key}` })
-      expect(res.status).toBe(200)
-      const body = JSON.parse(res.body.toString())
-      const items = new Map<string, unknown>(body.items.map((i: Item) => [i.id, i]))
-      expect(items).toEqual(model)
-      return { cursor: Number(res.headers["x-catalog-cursor"]), epoch: Number(res.headers["x-catalog-epoch"]), items }
-    }, 60_000, 200)
+    eventually(
+      async () => {
+        const res = await rawGet(`${server.baseUrl}/api/v1/merchant/items/full-dump`, { authorization: `Bearer ${key}` })
+        expect(res.status).toBe(200)
+        const body = JSON.parse(res.body.toString())
+        const items = new Map<string, unknown>(body.items.map((i: Item) => [i.id, i]))
+        expect(items).toEqual(model)
+        return { cursor: Number(res.headers["x-catalog-cursor"]), epoch: Number(res.headers["x-catalog-epoch"]), items }
+      },
+      60_000,
+      200
+    )
 
   beforeAll(async () => {
     database = await freshDatabase()
@@ -174,14 +178,18 @@ describe.runIf(!!process.env["DATABASE_URL"])("catalogue on two processes sharin
       await admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN %'")
 
       // each node's supervisor listens again on new connections
-      await eventually(async () => {
-        const after = await listeners()
-        for (const channel of channels) {
-          const now = after.filter((l) => l.query === `LISTEN "${channel}"`)
-          expect(now, channel).toHaveLength(2)
-          for (const l of now) expect(before.map((b) => b.pid), channel).not.toContain(l.pid)
-        }
-      }, 20_000, 100)
+      await eventually(
+        async () => {
+          const after = await listeners()
+          for (const channel of channels) {
+            const now = after.filter((l) => l.query === `LISTEN "${channel}"`)
+            expect(now, channel).toHaveLength(2)
+            for (const l of now) expect(before.map((b) => b.pid), channel).not.toContain(l.pid)
+          }
+        },
+        20_000,
+        100
+      )
 
       // a change through A reaches B's feed by notification, well within B's 5 s safety poll
       const changes = await someChanges(a, 3_000)

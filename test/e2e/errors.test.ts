@@ -3,8 +3,8 @@
  * and docs page, over real sockets.
  */
 import { Validator } from "@seriousme/openapi-schema-validator"
-import { Ajv2020 } from "ajv/dist/2020.js"
 import formats from "ajv-formats"
+import { Ajv2020 } from "ajv/dist/2020.js"
 import { randomUUID } from "node:crypto"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { expectError, ISO_UTC } from "../support/expectations.js"
@@ -17,7 +17,9 @@ beforeAll(async () => {
   server = await startServer()
   merchant = await server.createMerchant()
 })
-afterAll(async () => { await server?.stop() })
+afterAll(async () => {
+  await server?.stop()
+})
 
 const raw = async (url: string, init: RequestInit = {}) => {
   const res = await fetch(url, init)
@@ -321,7 +323,9 @@ describe("OpenAPI and docs", () => {
           const where = `${method.toUpperCase()} ${path} ${status}`
           const names = Object.keys(response.headers ?? {})
           expect({ where, names }).toEqual({ where, names: expect.arrayContaining(["X-Request-Id"]) })
-          if (status === "200" || status === "429") expect({ where, names }).toEqual({ where, names: expect.arrayContaining(["X-RateLimit-Limit", "X-RateLimit-Remaining"]) })
+          if (status === "200" || status === "429") {
+            expect({ where, names }).toEqual({ where, names: expect.arrayContaining(["X-RateLimit-Limit", "X-RateLimit-Remaining"]) })
+          }
           if (status === "429") expect({ where, names }).toEqual({ where, names: expect.arrayContaining(["Retry-After"]) })
         }
       }
@@ -349,17 +353,25 @@ describe("OpenAPI and docs", () => {
     ;(formats as unknown as { default: (ajv: Ajv2020) => void }).default(ajv)
     ajv.addSchema(doc, "doc")
     const validBuy = ajv.getSchema("doc#/components/schemas/BuyRequest")!
-    const buy = { item_id: randomUUID(), max_price: 1, custom_id: "x", target_trade_url: "https://steamcommunity.com/tradeoffer/new/?partner=4294967295&token=abcdEFGH", target_steam_id: "76561202255233023" }
+    const buy = {
+      item_id: randomUUID(),
+      max_price: 1,
+      custom_id: "x",
+      target_trade_url: "https://steamcommunity.com/tradeoffer/new/?partner=4294967295&token=abcdEFGH",
+      target_steam_id: "76561202255233023"
+    }
     expect(validBuy(buy)).toBe(true)
-    for (const wrong of [
-      { item_id: "00000000-0000-0000-0000-000000000000" },
-      { target_trade_url: "https://steamcommunity.com/tradeoffer/new/?partner=4294967296&token=abcdEFGH" },
-      { target_trade_url: "https://steamcommunity.com/tradeoffer/new/?token=abcdEFGH&partner=1" },
-      { target_steam_id: "76561197960265728" },
-      { target_steam_id: "76561202255233024" }
-    ]) expect({ wrong, valid: validBuy({ ...buy, ...wrong }) }).toEqual({ wrong, valid: false })
+    for (
+      const wrong of [
+        { item_id: "00000000-0000-0000-0000-000000000000" },
+        { target_trade_url: "https://steamcommunity.com/tradeoffer/new/?partner=4294967296&token=abcdEFGH" },
+        { target_trade_url: "https://steamcommunity.com/tradeoffer/new/?token=abcdEFGH&partner=1" },
+        { target_steam_id: "76561197960265728" },
+        { target_steam_id: "76561202255233024" }
+      ]
+    ) expect({ wrong, valid: validBuy({ ...buy, ...wrong }) }).toEqual({ wrong, valid: false })
     expect(schemas.BuyByNameRequest.properties.trade_url.pattern).toBe(schemas.BuyRequest.properties.target_trade_url.pattern)
-    expect(JSON.stringify(doc)).not.toContain('"additionalProperties":false')
+    expect(JSON.stringify(doc)).not.toContain("\"additionalProperties\":false")
     for (const path of ["/api/v1/merchant/buy", "/api/v1/merchant/buy-sync", "/api/v1/merchant/buy-by-name"]) {
       const responses = doc.paths[path].post.responses
       expect(responses["400"].content["application/problem+json"].schema).toEqual({ $ref: "#/components/schemas/ProblemDetails" })
@@ -368,8 +380,7 @@ describe("OpenAPI and docs", () => {
   })
 
   it("real responses, successes and errors, are what the document declares for their status and media type", async () => {
-    const ajv = new Ajv2020({ strict: false, allErrors: true })
-    // a CommonJS module's default export, as TypeScript sees it from ESM
+    const ajv = new Ajv2020({ strict: false, allErrors: true }) // a CommonJS module's default export, as TypeScript sees it from ESM
     ;(formats as unknown as { default: (ajv: Ajv2020) => void }).default(ajv)
     ajv.addSchema(doc, "doc")
     const pointer = (...parts: Array<string>) => parts.map((p) => p.replaceAll("~", "~0").replaceAll("/", "~1")).join("/")
@@ -400,7 +411,9 @@ describe("OpenAPI and docs", () => {
     await check("GET", `/items/search?market_hash_name=${encodeURIComponent(items[0].market_hash_name)}`)
     const tradeUrl = "https://steamcommunity.com/tradeoffer/new/?partner=12345678&token=abcdEFGH"
     const cheapest = (await check("GET", "/items?limit=1&sort=price_asc")).items[0]
-    const bought = await check("POST", "/buy", { body: { item_id: cheapest.id, max_price: cheapest.price, custom_id: `oa-${randomUUID()}`, target_trade_url: tradeUrl } })
+    const bought = await check("POST", "/buy", {
+      body: { item_id: cheapest.id, max_price: cheapest.price, custom_id: `oa-${randomUUID()}`, target_trade_url: tradeUrl }
+    })
     await check("GET", `/purchases/${bought.purchase_id}`)
     await check("GET", "/purchases")
     await check("GET", "/webhook-events")
@@ -417,11 +430,17 @@ describe("OpenAPI and docs", () => {
     const rejectedUrl = "https://steamcommunity.com/tradeoffer/new/?partner=12345678&token=private0"
     const [second, third] = (await check("GET", "/items?limit=3&sort=price_asc")).items.slice(1)
     await check("POST", "/buy-sync", { body: { item_id: second.id, max_price: second.price, custom_id: `oa-${randomUUID()}`, target_trade_url: tradeUrl } })
-    const rejected = await check("POST", "/buy-sync", { body: { item_id: third.id, max_price: third.price, custom_id: `oa-${randomUUID()}`, target_trade_url: rejectedUrl } })
+    const rejected = await check("POST", "/buy-sync", {
+      body: { item_id: third.id, max_price: third.price, custom_id: `oa-${randomUUID()}`, target_trade_url: rejectedUrl }
+    })
     const refused = rejected.error !== undefined && rejected.error.code !== "MERCHANT_INSUFFICIENT_BALANCE"
     if (refused) expect(rejected).toMatchObject({ error: { code: "MERCHANT_PURCHASE_FAILED" }, failure: { code: "INVENTORY_PRIVATE" } })
-    await check("POST", "/buy-by-name", { body: { market_hash_name: items[0].market_hash_name, max_price: 1_000_000, custom_id: `oa-${randomUUID()}`, trade_url: tradeUrl } })
-    await check("POST", "/buy-by-name", { body: { market_hash_name: `no such item ${randomUUID()}`, max_price: 1, custom_id: `oa-${randomUUID()}`, trade_url: tradeUrl } })
+    await check("POST", "/buy-by-name", {
+      body: { market_hash_name: items[0].market_hash_name, max_price: 1_000_000, custom_id: `oa-${randomUUID()}`, trade_url: tradeUrl }
+    })
+    await check("POST", "/buy-by-name", {
+      body: { market_hash_name: `no such item ${randomUUID()}`, max_price: 1, custom_id: `oa-${randomUUID()}`, trade_url: tradeUrl }
+    })
     const dear = (await check("GET", "/items?limit=1&sort=price_desc")).items[0]
     await check("POST", "/buy", { body: { item_id: dear.id, max_price: dear.price, custom_id: `oa-${randomUUID()}`, target_trade_url: tradeUrl } })
   })

@@ -24,7 +24,9 @@ beforeAll(async () => {
   items = (await server.api("/items?limit=100&sort=price_asc", { key: browser.apiKey })).json.items
   mostExpensive = (await server.api("/items?limit=1&sort=price_desc", { key: browser.apiKey })).json.items[0]
 })
-afterAll(async () => { await server?.stop() })
+afterAll(async () => {
+  await server?.stop()
+})
 
 const onPostgreSql = process.env["DATABASE_URL"] !== undefined && process.env["DATABASE_URL"] !== ""
 
@@ -48,8 +50,7 @@ const warmMerchant = async () => {
 }
 
 /** The body's keys, in order, at every level: what a client's parser could notice. */
-const shape = (value: unknown): unknown =>
-  value !== null && typeof value === "object" ? Object.entries(value).map(([k, v]) => [k, shape(v)]) : typeof value
+const shape = (value: unknown): unknown => value !== null && typeof value === "object" ? Object.entries(value).map(([k, v]) => [k, shape(v)]) : typeof value
 
 const cents = (usd: number) => Math.round(usd * 100)
 
@@ -126,9 +127,19 @@ describe("POST /buy in the fast lane", () => {
       ["a price above max_price", () => buy(m.apiKey, { item_id: items[5]!.id, max_price: items[5]!.price - 0.01 }), 409, "MERCHANT_PRICE_CHANGED"],
       ["a custom_id used for another item", () => buy(m.apiKey, { item_id: items[6]!.id, custom_id: "taken" }), 409, "MERCHANT_DUPLICATE_CUSTOM_ID"],
       ["a bad trade URL", () => buy(m.apiKey, { target_trade_url: "https://example.com/" }), 400, "MERCHANT_INVALID_TRADE_URL"],
-      ["a SteamID64 that is not the trade URL's", () => buy(m.apiKey, { item_id: items[7]!.id, target_steam_id: "76561197960265729" }), 400, "MERCHANT_STEAM_ID_MISMATCH"],
+      [
+        "a SteamID64 that is not the trade URL's",
+        () => buy(m.apiKey, { item_id: items[7]!.id, target_steam_id: "76561197960265729" }),
+        400,
+        "MERCHANT_STEAM_ID_MISMATCH"
+      ],
       ["a body that is not JSON", () => server.api("/buy", { method: "POST", key: m.apiKey, body: "{\"item_id\": " }), 400, "MERCHANT_MALFORMED_JSON"],
-      ["a balance below the live price", () => buy(m.apiKey, { item_id: mostExpensive.id, max_price: mostExpensive.price }), 402, "MERCHANT_INSUFFICIENT_BALANCE"]
+      [
+        "a balance below the live price",
+        () => buy(m.apiKey, { item_id: mostExpensive.id, max_price: mostExpensive.price }),
+        402,
+        "MERCHANT_INSUFFICIENT_BALANCE"
+      ]
     ]
     for (const [what, request, status, code] of refusals) {
       const res = await request()

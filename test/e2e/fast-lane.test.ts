@@ -20,7 +20,9 @@ beforeAll(async () => {
     env: { SIM_CHURN_PER_SECOND: "0", SIM_CATALOGUE_SIZE: "300", RATE_LIMIT_RPS: "0.01", RATE_LIMIT_BURST: String(BURST) }
   })
 })
-afterAll(async () => { await server?.stop() })
+afterAll(async () => {
+  await server?.stop()
+})
 
 const onPostgreSql = process.env["DATABASE_URL"] !== undefined && process.env["DATABASE_URL"] !== ""
 
@@ -127,7 +129,8 @@ describe("fast lane", () => {
       Array.from({ length: BURST - 1 }, (_, j) => {
         const page = (j + merchants.indexOf(m)) % pages.length
         return server.api(pages[page]!, { key: m.apiKey }).then((res) => ({ page, res }))
-      })))
+      })
+    ))
     for (const { page, res } of answers) {
       expect(res.status).toBe(200)
       expect(res.text).toBe(expected[page]!.text)

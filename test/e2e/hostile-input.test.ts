@@ -17,8 +17,8 @@ import {
   loadItem,
   type Merchant,
   pollUntil,
-  purchaseIds,
   PURCHASE_ENV,
+  purchaseIds,
   settledBalanceOf,
   uniqueName
 } from "../support/purchases.js"
@@ -32,7 +32,9 @@ beforeAll(async () => {
   m = await fundedMerchant(server, 10_000)
   itemId = await loadItem(server, 100)
 })
-afterAll(async () => { await server?.stop() })
+afterAll(async () => {
+  await server?.stop()
+})
 
 const NUL = "\u0000"
 const cursorOf = (position: unknown) => Buffer.from(JSON.stringify(position)).toString("base64url")
@@ -121,7 +123,12 @@ describe("request bodies refused as they are read", () => {
       ["item_id on /buy", "/buy", buyText({ item_id: deep }), "400 MERCHANT_INVALID_ITEM_ID"],
       ["max_price on /buy", "/buy", buyText({ max_price: `{"a":${deep}}` }), "400 MERCHANT_INVALID_MAX_PRICE"],
       ["custom_id on /buy-sync", "/buy-sync", buyText({ custom_id: deep }), "400 MERCHANT_INVALID_CUSTOM_ID"],
-      ["market_hash_name on /buy-by-name", "/buy-by-name", JSON.stringify(byNameBody({ name: "A", maxPrice: 5 })).replace(/"market_hash_name":"A"/, `"market_hash_name":${deep}`), "400 MERCHANT_INVALID_MARKET_HASH_NAME"],
+      [
+        "market_hash_name on /buy-by-name",
+        "/buy-by-name",
+        JSON.stringify(byNameBody({ name: "A", maxPrice: 5 })).replace(/"market_hash_name":"A"/, `"market_hash_name":${deep}`),
+        "400 MERCHANT_INVALID_MARKET_HASH_NAME"
+      ],
       ["the whole body", "/buy", nested(20_000), "400 MERCHANT_INVALID_ITEM_ID"],
       ["an unknown field", "/buy", buyText({ extra: deep }), "400 MERCHANT_MALFORMED_JSON"]
     ]
@@ -143,16 +150,17 @@ describe("request bodies refused as they are read", () => {
     const before = await settledBalanceOf(server, m)
     const purchasesBefore = await purchaseIds(server, m)
     const text = JSON.stringify(buyBody({ itemId, maxPrice: 5, customId: "XX" }))
-    const at = text.indexOf('"XX"') + 1
+    const at = text.indexOf("\"XX\"") + 1
     const bytes = Buffer.from(text)
     bytes[at] = 0xff
     bytes[at + 1] = 0xfe
     for (const [what, chunked] of [["with Content-Length", false], ["chunked", true]] as const) {
       const res = await rawPost(api("/buy"), bytes, auth(), chunked)
       expect([what, res.status, res.contentType, res.json.error.code, res.json.detail]).toEqual(
-        [what, 400, "application/problem+json", "MERCHANT_MALFORMED_JSON", "request body is not valid UTF-8 (JSON must be UTF-8)"])
+        [what, 400, "application/problem+json", "MERCHANT_MALFORMED_JSON", "request body is not valid UTF-8 (JSON must be UTF-8)"]
+      )
     }
-    const surrogate = await rawPost(api("/buy"), Buffer.from(text.replace('"XX"', '"\\ud800"')), auth())
+    const surrogate = await rawPost(api("/buy"), Buffer.from(text.replace("\"XX\"", "\"\\ud800\"")), auth())
     expect([surrogate.status, surrogate.json.error.code]).toEqual([400, "MERCHANT_INVALID_CUSTOM_ID"])
     expect(surrogate.json.error.message).toMatch(/lone surrogate/)
     expect(await balanceOf(server, m)).toEqual(before)
@@ -179,9 +187,9 @@ describe("request bodies refused as they are read", () => {
           sent++
           if (!req.write(mebibyte)) return void req.once("drain", write)
         }
-        req.end('"}')
+        req.end("\"}")
       }
-      req.write('{"name":"')
+      req.write("{\"name\":\"")
       write()
     })
 
@@ -234,11 +242,22 @@ describe("request bodies refused as they are read", () => {
     const name = `Eta ${randomUUID()}`
     await loadItem(server, 100, { market_hash_name: name, estimated_delivery_minutes: 2_147_483_647 })
     const before = await balanceOf(server, buyer)
-    for (const [estimatedTime, expected] of [[2 ** 31, "400 MERCHANT_NO_ITEMS_FOUND"], [2 ** 53, "400 MERCHANT_NO_ITEMS_FOUND"], [1e300, "400 MERCHANT_NO_ITEMS_FOUND"]] as const) {
-      const res = await rawPost(api("/buy-by-name"), Buffer.from(JSON.stringify({ ...byNameBody({ name: `${name} (none)`, maxPrice: 5 }), estimated_time: estimatedTime })), { authorization: `Bearer ${buyer.apiKey}` })
+    for (
+      const [estimatedTime, expected] of [[2 ** 31, "400 MERCHANT_NO_ITEMS_FOUND"], [2 ** 53, "400 MERCHANT_NO_ITEMS_FOUND"], [
+        1e300,
+        "400 MERCHANT_NO_ITEMS_FOUND"
+      ]] as const
+    ) {
+      const res = await rawPost(
+        api("/buy-by-name"),
+        Buffer.from(JSON.stringify({ ...byNameBody({ name: `${name} (none)`, maxPrice: 5 }), estimated_time: estimatedTime })),
+        { authorization: `Bearer ${buyer.apiKey}` }
+      )
       expect(`${estimatedTime}: ${res.status} ${res.json.error?.code}`).toBe(`${estimatedTime}: ${expected}`)
     }
-    const bought = await rawPost(api("/buy-by-name"), Buffer.from(JSON.stringify({ ...byNameBody({ name, maxPrice: 5 }), estimated_time: 2 ** 53 })), { authorization: `Bearer ${buyer.apiKey}` })
+    const bought = await rawPost(api("/buy-by-name"), Buffer.from(JSON.stringify({ ...byNameBody({ name, maxPrice: 5 }), estimated_time: 2 ** 53 })), {
+      authorization: `Bearer ${buyer.apiKey}`
+    })
     expect([200, 202]).toContain(bought.status)
     expect(bought.json.item.estimated_delivery_minutes).toBe(2_147_483_647)
     expect((await balanceOf(server, buyer)).available).toBe(before.available - 100)
@@ -294,9 +313,9 @@ describe("admin API", () => {
     const auth = { authorization: `Bearer ${server.adminToken}` }
     const url = `${server.opsUrl}/admin/merchants`
     const cases: ReadonlyArray<[string, Buffer, RegExp]> = [
-      ["lone surrogate", Buffer.from(JSON.stringify({ name: "x" }).replace('"x"', `"${name}\\ud800"`)), /^name: must not contain a lone surrogate/],
+      ["lone surrogate", Buffer.from(JSON.stringify({ name: "x" }).replace("\"x\"", `"${name}\\ud800"`)), /^name: must not contain a lone surrogate/],
       ["deep", Buffer.from(`{"name":"${name}","webhook_url":${nested(5_000)}}`), /^webhook_url: nested more than 32 levels deep/],
-      ["not UTF-8", Buffer.concat([Buffer.from(`{"name":"${name}`), Buffer.from([0xc3, 0x28]), Buffer.from('"}')]), /not valid UTF-8/],
+      ["not UTF-8", Buffer.concat([Buffer.from(`{"name":"${name}`), Buffer.from([0xc3, 0x28]), Buffer.from("\"}")]), /not valid UTF-8/],
       ["a line break", Buffer.from(JSON.stringify({ name: `${name}\nsecond line` })), /^name: name must not contain control characters/]
     ]
     for (const [what, body, message] of cases) {

@@ -25,8 +25,12 @@ import type { JsonResponse } from "../support/server.js"
 import { fastLaneAnswers, metricValue, type RunningServer, startServer } from "../support/server.js"
 
 let server: RunningServer
-beforeAll(async () => { server = await startServer({ env: PURCHASE_ENV }) })
-afterAll(async () => { await server?.stop() })
+beforeAll(async () => {
+  server = await startServer({ env: PURCHASE_ENV })
+})
+afterAll(async () => {
+  await server?.stop()
+})
 
 /** Every purchase of the merchant terminal. */
 const allSettled = (m: Merchant) =>
@@ -63,7 +67,7 @@ const paths = onPostgreSql ? (["new keys", "fast lane"] as const) : (["new keys"
  * gives the check that the fast lane made exactly the purchases expected of it, and none otherwise.
  */
 const prepareKeys = async (path: (typeof paths)[number], merchants: ReadonlyArray<Merchant>) => {
-  if (path === "fast lane") for (const m of merchants) await balanceOf(server, m)
+  if (path === "fast lane") { for (const m of merchants) await balanceOf(server, m) }
   const before = await fastLaneAnswers(server, "/buy")
   return async (created: number) => {
     const made = await fastLaneAnswers(server, "/buy") - before

@@ -8,7 +8,7 @@
 import pg from "pg"
 import { afterEach, describe, expect, it } from "vitest"
 import { Feed } from "../support/catalogue.js"
-import { freshDatabase, type FreshDatabase } from "../support/database.js"
+import { type FreshDatabase, freshDatabase } from "../support/database.js"
 import { withStoppedDatabase } from "../support/purchases-db.js"
 import {
   balanceOf,
@@ -67,10 +67,15 @@ const byNameSetting = async (prefix: string) => {
 }
 
 const waitAll = (server: RunningServer, m: Merchant, count: number, done: (d: Detail) => boolean, timeoutMs = 120_000) =>
-  pollUntil(`${count} purchases done`, async () => {
-    const list = await listPurchases(server, m)
-    return list.length === count && list.every(done) ? list : undefined
-  }, timeoutMs, 200)
+  pollUntil(
+    `${count} purchases done`,
+    async () => {
+      const list = await listPurchases(server, m)
+      return list.length === count && list.every(done) ? list : undefined
+    },
+    timeoutMs,
+    200
+  )
 
 describe("a SIGKILLed server and a new one on the same database", () => {
   it("finishes every purchase exactly once", async () => {
@@ -82,7 +87,8 @@ describe("a SIGKILLed server and a new one on the same database", () => {
     const itemIds = await loadItems(first, prices.map((c) => itemOf(c)))
     const declined = (i: number) => i % 5 === 4
     const bodies = itemIds.map((itemId, i) =>
-      buyBody({ itemId, maxPrice: 2, customId: `crash-${i}`, token: declined(i) ? TOKENS.declined : `ok${String(i).padStart(6, "0")}` }))
+      buyBody({ itemId, maxPrice: 2, customId: `crash-${i}`, token: declined(i) ? TOKENS.declined : `ok${String(i).padStart(6, "0")}` })
+    )
 
     // 12 answered, then 8 sent as the server dies: their outcome is unknown to the client
     const answered: Array<string> = []
@@ -138,8 +144,7 @@ describe("a SIGKILLed server and a new one on the same database", () => {
         { kind: "purchase_debit", ref: id, n: 1, amount: String(-prices[i]!) },
         ...(declined(i) ? [{ kind: "purchase_refund", ref: id, n: 1, amount: String(prices[i]!) }] : [])
       ])
-      const order = (rows: ReadonlyArray<{ kind: string; ref: string }>) =>
-        [...rows].sort((a, b) => `${a.kind}${a.ref}`.localeCompare(`${b.kind}${b.ref}`))
+      const order = (rows: ReadonlyArray<{ kind: string; ref: string }>) => [...rows].sort((a, b) => `${a.kind}${a.ref}`.localeCompare(`${b.kind}${b.ref}`))
       expect(order(ledger)).toEqual(order(expectedLedger))
 
       const events = await query<{ order_id: string; event_type: string; n: number }>(
@@ -150,9 +155,11 @@ describe("a SIGKILLed server and a new one on the same database", () => {
       for (const e of events) expect(e.n, `${e.event_type} of ${e.order_id}`).toBe(1)
       for (let i = 0; i < n; i++) {
         const types = events.filter((e) => e.order_id === ids[i]).map((e) => e.event_type).sort()
-        expect(types).toEqual(declined(i)
-          ? ["purchase.created", "purchase.failed", "purchase.processing", "purchase.refunded", "purchase.sent_to_steam"]
-          : ["purchase.completed", "purchase.created", "purchase.processing", "purchase.sent_to_steam"])
+        expect(types).toEqual(
+          declined(i)
+            ? ["purchase.created", "purchase.failed", "purchase.processing", "purchase.refunded", "purchase.sent_to_steam"]
+            : ["purchase.completed", "purchase.created", "purchase.processing", "purchase.sent_to_steam"]
+        )
       }
 
       // each event's body (CONTRACT 4): the purchase's state at that event, no nulls; the created
@@ -234,17 +241,26 @@ describe("a SIGKILLed server and a new one on the same database", () => {
     ])
     const body = byNameBody({ name, maxPrice: 5 })
     const answered = buyByName(first, m, body).catch(() => undefined)
-    await pollUntil("the cycle's first attempt", async () =>
-      (await listPurchases(first, m, { custom_id: body.custom_id })).length >= 1 ? true : undefined, 30_000, 20)
+    await pollUntil(
+      "the cycle's first attempt",
+      async () => (await listPurchases(first, m, { custom_id: body.custom_id })).length >= 1 ? true : undefined,
+      30_000,
+      20
+    )
     await first.stop("SIGKILL")
     await answered
 
     const second = await startServer({ env, database })
     cleanup.push(() => second.stop("SIGKILL"))
-    const final = await pollUntil("the cycle carried on to the delivered item", async () => {
-      const list = await listPurchases(second, m, { custom_id: body.custom_id })
-      return list.some((d) => d.status === "completed") && list.every((d) => isTerminal(d.status)) ? list : undefined
-    }, 90_000, 250).catch(async (error) => {
+    const final = await pollUntil(
+      "the cycle carried on to the delivered item",
+      async () => {
+        const list = await listPurchases(second, m, { custom_id: body.custom_id })
+        return list.some((d) => d.status === "completed") && list.every((d) => isTerminal(d.status)) ? list : undefined
+      },
+      90_000,
+      250
+    ).catch(async (error) => {
       throw new Error(`${String(error)}: ${JSON.stringify((await listPurchases(second, m, { custom_id: body.custom_id })).map((d) => [d.price, d.status]))}`)
     })
     // cheapest first, each item once, five attempts in all: the four rejected ones refunded
@@ -257,7 +273,9 @@ describe("a SIGKILLed server and a new one on the same database", () => {
     await sleep(3_000)
     expect((await listPurchases(second, m, { custom_id: body.custom_id })).length).toBe(5)
     // the recovery is a supervised fiber of every process
-    const fibers = (await (await fetch(`${second.opsUrl}/ops/fibers`)).json()) as { fibers: Array<{ name: string; state: string; last_heartbeat: string | null }> }
+    const fibers = (await (await fetch(`${second.opsUrl}/ops/fibers`)).json()) as {
+      fibers: Array<{ name: string; state: string; last_heartbeat: string | null }>
+    }
     expect(fibers.fibers.find((f) => f.name === "purchase-by-name-recovery")).toMatchObject({ state: "running", last_heartbeat: expect.any(String) })
   }, 180_000)
 
@@ -266,17 +284,25 @@ describe("a SIGKILLed server and a new one on the same database", () => {
     await loadItems(first, [itemOf(100, { market_hash_name: name }), itemOf(101, { market_hash_name: name })])
     const body = byNameBody({ name, maxPrice: 5, token: TOKENS.revbuyer })
     expect((await buyByName(first, m, body)).status).toBe(200)
-    await pollUntil("the buyer's reversal", async () => {
-      const [attempt] = await listPurchases(first, m, { custom_id: body.custom_id })
-      return attempt?.failure?.code === "REVERTED_BY_BUYER" ? attempt : undefined
-    }, 60_000, 250)
+    await pollUntil(
+      "the buyer's reversal",
+      async () => {
+        const [attempt] = await listPurchases(first, m, { custom_id: body.custom_id })
+        return attempt?.failure?.code === "REVERTED_BY_BUYER" ? attempt : undefined
+      },
+      60_000,
+      250
+    )
     await first.stop("SIGKILL")
     // what a process that died while the attempt awaited its verdict leaves, once the attempt was
     // accepted, delivered and reversed (a database outage can apply all of it in one step): the
     // cycle still running, its lease run out, budget left
     await withStoppedDatabase(database, async (query) => {
-      await query(`UPDATE purchase_requests SET cycle_state = 'running', cycle_owner = 'dead', cycle_lease_until = now() - interval '1 minute',
-                   cycle_deadline = now() + interval '1 minute' WHERE custom_id = $1`, [body.custom_id])
+      await query(
+        `UPDATE purchase_requests SET cycle_state = 'running', cycle_owner = 'dead', cycle_lease_until = now() - interval '1 minute',
+                   cycle_deadline = now() + interval '1 minute' WHERE custom_id = $1`,
+        [body.custom_id]
+      )
     })
     const second = await startServer({ env, database })
     cleanup.push(() => second.stop("SIGKILL"))
@@ -286,8 +312,11 @@ describe("a SIGKILLed server and a new one on the same database", () => {
     expect(after.map((d) => [d.price, d.status, d.failure?.code])).toEqual([[1, "failed", "REVERTED_BY_BUYER"]])
     expect(await balanceOf(second, m)).toEqual({ available: 9_900, onHold: 0, totalDeposited: 10_000, totalSpent: 100 })
     await second.stop()
-    const [record] = await withStoppedDatabase(database, (query) =>
-      query<{ cycle_state: string; cycle_owner: string }>("SELECT cycle_state, cycle_owner FROM purchase_requests WHERE custom_id = $1", [body.custom_id]))
+    const [record] = await withStoppedDatabase(
+      database,
+      (query) =>
+        query<{ cycle_state: string; cycle_owner: string }>("SELECT cycle_state, cycle_owner FROM purchase_requests WHERE custom_id = $1", [body.custom_id])
+    )
     // taken over (no longer the dead owner's) and ended
     expect(record!.cycle_state).toBe("done")
     expect(record!.cycle_owner).not.toBe("dead")
@@ -313,9 +342,11 @@ describe("a SIGKILLed server and a new one on the same database", () => {
     for (let i = 0; i < tokens.length; i++) {
       const p = final.find((d) => d.purchase_id === ids[i])!
       expect(p.trade_offer_id).not.toBeNull()
-      expect(p.failure).toMatchObject(tokens[i] === TOKENS.revseller
-        ? { code: "REVERTED_BY_SELLER", refunded_amount: 5 }
-        : { code: "REVERTED_BY_BUYER", refunded_amount: 0 })
+      expect(p.failure).toMatchObject(
+        tokens[i] === TOKENS.revseller
+          ? { code: "REVERTED_BY_SELLER", refunded_amount: 5 }
+          : { code: "REVERTED_BY_BUYER", refunded_amount: 0 }
+      )
     }
     expect(await balanceOf(second, m)).toEqual({ available: 9_000, onHold: 0, totalDeposited: 10_000, totalSpent: 1_000 })
   }, 300_000)
@@ -344,8 +375,7 @@ describe.runIf(!!process.env["DATABASE_URL"])("a purchase without a provider req
     // purchases as written before the request id was stored with them, held back a day meanwhile
     const { server, m, itemId, client } = await serveHoldingNewPurchases("NEW.provider_request_id := NULL;")
     const created = expectPurchaseCreated(await buy(server, m, buyBody({ itemId, maxPrice: 5 })), 201)
-    const stored = () =>
-      client.query<{ id: string | null }>("SELECT provider_request_id::text AS id FROM purchases WHERE id = $1", [created.purchase_id])
+    const stored = () => client.query<{ id: string | null }>("SELECT provider_request_id::text AS id FROM purchases WHERE id = $1", [created.purchase_id])
     expect((await stored()).rows[0]!.id).toBeNull()
 
     await client.query("UPDATE purchases SET next_step_at = now() WHERE id = $1", [created.purchase_id])
@@ -368,21 +398,28 @@ describe.runIf(!!process.env["DATABASE_URL"])("a purchase leased by a process th
     const created = expectPurchaseCreated(await buy(server, m, buyBody({ itemId, maxPrice: 5 })), 201)
 
     // now due, but leased for 3 s more by a process that is gone; another process's step end wakes the claimer
-    const leaseEnd = Number((await client.query<{ end: string }>(
-      `UPDATE purchases SET next_step_at = now(), lease_owner = 'process-that-died', lease_until = now() + interval '3 seconds'
+    const leaseEnd = Number(
+      (await client.query<{ end: string }>(
+        `UPDATE purchases SET next_step_at = now(), lease_owner = 'process-that-died', lease_until = now() + interval '3 seconds'
        WHERE id = $1 RETURNING (extract(epoch FROM lease_until) * 1000)::text AS end`,
-      [created.purchase_id]
-    )).rows[0]!.end)
+        [created.purchase_id]
+      )).rows[0]!.end
+    )
     await client.query("SELECT pg_notify('purchase_changed', $1)", [created.purchase_id])
 
     // the claimer idles up to 5 s between looks; the lease's end is what it must wake for
-    const takenAt = await pollUntil("the lease taken over", async () => {
-      const row = (await client.query<{ owner: string | null; at: string }>(
-        "SELECT lease_owner AS owner, (extract(epoch FROM clock_timestamp()) * 1000)::text AS at FROM purchases WHERE id = $1",
-        [created.purchase_id]
-      )).rows[0]!
-      return row.owner !== "process-that-died" ? Number(row.at) : undefined
-    }, 10_000, 20)
+    const takenAt = await pollUntil(
+      "the lease taken over",
+      async () => {
+        const row = (await client.query<{ owner: string | null; at: string }>(
+          "SELECT lease_owner AS owner, (extract(epoch FROM clock_timestamp()) * 1000)::text AS at FROM purchases WHERE id = $1",
+          [created.purchase_id]
+        )).rows[0]!
+        return row.owner !== "process-that-died" ? Number(row.at) : undefined
+      },
+      10_000,
+      20
+    )
     expect(takenAt).toBeGreaterThanOrEqual(leaseEnd)
     expect(takenAt - leaseEnd).toBeLessThan(1_500)
 

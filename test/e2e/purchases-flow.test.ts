@@ -13,8 +13,8 @@ import {
   balanceOf,
   buy,
   buyBody,
-  byNameBody,
   buyByName,
+  byNameBody,
   type Detail,
   expectPurchaseCreated,
   fundedMerchant,
@@ -39,8 +39,12 @@ import {
 import { type RunningServer, startServer } from "../support/server.js"
 
 let server: RunningServer
-beforeAll(async () => { server = await startServer({ env: PURCHASE_ENV }) })
-afterAll(async () => { await server?.stop() })
+beforeAll(async () => {
+  server = await startServer({ env: PURCHASE_ENV })
+})
+afterAll(async () => {
+  await server?.stop()
+})
 
 const patchStatus = async (m: Merchant, status: "active" | "blocked" | "inactive") => {
   const res = await server.admin(`/admin/merchants/${m.id}`, { method: "PATCH", body: { status } })
@@ -66,8 +70,16 @@ describe("POST /buy and /buy-sync validation (spec 4.3, 7.2; CONTRACT 6)", () =>
     ["custom_id missing", { custom_id: undefined }, "MERCHANT_INVALID_CUSTOM_ID"],
     ["custom_id a number", { custom_id: 7 }, "MERCHANT_INVALID_CUSTOM_ID"],
     ["trade URL over http", { target_trade_url: "http://steamcommunity.com/tradeoffer/new/?partner=12345678&token=abcd1234" }, "MERCHANT_INVALID_TRADE_URL"],
-    ["trade URL on another host", { target_trade_url: "https://steamcommunity.example.com/tradeoffer/new/?partner=12345678&token=abcd1234" }, "MERCHANT_INVALID_TRADE_URL"],
-    ["trade URL on another path", { target_trade_url: "https://steamcommunity.com/tradeoffer/old/?partner=12345678&token=abcd1234" }, "MERCHANT_INVALID_TRADE_URL"],
+    [
+      "trade URL on another host",
+      { target_trade_url: "https://steamcommunity.example.com/tradeoffer/new/?partner=12345678&token=abcd1234" },
+      "MERCHANT_INVALID_TRADE_URL"
+    ],
+    [
+      "trade URL on another path",
+      { target_trade_url: "https://steamcommunity.com/tradeoffer/old/?partner=12345678&token=abcd1234" },
+      "MERCHANT_INVALID_TRADE_URL"
+    ],
     ["trade URL partner 0", { target_trade_url: url("0") }, "MERCHANT_INVALID_TRADE_URL"],
     ["trade URL partner 4294967296", { target_trade_url: url("4294967296") }, "MERCHANT_INVALID_TRADE_URL"],
     ["trade URL partner not a number", { target_trade_url: url("abc") }, "MERCHANT_INVALID_TRADE_URL"],
@@ -77,9 +89,17 @@ describe("POST /buy and /buy-sync validation (spec 4.3, 7.2; CONTRACT 6)", () =>
     ["trade URL with an extra parameter", { target_trade_url: `${url("12345678")}&foo=bar` }, "MERCHANT_INVALID_TRADE_URL"],
     ["trade URL without token", { target_trade_url: "https://steamcommunity.com/tradeoffer/new/?partner=12345678" }, "MERCHANT_INVALID_TRADE_URL"],
     // CONTRACT 5.1: "anything else", also what a URL parser would forgive
-    ["trade URL with token before partner", { target_trade_url: "https://steamcommunity.com/tradeoffer/new/?token=abcd1234&partner=12345678" }, "MERCHANT_INVALID_TRADE_URL"],
+    [
+      "trade URL with token before partner",
+      { target_trade_url: "https://steamcommunity.com/tradeoffer/new/?token=abcd1234&partner=12345678" },
+      "MERCHANT_INVALID_TRADE_URL"
+    ],
     ["trade URL with a percent-encoded partner", { target_trade_url: url("%31%32%33") }, "MERCHANT_INVALID_TRADE_URL"],
-    ["trade URL with an upper-case host", { target_trade_url: "https://SteamCommunity.com/tradeoffer/new/?partner=12345678&token=abcd1234" }, "MERCHANT_INVALID_TRADE_URL"],
+    [
+      "trade URL with an upper-case host",
+      { target_trade_url: "https://SteamCommunity.com/tradeoffer/new/?partner=12345678&token=abcd1234" },
+      "MERCHANT_INVALID_TRADE_URL"
+    ],
     ["trade URL with an empty fragment", { target_trade_url: `${url("12345678")}#` }, "MERCHANT_INVALID_TRADE_URL"],
     ["trade URL missing", { target_trade_url: undefined }, "MERCHANT_INVALID_TRADE_URL"],
     ["trade URL not a URL", { target_trade_url: "steam please" }, "MERCHANT_INVALID_TRADE_URL"],
@@ -87,7 +107,7 @@ describe("POST /buy and /buy-sync validation (spec 4.3, 7.2; CONTRACT 6)", () =>
     ["target_steam_id not digits", { target_steam_id: "7656119abcdefghij" }, "MERCHANT_INVALID_STEAM_ID"],
     ["target_steam_id of account 0", { target_steam_id: "76561197960265728" }, "MERCHANT_INVALID_STEAM_ID"],
     ["target_steam_id beyond the account range", { target_steam_id: "76561202255233024" }, "MERCHANT_INVALID_STEAM_ID"],
-    ["target_steam_id a number", { target_steam_id: 76561197972611406 }, "MERCHANT_INVALID_STEAM_ID"],
+    ["target_steam_id a number", { target_steam_id: 76561197972611392 }, "MERCHANT_INVALID_STEAM_ID"],
     ["target_steam_id valid but another account", { target_steam_id: steamIdOf(87654321) }, "MERCHANT_STEAM_ID_MISMATCH"]
   ]
 
@@ -234,8 +254,12 @@ describe("pre-checks against the live item (spec 4.3, 7.2; CONTRACT 6)", () => {
     // by name: a 0.01 item is above 0.00999…, which JSON.parse reads as 0.01
     const name = uniqueName()
     await loadItem(server, 1, { market_hash_name: name })
-    const byName = await buyByName(server, m, JSON.stringify(byNameBody({ name, maxPrice: 1 }))
-      .replace(`"max_price":1`, `"max_price":0.00999999999999999999999`))
+    const byName = await buyByName(
+      server,
+      m,
+      JSON.stringify(byNameBody({ name, maxPrice: 1 }))
+        .replace(`"max_price":1`, `"max_price":0.00999999999999999999999`)
+    )
     expectError(byName, 400, "MERCHANT_NO_ITEMS_FOUND")
     expect(await balanceOf(server, m)).toMatchObject({ available: 10_000, totalSpent: 0 })
     const ok = expectPurchaseCreated(await buy(server, m, buyBody({ itemId, maxPrice: 10.001 })), 201)

@@ -37,8 +37,12 @@ import {
 import { type RunningServer, startServer } from "../support/server.js"
 
 let server: RunningServer
-beforeAll(async () => { server = await startServer({ env: PURCHASE_ENV }) })
-afterAll(async () => { await server?.stop() })
+beforeAll(async () => {
+  server = await startServer({ env: PURCHASE_ENV })
+})
+afterAll(async () => {
+  await server?.stop()
+})
 
 const byCustomId = (m: Merchant, customId: string) => listPurchases(server, m, { custom_id: customId })
 

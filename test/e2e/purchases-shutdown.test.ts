@@ -8,7 +8,7 @@ import { Agent, request as httpRequest } from "node:http"
 import { describe, expect, it } from "vitest"
 import { freshDatabase } from "../support/database.js"
 import { withStoppedDatabase } from "../support/purchases-db.js"
-import { buyBody, fundedMerchant, listPurchases, loadItem, PURCHASE_ENV, pollUntil } from "../support/purchases.js"
+import { buyBody, fundedMerchant, listPurchases, loadItem, pollUntil, PURCHASE_ENV } from "../support/purchases.js"
 import { startServer } from "../support/server.js"
 
 /** A POST on a kept-alive connection: status, the Connection header and the JSON body. */
@@ -21,7 +21,9 @@ const postKeptAlive = (agent: Agent, url: string, key: string, body: unknown) =>
       headers: { authorization: `Bearer ${key}`, "content-type": "application/json", "content-length": Buffer.byteLength(text) }
     }, (res) => {
       let data = ""
-      res.on("data", (chunk: Buffer) => { data += chunk.toString() })
+      res.on("data", (chunk: Buffer) => {
+        data += chunk.toString()
+      })
       res.on("end", () => resolve({ status: res.statusCode!, connection: res.headers.connection, json: JSON.parse(data) }))
     })
     req.on("error", reject)
@@ -29,36 +31,40 @@ const postKeptAlive = (agent: Agent, url: string, key: string, body: unknown) =>
   })
 
 describe("graceful shutdown with purchases under way", () => {
-  it("the worker steps a /buy-sync's purchase during the drain (200), /ready is 503 meanwhile, the kept-alive client is told to close, and the process exits", async () => {
-    // acknowledgement 1 to 3 s after pickup, well within the wait; a grace far longer than that
-    const server = await startServer({
-      env: { ...PURCHASE_ENV, SIM_TIME_SCALE: "1", BUY_SYNC_WAIT_SECONDS: "20", SHUTDOWN_GRACE_SECONDS: "60" }
-    })
-    const agent = new Agent({ keepAlive: true })
-    try {
-      const m = await fundedMerchant(server, 10_000)
-      const body = buyBody({ itemId: await loadItem(server, 500), maxPrice: 5 })
-      const answer = postKeptAlive(agent, `${server.baseUrl}/api/v1/merchant/buy-sync`, m.apiKey, body)
-      await pollUntil("the purchase", async () => ((await listPurchases(server, m, { custom_id: body.custom_id })).length === 1 ? true : undefined))
-      const exited = server.stop("SIGTERM")
-      // draining: the ops listener still answers, and says the process takes no more work
-      const ready = await pollUntil("/ready during the drain", async () => {
-        const res = await fetch(`${server.opsUrl}/ready`)
-        const report = await res.json() as { checks: Record<string, { ok: boolean }> }
-        return res.status === 503 ? report : undefined
+  it(
+    "the worker steps a /buy-sync's purchase during the drain (200), /ready is 503 meanwhile, the kept-alive client is told to close, and the process exits",
+    async () => {
+      // acknowledgement 1 to 3 s after pickup, well within the wait; a grace far longer than that
+      const server = await startServer({
+        env: { ...PURCHASE_ENV, SIM_TIME_SCALE: "1", BUY_SYNC_WAIT_SECONDS: "20", SHUTDOWN_GRACE_SECONDS: "60" }
       })
-      expect(ready.checks["api"]).toEqual({ ok: false })
-      const res = await answer
-      expect(res.status).toBe(200)
-      expect(["processing", "sent_to_steam", "completed"]).toContain(res.json.status)
-      expect(res.connection).toBe("close")
-      // once the request is answered, nothing holds the process (the harness kills it after 15 s)
-      expect(await exited).toBe(0)
-    } finally {
-      agent.destroy()
-      await server.stop()
-    }
-  }, 60_000)
+      const agent = new Agent({ keepAlive: true })
+      try {
+        const m = await fundedMerchant(server, 10_000)
+        const body = buyBody({ itemId: await loadItem(server, 500), maxPrice: 5 })
+        const answer = postKeptAlive(agent, `${server.baseUrl}/api/v1/merchant/buy-sync`, m.apiKey, body)
+        await pollUntil("the purchase", async () => ((await listPurchases(server, m, { custom_id: body.custom_id })).length === 1 ? true : undefined))
+        const exited = server.stop("SIGTERM")
+        // draining: the ops listener still answers, and says the process takes no more work
+        const ready = await pollUntil("/ready during the drain", async () => {
+          const res = await fetch(`${server.opsUrl}/ready`)
+          const report = await res.json() as { checks: Record<string, { ok: boolean }> }
+          return res.status === 503 ? report : undefined
+        })
+        expect(ready.checks["api"]).toEqual({ ok: false })
+        const res = await answer
+        expect(res.status).toBe(200)
+        expect(["processing", "sent_to_steam", "completed"]).toContain(res.json.status)
+        expect(res.connection).toBe("close")
+        // once the request is answered, nothing holds the process (the harness kills it after 15 s)
+        expect(await exited).toBe(0)
+      } finally {
+        agent.destroy()
+        await server.stop()
+      }
+    },
+    60_000
+  )
 
   it("what the worker still holds when it stops is let go and announced, not left leased", async () => {
     const database = await freshDatabase()
@@ -76,8 +82,10 @@ describe("graceful shutdown with purchases under way", () => {
       const res = await server.api("/buy", { method: "POST", key: m.apiKey, body: buyBody({ itemId: await loadItem(server, 500), maxPrice: 5 }) })
       expect(res.status).toBe(201)
       expect(await server.stop("SIGTERM")).toBe(0)
-      const rows = await withStoppedDatabase(database, (query) =>
-        query<{ status: string; lease_owner: string | null }>("SELECT status, lease_owner FROM purchases WHERE id = $1", [res.json.purchase_id]))
+      const rows = await withStoppedDatabase(
+        database,
+        (query) => query<{ status: string; lease_owner: string | null }>("SELECT status, lease_owner FROM purchases WHERE id = $1", [res.json.purchase_id])
+      )
       expect(rows).toEqual([{ status: "created", lease_owner: null }])
     } finally {
       await server.stop()

@@ -5,19 +5,9 @@
  * one statement, each with its own event.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { freshDatabase, type FreshDatabase } from "../support/database.js"
+import { type FreshDatabase, freshDatabase } from "../support/database.js"
 import { withStoppedDatabase } from "../support/purchases-db.js"
-import {
-  buy,
-  buyBody,
-  expectPurchaseCreated,
-  fundedMerchant,
-  itemOf,
-  listPurchases,
-  loadItems,
-  PURCHASE_ENV,
-  pollUntil
-} from "../support/purchases.js"
+import { buy, buyBody, expectPurchaseCreated, fundedMerchant, itemOf, listPurchases, loadItems, pollUntil, PURCHASE_ENV } from "../support/purchases.js"
 import { type RunningServer, startServer } from "../support/server.js"
 
 describe("the purchase worker's first steps", () => {

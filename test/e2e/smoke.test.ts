@@ -1,7 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { spawn } from "node:child_process"
 import { statSync } from "node:fs"
 import { connect, createServer } from "node:net"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { ROOT, SERVICE_ARGS } from "../support/paths.js"
 import { freePort, type RunningServer, startServer } from "../support/server.js"
 
@@ -13,19 +13,33 @@ const startExpectingExit = async (env: Record<string, string>) => {
     stdio: ["ignore", "pipe", "pipe"]
   })
   let output = ""
-  child.stdout.on("data", (d: Buffer) => { output += d.toString() })
-  child.stderr.on("data", (d: Buffer) => { output += d.toString() })
+  child.stdout.on("data", (d: Buffer) => {
+    output += d.toString()
+  })
+  child.stderr.on("data", (d: Buffer) => {
+    output += d.toString()
+  })
   const code = await new Promise<number | null>((resolve) => {
-    const timer = setTimeout(() => { child.kill("SIGKILL"); resolve(null) }, 45_000)
-    child.on("exit", (c) => { clearTimeout(timer); resolve(c) })
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL")
+      resolve(null)
+    }, 45_000)
+    child.on("exit", (c) => {
+      clearTimeout(timer)
+      resolve(c)
+    })
   })
   return { code, output }
 }
 
 describe("smoke", () => {
   let server: RunningServer
-  beforeAll(async () => { server = await startServer() })
-  afterAll(async () => { await server?.stop() })
+  beforeAll(async () => {
+    server = await startServer()
+  })
+  afterAll(async () => {
+    await server?.stop()
+  })
 
   it("a new merchant has a zero balance", async () => {
     const m = await server.createMerchant()
@@ -34,13 +48,17 @@ describe("smoke", () => {
     expect(res.json).toEqual({ available: 0, on_hold: 0, total_deposited: 0, total_spent: 0, currency: "USD", deposit_addresses: { trc20: null, bep20: null } })
   })
 
-  it.runIf(!process.env["DATABASE_URL"])("a second process on the same embedded DATA_DIR stops with a message and exit 1 (both ran, and one's writes were lost)", async () => {
-    const { code, output } = await startExpectingExit({ DATA_DIR: server.database.dataDir })
-    expect(code).toBe(1)
-    expect(output).toContain("is in use by another process")
-    // the first one goes on
-    expect((await server.api("/balance", { key: (await server.createMerchant()).apiKey })).status).toBe(200)
-  }, 60_000)
+  it.runIf(!process.env["DATABASE_URL"])(
+    "a second process on the same embedded DATA_DIR stops with a message and exit 1 (both ran, and one's writes were lost)",
+    async () => {
+      const { code, output } = await startExpectingExit({ DATA_DIR: server.database.dataDir })
+      expect(code).toBe(1)
+      expect(output).toContain("is in use by another process")
+      // the first one goes on
+      expect((await server.api("/balance", { key: (await server.createMerchant()).apiKey })).status).toBe(200)
+    },
+    60_000
+  )
 
   it.runIf(!process.env["DATABASE_URL"])("the embedded database's directory is its owner's alone (it holds secrets; PGlite writes its files 0666)", () => {
     expect((statSync(`${server.database.dataDir}/pg`).mode & 0o777).toString(8)).toBe("700")
@@ -57,7 +75,9 @@ describe("shutdown", () => {
       const socket = connect(Number(port), hostname)
       await new Promise((resolve) => socket.once("connect", resolve))
       const token = pathname.startsWith("/admin") ? server.adminToken : m.apiKey
-      socket.write(`POST ${pathname} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"item_id"`)
+      socket.write(
+        `POST ${pathname} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"item_id"`
+      )
       socket.on("error", () => undefined)
       return socket
     }))

@@ -8,7 +8,7 @@
 import { randomUUID } from "node:crypto"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { losesCreationAnswer } from "../../src/Providers/Simulator/WalletProviderSim.js"
-import { freshDatabase, type FreshDatabase } from "../support/database.js"
+import { type FreshDatabase, freshDatabase } from "../support/database.js"
 import { balanceOf, type Merchant, pollUntil, PURCHASE_ENV } from "../support/purchases.js"
 import { metricValue, type RunningServer, startServer } from "../support/server.js"
 
@@ -18,8 +18,12 @@ const TRON = /^T[1-9A-HJ-NP-Za-km-z]{33}$/
 const BSC = /^0x[0-9a-f]{40}$/
 
 let server: RunningServer
-beforeAll(async () => { server = await startServer({ env: ENV }) })
-afterAll(async () => { await server?.stop() })
+beforeAll(async () => {
+  server = await startServer({ env: ENV })
+})
+afterAll(async () => {
+  await server?.stop()
+})
 
 const wallets = (s: RunningServer, m: Merchant) => s.api("/deposits/wallets", { key: m.apiKey })
 const request = (s: RunningServer, m: Merchant, body: unknown) => s.api("/deposits/wallets", { method: "POST", key: m.apiKey, body })
@@ -72,7 +76,12 @@ describe("requesting a wallet", () => {
       const res = await request(server, m, body)
       expect([JSON.stringify(body), res.status, res.json?.error?.code]).toEqual([JSON.stringify(body), 400, "MERCHANT_WALLET_NETWORK_INVALID"])
     }
-    const malformed = await server.api("/deposits/wallets", { method: "POST", key: m.apiKey, body: "{\"network\":", headers: { "content-type": "application/json" } })
+    const malformed = await server.api("/deposits/wallets", {
+      method: "POST",
+      key: m.apiKey,
+      body: "{\"network\":",
+      headers: { "content-type": "application/json" }
+    })
     expect([malformed.status, malformed.headers.get("content-type")]).toEqual([400, "application/problem+json"])
     expect((await wallets(server, m)).json.wallets).toEqual([])
   })
@@ -197,7 +206,15 @@ describe("payments", () => {
     for (const [amount, credited, txId] of [[102.5, 101.47, `t-${randomUUID()}`], [6435, 6402.82, `t-${randomUUID()}`]] as const) {
       expect((await pay(wallet.id, amount, txId)).status).toBe(202)
       const deposit = await pollUntil("the deposit credited", async () => (await depositsOf(m)).find((d: any) => d.tx_id === txId))
-      expect(deposit).toMatchObject({ provider: "walletpay", amount: credited, currency: "USD", network: "tron", destination: wallet.address, tx_id: txId, status: "paid" })
+      expect(deposit).toMatchObject({
+        provider: "walletpay",
+        amount: credited,
+        currency: "USD",
+        network: "tron",
+        destination: wallet.address,
+        tx_id: txId,
+        status: "paid"
+      })
     }
     expect(await balanceOf(server, m)).toEqual({ available: 650_429, onHold: 0, totalDeposited: 650_429, totalSpent: 0 })
     const events = (await server.api("/webhook-events", { key: m.apiKey })).json.events
@@ -207,11 +224,14 @@ describe("payments", () => {
   it("a transfer sent again is credited once", async () => {
     const { m, wallet } = await payee("bsc")
     const txId = `again-${randomUUID()}`
-    const repeats = await metricValue(server, 'wallet_payment_callbacks_total{outcome="repeat"}')
+    const repeats = await metricValue(server, "wallet_payment_callbacks_total{outcome=\"repeat\"}")
     await pay(wallet.id, 50, txId)
     await pollUntil("credited", async () => (await depositsOf(m)).length === 1 ? true : undefined)
     await pay(wallet.id, 50, txId)
-    await pollUntil("the repeat seen", async () => (await metricValue(server, 'wallet_payment_callbacks_total{outcome="repeat"}')) > repeats ? true : undefined)
+    await pollUntil(
+      "the repeat seen",
+      async () => (await metricValue(server, "wallet_payment_callbacks_total{outcome=\"repeat\"}")) > repeats ? true : undefined
+    )
     expect(await depositsOf(m)).toHaveLength(1)
     expect((await balanceOf(server, m)).available).toBe(4950)
   })
@@ -219,10 +239,12 @@ describe("payments", () => {
   it("to a wallet the provider has disabled: recorded, not credited", async () => {
     const { m, wallet } = await payee("tron")
     await server.admin(`/admin/simulator/wallets/${wallet.id}/status`, { method: "POST", body: { status: "disabled" } })
-    const before = await metricValue(server, 'wallet_payment_callbacks_total{outcome="wallet_disabled"}')
+    const before = await metricValue(server, "wallet_payment_callbacks_total{outcome=\"wallet_disabled\"}")
     expect((await pay(wallet.id, 100)).status).toBe(202)
-    await pollUntil("the callback recorded", async () =>
-      (await metricValue(server, 'wallet_payment_callbacks_total{outcome="wallet_disabled"}')) > before ? true : undefined)
+    await pollUntil(
+      "the callback recorded",
+      async () => (await metricValue(server, "wallet_payment_callbacks_total{outcome=\"wallet_disabled\"}")) > before ? true : undefined
+    )
     expect(await depositsOf(m)).toEqual([])
     expect((await balanceOf(server, m)).totalDeposited).toBe(0)
   })
@@ -231,7 +253,16 @@ describe("payments", () => {
     const { m, wallet } = await payee("tron")
     const admin = await server.admin(`/admin/merchants/${m.id}/wallets`)
     const providerWalletId = admin.json.wallets[0].provider_wallet_id
-    const body = JSON.stringify({ transfer_id: `forged-${randomUUID()}`, provider_wallet_id: providerWalletId, network: "tron", address: wallet.address, amount: "1000", currency: "USDT", tx_hash: null, wallet_status: "active" })
+    const body = JSON.stringify({
+      transfer_id: `forged-${randomUUID()}`,
+      provider_wallet_id: providerWalletId,
+      network: "tron",
+      address: wallet.address,
+      amount: "1000",
+      currency: "USDT",
+      tx_hash: null,
+      wallet_status: "active"
+    })
     const now = String(Math.floor(Date.now() / 1000))
     const cases: ReadonlyArray<Record<string, string>> = [
       { "x-walletpay-timestamp": now, "x-walletpay-signature": "0".repeat(64) },
@@ -240,7 +271,11 @@ describe("payments", () => {
       { "x-walletpay-timestamp": "1000", "x-walletpay-signature": "0".repeat(64) }
     ]
     for (const headers of cases) {
-      const res = await fetch(`${server.baseUrl}/provider/walletpay/callbacks`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body })
+      const res = await fetch(`${server.baseUrl}/provider/walletpay/callbacks`, {
+        method: "POST",
+        headers: { "content-type": "application/json", ...headers },
+        body
+      })
       const answer = (await res.json()) as { error: { code: string } }
       expect([res.status, answer.error.code]).toEqual([401, "PROVIDER_CALLBACK_REJECTED"])
     }
@@ -250,7 +285,7 @@ describe("payments", () => {
   it("a payment to a wallet the provider has not created is refused (409 ADMIN_CONFLICT); unknown wallet 404; a bad amount 400", async () => {
     const m = await merchantWhere(server, "tron", false)
     await server.admin("/admin/simulator/wallet-provider", { method: "PUT", body: { available: false } })
-    const prepared = (await request(server, m, { network: "tron" }))
+    const prepared = await request(server, m, { network: "tron" })
     await server.admin("/admin/simulator/wallet-provider", { method: "PUT", body: { available: true } })
     expect(prepared.status).toBe(502)
     const [saved] = (await wallets(server, m)).json.wallets
@@ -265,12 +300,12 @@ describe("payments", () => {
 
 describe("observability", () => {
   it("/metrics has the wallet requests by state and the provider calls by outcome", async () => {
-    expect(await metricValue(server, 'wallet_requests{state="bound"}')).toBeGreaterThan(0)
-    expect(await metricValue(server, 'wallet_requests{state="prepared"}')).toBeGreaterThanOrEqual(0)
-    expect(await metricValue(server, 'wallet_provider_calls_total{call="create",outcome="ok"}')).toBeGreaterThan(0)
-    expect(await metricValue(server, 'wallet_provider_calls_total{call="create",outcome="answer_lost"}')).toBeGreaterThan(0)
-    expect(await metricValue(server, 'wallet_provider_calls_total{call="create",outcome="unavailable"}')).toBeGreaterThan(0)
-    expect(await metricValue(server, 'wallet_payment_callbacks_total{outcome="credited"}')).toBeGreaterThan(0)
+    expect(await metricValue(server, "wallet_requests{state=\"bound\"}")).toBeGreaterThan(0)
+    expect(await metricValue(server, "wallet_requests{state=\"prepared\"}")).toBeGreaterThanOrEqual(0)
+    expect(await metricValue(server, "wallet_provider_calls_total{call=\"create\",outcome=\"ok\"}")).toBeGreaterThan(0)
+    expect(await metricValue(server, "wallet_provider_calls_total{call=\"create\",outcome=\"answer_lost\"}")).toBeGreaterThan(0)
+    expect(await metricValue(server, "wallet_provider_calls_total{call=\"create\",outcome=\"unavailable\"}")).toBeGreaterThan(0)
+    expect(await metricValue(server, "wallet_payment_callbacks_total{outcome=\"credited\"}")).toBeGreaterThan(0)
     const text = await fetch(`${server.opsUrl}/metrics`).then((r) => r.text())
     for (const state of ["prepared", "creation_started", "requires_reconciliation", "bound"]) expect(text).toContain(`wallet_requests{state="${state}"}`)
   })
@@ -278,8 +313,12 @@ describe("observability", () => {
 
 describe("switches and restarts", { timeout: 180_000 }, () => {
   let database: FreshDatabase
-  beforeAll(async () => { database = await freshDatabase() })
-  afterAll(async () => { await database?.drop() })
+  beforeAll(async () => {
+    database = await freshDatabase()
+  })
+  afterAll(async () => {
+    await database?.drop()
+  })
 
   it("issuance disabled: 409 MERCHANT_WALLET_ISSUANCE_DISABLED, can_create false; settlement unverified: the same; reconcile stays available", async () => {
     // (a bound wallet under either switch, and its reconcile: test/deposits/Wallets.test.ts)
@@ -307,10 +346,15 @@ describe("switches and restarts", { timeout: 180_000 }, () => {
     const slow = await startServer({ env: { ...ENV, SIM_TIME_SCALE: "5" }, database })
     const m = await merchantWhere(slow, "bsc", false)
     const pending = request(slow, m, { network: "bsc" }).catch(() => undefined)
-    const [started] = await pollUntil("the request saved", async () => {
-      const listed = (await wallets(slow, m)).json.wallets
-      return listed.length === 1 ? listed : undefined
-    }, 30_000, 20)
+    const [started] = await pollUntil(
+      "the request saved",
+      async () => {
+        const listed = (await wallets(slow, m)).json.wallets
+        return listed.length === 1 ? listed : undefined
+      },
+      30_000,
+      20
+    )
     expect(started.status).toBe("creation_started")
     slow.process.kill("SIGKILL")
     await new Promise((resolve) => slow.process.once("exit", resolve))
@@ -322,10 +366,15 @@ describe("switches and restarts", { timeout: 180_000 }, () => {
       // a repeat returns the saved request: the creation that started is never sent again
       expect((await request(restarted, m, { network: "bsc" })).json).toMatchObject({ id: started.id, status: "creation_started" })
       expect(await creations(restarted)).toBe(0)
-      const bound = await pollUntil("bound once the provider has bound it", async () => {
-        const res = await reconcile(restarted, m, started.id)
-        return res.json.status === "bound" ? res.json : undefined
-      }, 30_000, 200)
+      const bound = await pollUntil(
+        "bound once the provider has bound it",
+        async () => {
+          const res = await reconcile(restarted, m, started.id)
+          return res.json.status === "bound" ? res.json : undefined
+        },
+        30_000,
+        200
+      )
       expect(bound.address).toMatch(BSC)
       const admin = await restarted.admin(`/admin/merchants/${m.id}/wallets`)
       expect(admin.json.wallets).toHaveLength(1)

@@ -6,7 +6,7 @@
  */
 import { randomUUID } from "node:crypto"
 import { afterEach, describe, expect, it } from "vitest"
-import { freshDatabase, type FreshDatabase } from "../support/database.js"
+import { type FreshDatabase, freshDatabase } from "../support/database.js"
 import { type Merchant, pollUntil, PURCHASE_ENV, sleep } from "../support/purchases.js"
 import { type RunningServer, startServer } from "../support/server.js"
 import { bodyOf, deliveriesTo, headerOf, type Receiver, startReceiver, verdictOf } from "../support/webhooks.js"
@@ -118,25 +118,39 @@ describe("a burst of 1,000 events with SIGKILLs at random moments", { timeout: 3
     expect(kills).toBe(2)
 
     const byTxId = new Map(txIds.map(({ merchant, txId }) => [txId, merchant]))
-    const verified = await pollUntil("every event delivered", async () => {
-      const seen = new Set<string>()
-      for (const delivery of receiver.deliveries) {
-        const body = bodyOf(delivery)
-        const txId = body.data["tx_id"] as string
-        const merchant = byTxId.get(txId)
-        if (merchant !== undefined && verdictOf(delivery, merchant.secret) === "valid" && headerOf(delivery.headers, "x-event-id") === body.event_id) seen.add(txId)
-      }
-      return seen.size === txIds.length ? seen : undefined
-    }, 180_000, 250)
+    const verified = await pollUntil(
+      "every event delivered",
+      async () => {
+        const seen = new Set<string>()
+        for (const delivery of receiver.deliveries) {
+          const body = bodyOf(delivery)
+          const txId = body.data["tx_id"] as string
+          const merchant = byTxId.get(txId)
+          if (merchant !== undefined && verdictOf(delivery, merchant.secret) === "valid" && headerOf(delivery.headers, "x-event-id") === body.event_id) {
+            seen.add(txId)
+          }
+        }
+        return seen.size === txIds.length ? seen : undefined
+      },
+      180_000,
+      250
+    )
     expect(verified.size).toBe(1_000)
     // and the audit log agrees: every event delivered, one event per deposit. The receiver may have
     // had an attempt whose result is not recorded yet: its sender records it a moment later, or was
     // killed first, and then the event is sent again once its lease (10 s) ends
     for (const m of merchants) {
-      const events = await pollUntil("every event recorded delivered", async () => {
-        const all = await eventsOf(server, m)
-        return all.length === 100 && all.every((e) => e.delivery_status === "delivered") ? all : undefined
-      }, 60_000, 250).catch(async (error) => {
+      const events = await pollUntil(
+        "every event recorded delivered",
+        async () => {
+          const all = await eventsOf(server, m)
+          return all.length === 100 && all.every((e) => e.delivery_status === "delivered")
+            ? all
+            : undefined
+        },
+        60_000,
+        250
+      ).catch(async (error) => {
         const all = await eventsOf(server, m)
         throw new Error(`${String(error)}: ${all.length} events, ${JSON.stringify(all.filter((e) => e.delivery_status !== "delivered"))}`)
       })

@@ -8,15 +8,7 @@ import { randomUUID } from "node:crypto"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { buy, buyBody, fund, loadItem, type Merchant, pollUntil, PURCHASE_ENV } from "../support/purchases.js"
 import { metricValue, type RunningServer, startServer } from "../support/server.js"
-import {
-  awaitDeliveries,
-  bodyOf,
-  deliveriesTo,
-  headerOf,
-  type Receiver,
-  startReceiver,
-  verdictOf
-} from "../support/webhooks.js"
+import { awaitDeliveries, bodyOf, deliveriesTo, headerOf, type Receiver, startReceiver, verdictOf } from "../support/webhooks.js"
 
 /** Three attempts, 0.2 s apart; 1 s per attempt. */
 const ENV = {
@@ -86,7 +78,10 @@ describe("delivery", () => {
     const txId = await depositTo(m, 102.5)
     const [delivery] = await awaitDeliveries(receiver, m.path, 1)
     const body = bodyOf(delivery!)
-    expect(body).toMatchObject({ event_type: "balance.deposited", data: { amount: 101.47, currency: "USD", network: "tron", tx_id: txId, balance_after: 101.47 } })
+    expect(body).toMatchObject({
+      event_type: "balance.deposited",
+      data: { amount: 101.47, currency: "USD", network: "tron", tx_id: txId, balance_after: 101.47 }
+    })
     expect(verdictOf(delivery!, m.webhookSecret)).toBe("valid")
     expect(verdictOf(delivery!, "whsec_someone_else")).toBe("bad-signature")
     expect(delivery!.headers).toMatchObject({
@@ -99,7 +94,14 @@ describe("delivery", () => {
     expect(Math.abs(Number(headerOf(delivery!.headers, "x-timestamp")) - Date.now() / 1000)).toBeLessThan(300)
     expect(delivery!.headers["x-signature-previous"]).toBeUndefined()
     const event = await settledEvent(m)
-    expect(event).toMatchObject({ id: body.event_id, event_type: "balance.deposited", order_id: null, delivery_status: "delivered", delivery_attempts: 1, last_response_code: 200 })
+    expect(event).toMatchObject({
+      id: body.event_id,
+      event_type: "balance.deposited",
+      order_id: null,
+      delivery_status: "delivered",
+      delivery_attempts: 1,
+      last_response_code: 200
+    })
     expect(Date.parse(event.delivered_at!)).toBeGreaterThanOrEqual(Date.parse(event.created_at))
   })
 
@@ -263,7 +265,9 @@ describe("secret rotation", () => {
 
   it("a bad previous_valid_seconds is 400 ADMIN_INVALID_REQUEST and the secret is unchanged", async () => {
     const m = await merchantAt("/ok")
-    for (const body of [{ previous_valid_seconds: -1 }, { previous_valid_seconds: 604_801 }, { previous_valid_seconds: 1.5 }, { previous_valid_seconds: "60" }]) {
+    for (
+      const body of [{ previous_valid_seconds: -1 }, { previous_valid_seconds: 604_801 }, { previous_valid_seconds: 1.5 }, { previous_valid_seconds: "60" }]
+    ) {
       const res = await server.admin(`/admin/merchants/${m.id}/webhook-secret`, { method: "POST", body })
       expect([JSON.stringify(body), res.status, res.json?.error?.code]).toEqual([JSON.stringify(body), 400, "ADMIN_INVALID_REQUEST"])
     }
@@ -275,9 +279,9 @@ describe("secret rotation", () => {
 
 describe("observability", () => {
   it("/metrics counts attempts by outcome and has the backlog gauges; /ops/fibers lists the sender's fibers", async () => {
-    expect(await metricValue(server, 'webhook_attempts_total{outcome="2xx"}')).toBeGreaterThan(0)
-    expect(await metricValue(server, 'webhook_attempts_total{outcome="5xx"}')).toBeGreaterThan(0)
-    expect(await metricValue(server, 'webhook_attempts_total{outcome="pre-flight"}')).toBeGreaterThan(0)
+    expect(await metricValue(server, "webhook_attempts_total{outcome=\"2xx\"}")).toBeGreaterThan(0)
+    expect(await metricValue(server, "webhook_attempts_total{outcome=\"5xx\"}")).toBeGreaterThan(0)
+    expect(await metricValue(server, "webhook_attempts_total{outcome=\"pre-flight\"}")).toBeGreaterThan(0)
     expect(await metricValue(server, "webhook_delivery_latency_seconds_count")).toBeGreaterThan(0)
     const text = await fetch(`${server.opsUrl}/metrics`).then((r) => r.text())
     expect(text).toMatch(/^webhook_due_backlog \d+$/m)
@@ -294,7 +298,9 @@ describe("the schedule's first value", () => {
   beforeAll(async () => {
     delayed = await startServer({ env: { ...ENV, WEBHOOK_RETRY_SCHEDULE: "1.5,0.2" } })
   })
-  afterAll(async () => { await delayed?.stop() })
+  afterAll(async () => {
+    await delayed?.stop()
+  })
 
   it("is the wait before an event's first attempt", async () => {
     const path = `/ok/${randomUUID()}`

@@ -12,11 +12,17 @@ import { metricValue, type RunningServer, startServer } from "../support/server.
 import { awaitDeliveries, type Receiver, startReceiver, verdictOf } from "../support/webhooks.js"
 
 let receiver: Receiver
-beforeAll(async () => { receiver = await startReceiver() })
-afterAll(async () => { await receiver?.close() })
+beforeAll(async () => {
+  receiver = await startReceiver()
+})
+afterAll(async () => {
+  await receiver?.close()
+})
 
 const eventsOf = async (server: RunningServer, m: Merchant) =>
-  (await server.api("/webhook-events?limit=200", { key: m.apiKey })).json.events as Array<{ id: string; delivery_status: string; last_response_code: number | null; delivery_attempts: number }>
+  (await server.api("/webhook-events?limit=200", { key: m.apiKey })).json.events as Array<
+    { id: string; delivery_status: string; last_response_code: number | null; delivery_attempts: number }
+  >
 
 const deposits = (server: RunningServer, m: Merchant, n: number) =>
   Promise.all(Array.from({ length: n }, async () => {
@@ -38,7 +44,9 @@ describe("fairness", () => {
       }
     })
   })
-  afterAll(async () => { await server?.stop() })
+  afterAll(async () => {
+    await server?.stop()
+  })
 
   it("a merchant whose receiver hangs holds 2 attempts; another merchant's events all arrive meanwhile", async () => {
     const hanging = await server.createMerchant(undefined, receiver.url(`/hang/${randomUUID()}`))
@@ -82,7 +90,9 @@ describe("private targets not allowed (the default)", () => {
   beforeAll(async () => {
     server = await startServer({ env: { ...PURCHASE_ENV, WEBHOOK_RETRY_SCHEDULE: "0,0.1" } })
   })
-  afterAll(async () => { await server?.stop() })
+  afterAll(async () => {
+    await server?.stop()
+  })
 
   it("a webhook URL on loopback (by address or by localhost) is refused before any byte: 0, then failed; the receiver sees no connection", async () => {
     const connections = receiver.connections()
@@ -102,6 +112,6 @@ describe("private targets not allowed (the default)", () => {
       expect(event).toMatchObject({ delivery_status: "failed", delivery_attempts: 2, last_response_code: 0 })
     }
     expect(receiver.connections()).toBe(connections)
-    expect(await metricValue(server, 'webhook_attempts_total{outcome="pre-flight"}')).toBe(8)
+    expect(await metricValue(server, "webhook_attempts_total{outcome=\"pre-flight\"}")).toBe(8)
   })
 })

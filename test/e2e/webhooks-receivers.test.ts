@@ -17,7 +17,9 @@ let server: RunningServer
 beforeAll(async () => {
   server = await startServer({ env: { ...PURCHASE_ENV, WEBHOOK_ALLOW_PRIVATE_TARGETS: "true" } })
 })
-afterAll(async () => { await server?.stop() })
+afterAll(async () => {
+  await server?.stop()
+})
 
 interface Running {
   readonly child: ChildProcess
@@ -29,8 +31,12 @@ interface Running {
 const run = async (args: ReadonlyArray<string>, env: Record<string, string>, port: number): Promise<Running> => {
   const child = spawn(process.execPath, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] })
   let output = ""
-  child.stdout!.on("data", (chunk) => { output += chunk })
-  child.stderr!.on("data", (chunk) => { output += chunk })
+  child.stdout!.on("data", (chunk) => {
+    output += chunk
+  })
+  child.stderr!.on("data", (chunk) => {
+    output += chunk
+  })
   await pollUntil("the receiver listening", async () => {
     if (child.exitCode !== null) throw new Error(`receiver exited: ${output}`)
     return /listening/.test(output) ? true : undefined
@@ -51,7 +57,9 @@ const forged = async (url: string, secret: string, timestamp: number) => {
 
 describe("the README's example receiver", () => {
   let receiver: Running
-  afterAll(() => { receiver?.child.kill() })
+  afterAll(() => {
+    receiver?.child.kill()
+  })
 
   it("is shown verbatim in the README", () => {
     const readme = readFileSync(`${ROOT}README.md`, "utf8")
@@ -65,10 +73,16 @@ describe("the README's example receiver", () => {
     receiver = await run(["--import", "tsx", "examples/webhook-receiver.ts"], { PORT: String(port), WEBHOOK_SECRET: m.webhookSecret }, port)
     await server.admin(`/admin/merchants/${m.id}`, { method: "PATCH", body: { webhook_url: receiver.url } })
     expect((await server.deposit(m.id, 102.5, `tx-${randomUUID()}`)).status).toBe(201)
-    const line = await pollUntil("the event processed", async () => receiver.output().match(/processed (\S+) balance\.deposited amount=101\.47 balance_after=101\.47/) ?? undefined)
+    const line = await pollUntil(
+      "the event processed",
+      async () => receiver.output().match(/processed (\S+) balance\.deposited amount=101\.47 balance_after=101\.47/) ?? undefined
+    )
     const eventId = line[1]!
     const events = (await server.api("/webhook-events", { key: m.apiKey })).json.events
-    await pollUntil("delivered", async () => (await server.api("/webhook-events", { key: m.apiKey })).json.events[0].delivery_status === "delivered" ? true : undefined)
+    await pollUntil(
+      "delivered",
+      async () => (await server.api("/webhook-events", { key: m.apiKey })).json.events[0].delivery_status === "delivered" ? true : undefined
+    )
     expect(events[0].id).toBe(eventId)
 
     expect((await server.admin(`/admin/webhook-events/${eventId}/replay`, { method: "POST" })).status).toBe(202)
@@ -82,7 +96,9 @@ describe("the README's example receiver", () => {
 
 describe("npm run cli -- webhook listen", () => {
   let receiver: Running
-  afterAll(() => { receiver?.child.kill() })
+  afterAll(() => {
+    receiver?.child.kill()
+  })
 
   it("prints one line per delivery with its verdict, answers 200 to valid ones and 400 to forged ones; --json prints bodies", async () => {
     const port = await freePort()
@@ -94,7 +110,10 @@ describe("npm run cli -- webhook listen", () => {
     // the line, then the body (--json)
     await pollUntil("the delivery printed", async () => /balance\.deposited order=- valid\n.*"tx_id":"tx-/.test(receiver.output()) ? true : undefined)
     expect(receiver.output()).toContain(txId)
-    await pollUntil("delivered", async () => (await server.api("/webhook-events", { key: m.apiKey })).json.events[0].delivery_status === "delivered" ? true : undefined)
+    await pollUntil(
+      "delivered",
+      async () => (await server.api("/webhook-events", { key: m.apiKey })).json.events[0].delivery_status === "delivered" ? true : undefined
+    )
     // (the answer may come before the line reaches this process through the pipe)
     const printed = (pattern: RegExp) => pollUntil(`a line matching ${pattern}`, async () => pattern.test(receiver.output()) ? true : undefined)
     expect(await forged(receiver.url, "whsec_wrong", Math.floor(Date.now() / 1000))).toBe(400)

@@ -20,7 +20,7 @@ const read = async (chunks: ReadonlyArray<Buffer>) => {
 
 describe("request bodies checked as they are read", () => {
   it("a good body reaches its readers whole, a character split across chunks included", async () => {
-    const text = ' {"custom_id": "café ★ 😀", "items": [[1, {"a": [2]}]]} '
+    const text = " {\"custom_id\": \"café ★ 😀\", \"items\": [[1, {\"a\": [2]}]]} "
     const bytes = Buffer.from(text)
     const at = bytes.indexOf(0xf0) + 2 // inside the 4-byte emoji
     expect(await read([bytes.subarray(0, at), bytes.subarray(at)])).toMatchObject({ body: text, problem: undefined })
@@ -28,14 +28,14 @@ describe("request bodies checked as they are read", () => {
   })
 
   it("a body that is not UTF-8 reaches them empty, and says so", async () => {
-    expect(await read([Buffer.from('{"a":"'), Buffer.from([0xff, 0xfe]), Buffer.from('"}')])).toMatchObject({ body: "", problem: { _tag: "NotUtf8" } })
+    expect(await read([Buffer.from("{\"a\":\""), Buffer.from([0xff, 0xfe]), Buffer.from("\"}")])).toMatchObject({ body: "", problem: { _tag: "NotUtf8" } })
     // a sequence cut short at the end
-    expect(await read([Buffer.from('{"a":"x'), Buffer.from([0xe2, 0x82])])).toMatchObject({ body: "", problem: { _tag: "NotUtf8" } })
+    expect(await read([Buffer.from("{\"a\":\"x"), Buffer.from([0xe2, 0x82])])).toMatchObject({ body: "", problem: { _tag: "NotUtf8" } })
   })
 
   it("nesting past 32 levels names the top-level member it is in; brackets in strings do not count", async () => {
     const deep = "[".repeat(33) + "]".repeat(33)
-    expect(await read([Buffer.from(` {"a": 1, "b\\"c": {"x": ${deep}}}`)])).toMatchObject({ body: "", problem: { _tag: "TooDeep", field: 'b"c' } })
+    expect(await read([Buffer.from(` {"a": 1, "b\\"c": {"x": ${deep}}}`)])).toMatchObject({ body: "", problem: { _tag: "TooDeep", field: "b\"c" } })
     expect(await read([Buffer.from(deep)])).toMatchObject({ problem: { _tag: "TooDeep", field: undefined } })
     expect(await read([Buffer.from(` ["a", "b", ${deep}]`)])).toMatchObject({ problem: { _tag: "TooDeep", field: undefined } })
     // 32 levels with the object itself

@@ -7,8 +7,7 @@ import { Effect, TestClock } from "effect"
 import { makeTokenBuckets } from "../../src/Merchants/RateLimiter.js"
 
 /** Takes `n` tokens from `key`, returning every decision in order. */
-const takeN = (buckets: ReturnType<typeof makeTokenBuckets>, key: string, n: number) =>
-  Effect.forEach(Array.from({ length: n }), () => buckets.take(key))
+const takeN = (buckets: ReturnType<typeof makeTokenBuckets>, key: string, n: number) => Effect.forEach(Array.from({ length: n }), () => buckets.take(key))
 
 describe("makeTokenBuckets", () => {
   it.effect("allows a burst of exactly `capacity` requests, then refuses with remaining 0 and Retry-After >= 1", () =>

@@ -6,8 +6,8 @@
  * status read later is the one placing reported; an unknown order is a defect. Real time (no
  * TestClock): the order book dates orders by the clock.
  */
-import { expect, layer } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
+import { expect, layer } from "@effect/vitest"
 import { ConfigProvider, Effect, Exit, Fiber, Layer } from "effect"
 import { randomUUID } from "node:crypto"
 import { Settings } from "../../src/Config.js"

@@ -7,15 +7,17 @@
 import { expect, layer } from "@effect/vitest"
 import { Chunk, ConfigProvider, Effect, Layer, Stream } from "effect"
 import { Settings } from "../../src/Config.js"
-import { Supplier, type SupplierListing } from "../../src/Providers/Supplier.js"
 import { SupplierSimLive } from "../../src/Providers/Simulator/SupplierSim.js"
+import { Supplier, type SupplierListing } from "../../src/Providers/Supplier.js"
 
 const SettingsTest = Settings.Default.pipe(
-  Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map([
-    ["SIM_CATALOGUE_SIZE", "300"],
-    // 200 changes in each 100 ms tick
-    ["SIM_CHURN_PER_SECOND", "2000"]
-  ]))))
+  Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(
+    new Map([
+      ["SIM_CATALOGUE_SIZE", "300"],
+      // 200 changes in each 100 ms tick
+      ["SIM_CHURN_PER_SECOND", "2000"]
+    ])
+  )))
 )
 
 const SupplierTest = Layer.provideMerge(SupplierSimLive, SettingsTest)

@@ -4,8 +4,8 @@
  * reaches the subscribers on its own, and it wakes the worker unless every id in it was announced
  * as this process's own change (`changingHere`).
  */
-import { expect, layer } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
+import { expect, layer } from "@effect/vitest"
 import { Effect, Layer, Option } from "effect"
 import { PurchaseNotifications } from "../../src/Purchases/Notifications.js"
 import { DatabaseTest } from "../support/database-layer.js"
@@ -34,7 +34,9 @@ layer(NotificationsTest, { timeout: 60_000, excludeTestServices: true })("purcha
       yield* sql`SELECT ${notifications.notifying("a1,b2,c3")}`
       yield* sql`SELECT ${notifications.notifying("d4")}`
       const seen: Array<string> = []
-      for (let i = 0; i < 4; i++) seen.push(yield* subscription.take.pipe(Effect.timeoutFail({ duration: "10 seconds", onTimeout: () => new Error(`got ${seen}`) })))
+      for (let i = 0; i < 4; i++) {
+        seen.push(yield* subscription.take.pipe(Effect.timeoutFail({ duration: "10 seconds", onTimeout: () => new Error(`got ${seen}`) })))
+      }
       expect(seen).toEqual(["a1", "b2", "c3", "d4"])
     })))
 

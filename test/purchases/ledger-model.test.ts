@@ -31,8 +31,12 @@ import {
 import { type RunningServer, startServer } from "../support/server.js"
 
 let server: RunningServer
-beforeAll(async () => { server = await startServer({ env: PURCHASE_ENV }) })
-afterAll(async () => { await server?.stop() })
+beforeAll(async () => {
+  server = await startServer({ env: PURCHASE_ENV })
+})
+afterAll(async () => {
+  await server?.stop()
+})
 
 /** What each token ends as (CONTRACT 5.1): refunded in full or not, and the failure. */
 const OUTCOMES: Record<string, { refunded: boolean; status: "completed" | "failed"; code: string | null; refund: number | null | "price" }> = {
@@ -54,19 +58,25 @@ type Action =
   | { readonly kind: "wait"; readonly ms: number }
 
 const actionArb: fc.Arbitrary<Action> = fc.oneof(
-  { weight: 2, arbitrary: fc.record({
-    kind: fc.constant("deposit" as const),
-    sentCents: fc.oneof({ weight: 5, arbitrary: fc.integer({ min: 100, max: 20_000 }) }, { weight: 1, arbitrary: fc.integer({ min: 500_000, max: 520_000 }) })
-  }) },
-  { weight: 5, arbitrary: fc.record({
-    kind: fc.constant("buy" as const),
-    priceCents: fc.oneof(fc.integer({ min: 1, max: 6_000 }), fc.constantFrom(1, 99, 100, 1_000)),
-    token: fc.oneof(
-      { weight: 3, arbitrary: fc.constantFrom("abcd1234", TOKENS.declined, TOKENS.expired, TOKENS.private, TOKENS.badtoken) },
-      { weight: 3, arbitrary: fc.constantFrom(TOKENS.revbuyer, TOKENS.revseller, TOKENS.review) },
-      { weight: 1, arbitrary: fc.constantFrom(TOKENS.slowack, TOKENS.topup) }
-    )
-  }) },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      kind: fc.constant("deposit" as const),
+      sentCents: fc.oneof({ weight: 5, arbitrary: fc.integer({ min: 100, max: 20_000 }) }, { weight: 1, arbitrary: fc.integer({ min: 500_000, max: 520_000 }) })
+    })
+  },
+  {
+    weight: 5,
+    arbitrary: fc.record({
+      kind: fc.constant("buy" as const),
+      priceCents: fc.oneof(fc.integer({ min: 1, max: 6_000 }), fc.constantFrom(1, 99, 100, 1_000)),
+      token: fc.oneof(
+        { weight: 3, arbitrary: fc.constantFrom("abcd1234", TOKENS.declined, TOKENS.expired, TOKENS.private, TOKENS.badtoken) },
+        { weight: 3, arbitrary: fc.constantFrom(TOKENS.revbuyer, TOKENS.revseller, TOKENS.review) },
+        { weight: 1, arbitrary: fc.constantFrom(TOKENS.slowack, TOKENS.topup) }
+      )
+    })
+  },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant("wait" as const), ms: fc.integer({ min: 0, max: 400 }) }) }
 )
 
@@ -161,9 +171,11 @@ describe("the ledger under random buys, deposits and waits (spec 2.2)", () => {
         const final = await pollUntil("every purchase settled", async () => {
           const list = await listPurchases(server, m)
           return list.every((p) => {
-            const token = byId.get(p.purchase_id)!.token
-            return token === TOKENS.revbuyer || token === TOKENS.revseller ? p.status === "failed" : isTerminal(p.status)
-          }) ? list : undefined
+              const token = byId.get(p.purchase_id)!.token
+              return token === TOKENS.revbuyer || token === TOKENS.revseller ? p.status === "failed" : isTerminal(p.status)
+            }) ?
+            list :
+            undefined
         }, 120_000)
         for (const p of final) {
           const bought = byId.get(p.purchase_id)!

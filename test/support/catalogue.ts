@@ -50,10 +50,31 @@ export interface Item {
 
 /** Every field of spec 2.6, each always present in list, search and stream upserts. */
 export const ITEM_FIELDS = [
-  "id", "market_hash_name", "image_url", "price", "exterior", "exterior_code", "float", "paint_seed",
-  "paint_index", "inspect_url", "asset_id", "steam_id", "class_id", "instance_id", "is_stat_trak",
-  "is_souvenir", "has_stickers", "stickers_count", "stickers", "category", "weapon_type", "rarity",
-  "rarity_color", "delivery_type", "estimated_delivery_minutes"
+  "id",
+  "market_hash_name",
+  "image_url",
+  "price",
+  "exterior",
+  "exterior_code",
+  "float",
+  "paint_seed",
+  "paint_index",
+  "inspect_url",
+  "asset_id",
+  "steam_id",
+  "class_id",
+  "instance_id",
+  "is_stat_trak",
+  "is_souvenir",
+  "has_stickers",
+  "stickers_count",
+  "stickers",
+  "category",
+  "weapon_type",
+  "rarity",
+  "rarity_color",
+  "delivery_type",
+  "estimated_delivery_minutes"
 ] as const
 const STICKER_FIELDS = ["image_url", "name", "slot", "sticker_id", "wear"]
 
@@ -148,7 +169,9 @@ const stickersArb = fc.oneof(
   fc.constant([] as Array<Record<string, unknown>>),
   ...(["name", "full"] as const).map((coverage) =>
     fc.uniqueArray(fc.integer({ min: 0, max: 3 }), { minLength: 1, maxLength: 4 }).chain((slots) =>
-      fc.tuple(...slots.map((slot) => stickerArb(slot, coverage))).map((s) => s as Array<Record<string, unknown>>)))
+      fc.tuple(...slots.map((slot) => stickerArb(slot, coverage))).map((s) => s as Array<Record<string, unknown>>)
+    )
+  )
 )
 
 export const centsArb = fc.oneof(fc.constantFrom(...COMMON_CENTS), fc.integer({ min: 1, max: 9_999_999 }))
@@ -187,7 +210,9 @@ export const itemInputArb: fc.Arbitrary<ItemInput> = fc.record({
   )
 }).map((r) => {
   const out: Record<string, unknown> = {}
-  const put = (key: string, value: unknown) => { if (value !== OMIT) out[key] = value }
+  const put = (key: string, value: unknown) => {
+    if (value !== OMIT) out[key] = value
+  }
   put("id", r.id)
   put("market_hash_name", r.market_hash_name)
   put("image_url", r.image_url)
@@ -196,7 +221,25 @@ export const itemInputArb: fc.Arbitrary<ItemInput> = fc.record({
     out["exterior"] = r.exterior === null ? null : r.exterior[0]
     out["exterior_code"] = r.exterior === null ? null : r.exterior[1]
   }
-  for (const key of ["float", "paint_seed", "paint_index", "inspect_url", "asset_id", "steam_id", "class_id", "instance_id", "is_stat_trak", "is_souvenir", "stickers", "has_stickers", "stickers_count", "category", "weapon_type"] as const) {
+  for (
+    const key of [
+      "float",
+      "paint_seed",
+      "paint_index",
+      "inspect_url",
+      "asset_id",
+      "steam_id",
+      "class_id",
+      "instance_id",
+      "is_stat_trak",
+      "is_souvenir",
+      "stickers",
+      "has_stickers",
+      "stickers_count",
+      "category",
+      "weapon_type"
+    ] as const
+  ) {
     put(key, r[key])
   }
   if (r.rarity !== OMIT) {
@@ -304,8 +347,7 @@ export interface Change {
   readonly id?: string
 }
 
-export const feedUrl = (server: RunningServer, query: string) =>
-  `${server.baseUrl.replace(/^http/, "ws")}/api/v1/merchant/items/stream${query}`
+export const feedUrl = (server: RunningServer, query: string) => `${server.baseUrl.replace(/^http/, "ws")}/api/v1/merchant/items/stream${query}`
 
 /** A feed client that records every message and the close. */
 export class Feed {
@@ -403,7 +445,11 @@ export class Feed {
 }
 
 /** An upgrade the server answers with an HTTP error before upgrading: its status and JSON body. */
-export const refusedUpgrade = (server: RunningServer, query: string, headers: Record<string, string>): Promise<{ status: number; json: any; headers: http.IncomingHttpHeaders }> =>
+export const refusedUpgrade = (
+  server: RunningServer,
+  query: string,
+  headers: Record<string, string>
+): Promise<{ status: number; json: any; headers: http.IncomingHttpHeaders }> =>
   new Promise((resolve, reject) => {
     const ws = new WebSocket(feedUrl(server, query), { headers })
     ws.once("open", () => {

@@ -16,8 +16,7 @@ import { PGLITE_TEMPLATE, ROOT, TMP } from "./paths.js"
 const buildIfStale = () => {
   const built = `${ROOT}dist/bundle/cli.mjs`
   const newest = (dir: string): number =>
-    Math.max(0, ...readdirSync(dir, { withFileTypes: true }).map((e) =>
-      e.isDirectory() ? newest(`${dir}/${e.name}`) : statSync(`${dir}/${e.name}`).mtimeMs))
+    Math.max(0, ...readdirSync(dir, { withFileTypes: true }).map((e) => e.isDirectory() ? newest(`${dir}/${e.name}`) : statSync(`${dir}/${e.name}`).mtimeMs))
   if (existsSync(built) && statSync(built).mtimeMs >= newest(`${ROOT}src`)) return
   execFileSync(process.execPath, [`${ROOT}node_modules/typescript/bin/tsc`, "-p", `${ROOT}tsconfig.build.json`], { stdio: "inherit" })
   execFileSync(process.execPath, [`${ROOT}scripts/bundle.mjs`], { cwd: ROOT, stdio: "inherit" })

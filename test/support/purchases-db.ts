@@ -15,7 +15,8 @@ export const withStoppedDatabase = async <A>(database: FreshDatabase, use: (quer
     await client.connect()
     try {
       return await use(async <Row extends Record<string, unknown>>(text: string, params: ReadonlyArray<unknown> = []) =>
-        (await client.query(text, [...params])).rows as Array<Row>)
+        (await client.query(text, [...params])).rows as Array<Row>
+      )
     } finally {
       await client.end()
     }
@@ -23,7 +24,8 @@ export const withStoppedDatabase = async <A>(database: FreshDatabase, use: (quer
   const db = await PGlite.create(`${database.dataDir}/pg`)
   try {
     return await use(async <Row extends Record<string, unknown>>(text: string, params: ReadonlyArray<unknown> = []) =>
-      (await db.query<Row>(text, [...params])).rows)
+      (await db.query<Row>(text, [...params])).rows
+    )
   } finally {
     await db.close()
   }

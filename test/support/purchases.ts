@@ -6,7 +6,7 @@
  */
 import { randomUUID } from "node:crypto"
 import { expect } from "vitest"
-import { expectUsd, isUuid, ISO_UTC } from "./expectations.js"
+import { expectUsd, ISO_UTC, isUuid } from "./expectations.js"
 import type { JsonResponse, RunningServer } from "./server.js"
 
 /** Small budgets, a quiet synthetic catalogue, no rate limit getting in the way of many requests. */
@@ -31,8 +31,7 @@ export interface Merchant {
 export const cents = (usd: number) => Math.round(usd * 100)
 
 /** The credited cents of a deposit of `sentCents` USDT (spec 2.5: 1 % below 5000, 0.5 % from 5000; half-up). */
-export const creditedCents = (sentCents: number) =>
-  sentCents - (sentCents < 500_000 ? Math.floor((sentCents + 50) / 100) : Math.floor((sentCents + 100) / 200))
+export const creditedCents = (sentCents: number) => sentCents - (sentCents < 500_000 ? Math.floor((sentCents + 50) / 100) : Math.floor((sentCents + 100) / 200))
 
 /** The smallest amount sent (in cents) that credits exactly `target` cents, if any does. */
 export const sentCentsFor = (target: number) => {
@@ -87,8 +86,7 @@ export const STEAM_ID64_BASE = 76561197960265728n
 export const steamIdOf = (partner: number) => String(STEAM_ID64_BASE + BigInt(partner))
 
 /** A trade URL whose token picks the simulator's outcome (CONTRACT 5.1); "complete" is any other token. */
-export const tradeUrl = (token = "complete", partner = PARTNER) =>
-  `https://steamcommunity.com/tradeoffer/new/?partner=${partner}&token=${token}`
+export const tradeUrl = (token = "complete", partner = PARTNER) => `https://steamcommunity.com/tradeoffer/new/?partner=${partner}&token=${token}`
 
 /** The simulator's test tokens (CONTRACT 5.1). */
 export const TOKENS = {
@@ -199,8 +197,7 @@ export const byNameBody = (p: ByNameParams) => ({
   ...(p.estimatedTime !== undefined ? { estimated_time: p.estimatedTime } : {})
 })
 
-export const buyByName = (server: RunningServer, m: Merchant, body: unknown) =>
-  server.api("/buy-by-name", { method: "POST", key: m.apiKey, body })
+export const buyByName = (server: RunningServer, m: Merchant, body: unknown) => server.api("/buy-by-name", { method: "POST", key: m.apiKey, body })
 
 // ---- response shapes ---------------------------------------------------------------------------
 
@@ -278,8 +275,17 @@ export interface Detail {
 /** PurchaseDetail (spec 2.9): exactly its fields; `item` has no price. */
 export const expectDetailShape = (d: any): Detail => {
   expect(Object.keys(d).sort()).toEqual([
-    "completed_at", "created_at", "custom_id", "failure", "item", "price", "purchase_id", "status", "target_steam_id",
-    "trade_offer_id", "trade_offer_url"
+    "completed_at",
+    "created_at",
+    "custom_id",
+    "failure",
+    "item",
+    "price",
+    "purchase_id",
+    "status",
+    "target_steam_id",
+    "trade_offer_id",
+    "trade_offer_url"
   ])
   expect(Object.keys(d.item).sort()).toEqual(
     ["delivery_type", "estimated_delivery_minutes", "exterior", "float", "id", "image_url", "market_hash_name"]
@@ -377,21 +383,26 @@ export const watchPurchase = async (
   let offer: string | null = null
   let completedAt: string | null = null
   let price: number | undefined
-  const final = await pollUntil(`purchase ${id}`, async () => {
-    const d = await getPurchase(server, m, id)
-    const last = path[path.length - 1]
-    if (last !== d.status) {
-      if (last !== undefined) expect(ORDER[d.status]!, `${last} -> ${d.status}`).toBeGreaterThan(ORDER[last]!)
-      path.push(d.status)
-    }
-    if (offer !== null) expect(d.trade_offer_id, "a known trade_offer_id is never erased").toBe(offer)
-    offer = d.trade_offer_id
-    if (completedAt !== null) expect(d.completed_at).toBe(completedAt)
-    completedAt = d.completed_at
-    if (price !== undefined) expect(d.price).toBe(price)
-    price = d.price
-    return done(d) ? d : undefined
-  }, timeoutMs, 25)
+  const final = await pollUntil(
+    `purchase ${id}`,
+    async () => {
+      const d = await getPurchase(server, m, id)
+      const last = path[path.length - 1]
+      if (last !== d.status) {
+        if (last !== undefined) expect(ORDER[d.status]!, `${last} -> ${d.status}`).toBeGreaterThan(ORDER[last]!)
+        path.push(d.status)
+      }
+      if (offer !== null) expect(d.trade_offer_id, "a known trade_offer_id is never erased").toBe(offer)
+      offer = d.trade_offer_id
+      if (completedAt !== null) expect(d.completed_at).toBe(completedAt)
+      completedAt = d.completed_at
+      if (price !== undefined) expect(d.price).toBe(price)
+      price = d.price
+      return done(d) ? d : undefined
+    },
+    timeoutMs,
+    25
+  )
   return { final, path }
 }
 
@@ -401,4 +412,3 @@ export const settled = (tokenOf: (d: Detail) => string | undefined) => (d: Detai
   if (token === TOKENS.revbuyer || token === TOKENS.revseller) return d.status === "failed"
   return isTerminal(d.status)
 }
-

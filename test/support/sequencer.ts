@@ -26,7 +26,8 @@ export default class SlowestFirst extends BaseSequencer {
   override async sort(files: Array<TestSpecification>): Promise<Array<TestSpecification>> {
     const byCache = await super.sort(files)
     const cached = files.every((file) =>
-      this.ctx.cache.getFileTestResults(`${file.project.name}:${relative(this.ctx.config.root, file.moduleId)}`) !== undefined)
+      this.ctx.cache.getFileTestResults(`${file.project.name}:${relative(this.ctx.config.root, file.moduleId)}`) !== undefined
+    )
     if (cached) return byCache
     const rank = (file: TestSpecification) => {
       const at = SLOWEST_FIRST.indexOf(relative(this.ctx.config.root, file.moduleId))

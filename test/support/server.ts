@@ -4,7 +4,7 @@
  */
 import { type ChildProcess, spawn } from "node:child_process"
 import { createServer } from "node:net"
-import { freshDatabase, type FreshDatabase } from "./database.js"
+import { type FreshDatabase, freshDatabase } from "./database.js"
 import { ROOT, SERVICE_ARGS } from "./paths.js"
 
 export const freePort = (): Promise<number> =>
@@ -77,7 +77,7 @@ export const startServer = async (options: StartOptions = {}): Promise<RunningSe
   const database = options.database ?? await freshDatabase()
   // Another process (a test file running beside this one, an outgoing connection's local port)
   // can take a port between freePort and the server's listen: then new ports are tried.
-  for (let attempt = 1; ; attempt++) {
+  for (let attempt = 1;; attempt++) {
     try {
       return await startOn(database, options, await freePort(), await freePort())
     } catch (error) {
@@ -104,13 +104,19 @@ const startOn = async (database: FreshDatabase, options: StartOptions, port: num
   if (database.url !== undefined) env["DATABASE_URL"] = database.url
   const child = spawn(process.execPath, [...SERVICE_ARGS], { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"] })
   let output = ""
-  child.stdout!.on("data", (chunk) => { output += chunk })
-  child.stderr!.on("data", (chunk) => { output += chunk })
+  child.stdout!.on("data", (chunk) => {
+    output += chunk
+  })
+  child.stderr!.on("data", (chunk) => {
+    output += chunk
+  })
   let stopping = false
   const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)))
   // A server that dies on its own is a bug: show what it said (tests that kill it set `stopping`).
   child.once("exit", (code, signal) => {
-    if (!stopping && signal !== "SIGKILL" && !output.includes("EADDRINUSE")) process.stderr.write(`\nserver on port ${port} exited on its own (${code ?? signal}):\n${output.slice(-8_000)}\n`)
+    if (!stopping && signal !== "SIGKILL" && !output.includes("EADDRINUSE")) {
+      process.stderr.write(`\nserver on port ${port} exited on its own (${code ?? signal}):\n${output.slice(-8_000)}\n`)
+    }
   })
 
   const baseUrl = `http://127.0.0.1:${port}`
@@ -172,5 +178,4 @@ export const metricValue = async (server: RunningServer, series: string) => {
 }
 
 /** Responses the fast lane answered so far for a merchant API route (e.g. `/buy`), from /metrics. */
-export const fastLaneAnswers = (server: RunningServer, route: string) =>
-  metricValue(server, `http_fast_lane_responses_total{route="/api/v1/merchant${route}"}`)
+export const fastLaneAnswers = (server: RunningServer, route: string) => metricValue(server, `http_fast_lane_responses_total{route="/api/v1/merchant${route}"}`)

@@ -118,7 +118,12 @@ export const deliveriesTo = (receiver: Receiver, path: string) => receiver.deliv
 
 /** Waits until `path` has received at least `count` deliveries. */
 export const awaitDeliveries = (receiver: Receiver, path: string, count: number, timeoutMs = 60_000) =>
-  pollUntil(`${count} deliveries to ${path}`, async () => {
-    const got = deliveriesTo(receiver, path)
-    return got.length >= count ? got : undefined
-  }, timeoutMs, 20)
+  pollUntil(
+    `${count} deliveries to ${path}`,
+    async () => {
+      const got = deliveriesTo(receiver, path)
+      return got.length >= count ? got : undefined
+    },
+    timeoutMs,
+    20
+  )

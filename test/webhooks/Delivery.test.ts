@@ -6,13 +6,17 @@
 import { Effect } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { makeDelivery, type Outcome, USER_AGENT } from "../../src/Webhooks/Delivery.js"
-import type { Resolve } from "../../src/Webhooks/Targets.js"
 import { sign } from "../../src/Webhooks/Signature.js"
+import type { Resolve } from "../../src/Webhooks/Targets.js"
 import { deliveriesTo, headerOf, type Receiver, startReceiver } from "../support/webhooks.js"
 
 let receiver: Receiver
-beforeAll(async () => { receiver = await startReceiver() })
-afterAll(async () => { await receiver.close() })
+beforeAll(async () => {
+  receiver = await startReceiver()
+})
+afterAll(async () => {
+  await receiver.close()
+})
 
 /** Every name resolves to the receiver's loopback address. */
 const toLoopback: Resolve = async () => [{ address: "127.0.0.1", family: 4 }]
@@ -21,7 +25,7 @@ const input = (url: string | null) => ({
   url,
   eventId: "3f1b6f0e-4a53-4c43-9d0a-8f1f2f0f9a11",
   eventType: "purchase.completed",
-  body: '{"event_id":"3f1b6f0e-4a53-4c43-9d0a-8f1f2f0f9a11","event_type":"purchase.completed","data":{"price":1.5,"name":"★ Karambit"}}',
+  body: "{\"event_id\":\"3f1b6f0e-4a53-4c43-9d0a-8f1f2f0f9a11\",\"event_type\":\"purchase.completed\",\"data\":{\"price\":1.5,\"name\":\"★ Karambit\"}}",
   secret: "whsec_current",
   previousSecret: null as string | null
 })

@@ -5,10 +5,35 @@ import { checkUrl, guardedLookup, isPublicAddress, PreflightRejected, type Resol
 
 describe("isPublicAddress", () => {
   it.each([
-    "127.0.0.1", "127.255.0.1", "10.0.0.1", "172.16.5.4", "192.168.1.1", "169.254.169.254", "100.64.0.1", "0.0.0.0",
-    "224.0.0.1", "255.255.255.255", "192.0.2.10", "198.51.100.7", "203.0.113.9", "198.18.0.1", "240.0.0.1",
-    "::1", "::", "fe80::1", "fc00::1", "fd12:3456::1", "ff02::1", "2001:db8::1", "::ffff:127.0.0.1", "::ffff:10.0.0.1",
-    "::ffff:7f00:1", "[::1]", "64:ff9b::a00:1", "not an address", ""
+    "127.0.0.1",
+    "127.255.0.1",
+    "10.0.0.1",
+    "172.16.5.4",
+    "192.168.1.1",
+    "169.254.169.254",
+    "100.64.0.1",
+    "0.0.0.0",
+    "224.0.0.1",
+    "255.255.255.255",
+    "192.0.2.10",
+    "198.51.100.7",
+    "203.0.113.9",
+    "198.18.0.1",
+    "240.0.0.1",
+    "::1",
+    "::",
+    "fe80::1",
+    "fc00::1",
+    "fd12:3456::1",
+    "ff02::1",
+    "2001:db8::1",
+    "::ffff:127.0.0.1",
+    "::ffff:10.0.0.1",
+    "::ffff:7f00:1",
+    "[::1]",
+    "64:ff9b::a00:1",
+    "not an address",
+    ""
   ])("%s is not public", (address) => {
     expect(isPublicAddress(address)).toBe(false)
   })
@@ -30,10 +55,18 @@ describe("checkUrl", () => {
     expect(reason("ftp://example.com/hook")).toMatch(/not http\(s\)/)
     expect(reason("file:///etc/passwd")).toMatch(/not http\(s\)/)
     expect(reason("not a url")).toMatch(/not a valid URL/)
-    for (const url of [
-      "http://127.0.0.1/", "http://[::1]:8080/", "http://[::ffff:127.0.0.1]/", "http://169.254.169.254/latest/meta-data",
-      "http://10.0.0.1/", "http://2130706433/", "http://0x7f.1/", "http://0/"
-    ]) {
+    for (
+      const url of [
+        "http://127.0.0.1/",
+        "http://[::1]:8080/",
+        "http://[::ffff:127.0.0.1]/",
+        "http://169.254.169.254/latest/meta-data",
+        "http://10.0.0.1/",
+        "http://2130706433/",
+        "http://0x7f.1/",
+        "http://0/"
+      ]
+    ) {
       expect(reason(url), url).toMatch(/not a public address/)
     }
   })
@@ -48,10 +81,10 @@ describe("checkUrl", () => {
 describe("guardedLookup", () => {
   const lookupWith = (resolve: Resolve, allowPrivate: boolean, all: boolean) =>
     new Promise<{ error: Error | null; address: string | Array<LookupAddress> }>((done) =>
-      guardedLookup(resolve, allowPrivate)("hooks.example.test", { all }, (error, address) => done({ error, address })))
+      guardedLookup(resolve, allowPrivate)("hooks.example.test", { all }, (error, address) => done({ error, address }))
+    )
 
-  const resolver = (...addresses: Array<string>): Resolve => async () =>
-    addresses.map((address) => ({ address, family: address.includes(":") ? 6 : 4 }))
+  const resolver = (...addresses: Array<string>): Resolve => async () => addresses.map((address) => ({ address, family: address.includes(":") ? 6 : 4 }))
 
   it("refuses a name when any of its addresses is not public, whether one or all are asked for", async () => {
     for (const all of [false, true]) {

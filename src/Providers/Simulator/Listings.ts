@@ -65,37 +65,92 @@ const EXTERIORS = [
 ] as const
 
 const WEAPONS: ReadonlyArray<readonly [string, string, string]> = [
-  ["AK-47", "rifle", "Rifle"], ["M4A4", "rifle", "Rifle"], ["M4A1-S", "rifle", "Rifle"], ["AUG", "rifle", "Rifle"],
-  ["SG 553", "rifle", "Rifle"], ["FAMAS", "rifle", "Rifle"], ["Galil AR", "rifle", "Rifle"],
-  ["AWP", "sniper rifle", "Sniper Rifle"], ["SSG 08", "sniper rifle", "Sniper Rifle"],
-  ["Desert Eagle", "pistol", "Pistol"], ["Glock-18", "pistol", "Pistol"], ["USP-S", "pistol", "Pistol"],
-  ["P250", "pistol", "Pistol"], ["Five-SeveN", "pistol", "Pistol"], ["Tec-9", "pistol", "Pistol"],
-  ["MP9", "smg", "SMG"], ["MAC-10", "smg", "SMG"], ["P90", "smg", "SMG"], ["UMP-45", "smg", "SMG"],
-  ["Nova", "shotgun", "Shotgun"], ["XM1014", "shotgun", "Shotgun"], ["Negev", "machinegun", "Machinegun"]
+  ["AK-47", "rifle", "Rifle"],
+  ["M4A4", "rifle", "Rifle"],
+  ["M4A1-S", "rifle", "Rifle"],
+  ["AUG", "rifle", "Rifle"],
+  ["SG 553", "rifle", "Rifle"],
+  ["FAMAS", "rifle", "Rifle"],
+  ["Galil AR", "rifle", "Rifle"],
+  ["AWP", "sniper rifle", "Sniper Rifle"],
+  ["SSG 08", "sniper rifle", "Sniper Rifle"],
+  ["Desert Eagle", "pistol", "Pistol"],
+  ["Glock-18", "pistol", "Pistol"],
+  ["USP-S", "pistol", "Pistol"],
+  ["P250", "pistol", "Pistol"],
+  ["Five-SeveN", "pistol", "Pistol"],
+  ["Tec-9", "pistol", "Pistol"],
+  ["MP9", "smg", "SMG"],
+  ["MAC-10", "smg", "SMG"],
+  ["P90", "smg", "SMG"],
+  ["UMP-45", "smg", "SMG"],
+  ["Nova", "shotgun", "Shotgun"],
+  ["XM1014", "shotgun", "Shotgun"],
+  ["Negev", "machinegun", "Machinegun"]
 ]
 const KNIVES = ["Karambit", "Butterfly Knife", "M9 Bayonet", "Bayonet", "Flip Knife", "Talon Knife", "Skeleton Knife", "Huntsman Knife"]
 const GLOVES = ["Sport Gloves", "Driver Gloves", "Specialist Gloves", "Moto Gloves", "Hand Wraps"]
 const FINISHES = [
-  "Redline", "Asiimov", "Vulcan", "Fire Serpent", "Hyper Beast", "Neo-Noir", "Printstream", "Bloodsport",
-  "Case Hardened", "Slate", "Fade", "Doppler", "Tiger Tooth", "Marble Fade", "Crimson Web", "Night",
-  "Dragon Lore", "Howl", "The Emperor", "Desolate Space", "Cyrex", "Mecha Industries", "Kill Confirmed",
-  "Blaze", "Golden Koi", "Fuel Injector", "Wasteland Rebel", "Safari Mesh", "Boreal Forest", "Urban Masked",
-  "Phantom Disruptor", "Head Shot", "Nightwish", "Ice Coaled", "Temukau", "Chromatic Aberration"
+  "Redline",
+  "Asiimov",
+  "Vulcan",
+  "Fire Serpent",
+  "Hyper Beast",
+  "Neo-Noir",
+  "Printstream",
+  "Bloodsport",
+  "Case Hardened",
+  "Slate",
+  "Fade",
+  "Doppler",
+  "Tiger Tooth",
+  "Marble Fade",
+  "Crimson Web",
+  "Night",
+  "Dragon Lore",
+  "Howl",
+  "The Emperor",
+  "Desolate Space",
+  "Cyrex",
+  "Mecha Industries",
+  "Kill Confirmed",
+  "Blaze",
+  "Golden Koi",
+  "Fuel Injector",
+  "Wasteland Rebel",
+  "Safari Mesh",
+  "Boreal Forest",
+  "Urban Masked",
+  "Phantom Disruptor",
+  "Head Shot",
+  "Nightwish",
+  "Ice Coaled",
+  "Temukau",
+  "Chromatic Aberration"
 ]
 const GLOVE_FINISHES = ["Pandora's Box", "Vice", "Hedge Maze", "King Snake", "Crimson Kimono", "Fade", "Spearmint", "Cool Mint"]
 const STICKER_TEAMS = ["Natus Vincere", "FaZe Clan", "Team Vitality", "G2 Esports", "Astralis", "Team Spirit", "MOUZ", "Cloud9", "Heroic", "ENCE"]
 const STICKER_EVENTS = ["Katowice 2014", "Cologne 2015", "Boston 2018", "Stockholm 2021", "Antwerp 2022", "Paris 2023", "Copenhagen 2024", "Shanghai 2024"]
 const STICKER_KINDS = ["", " (Holo)", " (Foil)", " (Glitter)", " (Gold)"]
 const CASES = [
-  "Revolution Case", "Recoil Case", "Dreams & Nightmares Case", "Fracture Case", "Prisma 2 Case", "Clutch Case",
-  "Snakebite Case", "Kilowatt Case", "Gallery Case", "Chroma 3 Case", "Spectrum 2 Case", "Danger Zone Case"
+  "Revolution Case",
+  "Recoil Case",
+  "Dreams & Nightmares Case",
+  "Fracture Case",
+  "Prisma 2 Case",
+  "Clutch Case",
+  "Snakebite Case",
+  "Kilowatt Case",
+  "Gallery Case",
+  "Chroma 3 Case",
+  "Spectrum 2 Case",
+  "Danger Zone Case"
 ]
 
 const CDN = "https://community.cloudflare.steamstatic.com/economy/image/"
 
 /** A log-normal-ish price in cents around `median` dollars, at least 3 cents. */
-const priceCents = (rng: Rng, median: number) =>
-  Math.max(3, Math.round(median * 100 * Math.exp((rng() + rng() + rng() - 1.5) * 1.6)))
+const priceCents = (rng: Rng, median: number) => Math.max(3, Math.round(median * 100 * Math.exp((rng() + rng() + rng() - 1.5) * 1.6)))
 
 const stickersFor = (rng: Rng): { has: boolean; count: number; stickers: Array<Sticker> } => {
   if (rng() < 0.7) return { has: false, count: 0, stickers: [] }
@@ -106,9 +161,11 @@ const stickersFor = (rng: Rng): { has: boolean; count: number; stickers: Array<S
   if (coverage < 0.5 || coverage >= 0.8) {
     for (let slot = 0; slot < count; slot++) {
       const name = `Sticker | ${pick(rng, STICKER_TEAMS)}${pick(rng, STICKER_KINDS)} | ${pick(rng, STICKER_EVENTS)}`
-      stickers.push(coverage < 0.5
-        ? { slot, name, sticker_id: digits(rng, 4), image_url: CDN + base64ish(rng, 60), wear: Math.round(rng() * 1000) / 1000 }
-        : { slot, name, sticker_id: null, image_url: null, wear: null })
+      stickers.push(
+        coverage < 0.5
+          ? { slot, name, sticker_id: digits(rng, 4), image_url: CDN + base64ish(rng, 60), wear: Math.round(rng() * 1000) / 1000 }
+          : { slot, name, sticker_id: null, image_url: null, wear: null }
+      )
     }
   }
   return { has: true, count, stickers }
@@ -139,18 +196,48 @@ export const syntheticListing = (seed: number, index: number): SupplierListing =
     const name = `${pick(rng, CASES)}`
     median = 0.8
     item = {
-      ...base, market_hash_name: name, price: 0, exterior: null, exterior_code: null, float: null, paint_seed: null,
-      paint_index: null, inspect_url: null, is_stat_trak: false, is_souvenir: false, has_stickers: false,
-      stickers_count: 0, stickers: [], category: "case", weapon_type: null, rarity: "Base Grade", rarity_color: "#b0c3d9"
+      ...base,
+      market_hash_name: name,
+      price: 0,
+      exterior: null,
+      exterior_code: null,
+      float: null,
+      paint_seed: null,
+      paint_index: null,
+      inspect_url: null,
+      is_stat_trak: false,
+      is_souvenir: false,
+      has_stickers: false,
+      stickers_count: 0,
+      stickers: [],
+      category: "case",
+      weapon_type: null,
+      rarity: "Base Grade",
+      rarity_color: "#b0c3d9"
     }
   } else if (kind < 0.22) {
     const name = `Sticker | ${pick(rng, STICKER_TEAMS)}${pick(rng, STICKER_KINDS)} | ${pick(rng, STICKER_EVENTS)}`
     const [rarity, color] = pick(rng, RARITIES.slice(2))
     median = 2.5
     item = {
-      ...base, market_hash_name: name, price: 0, exterior: null, exterior_code: null, float: null, paint_seed: null,
-      paint_index: null, inspect_url: null, is_stat_trak: false, is_souvenir: false, has_stickers: false,
-      stickers_count: 0, stickers: [], category: "sticker", weapon_type: null, rarity, rarity_color: color
+      ...base,
+      market_hash_name: name,
+      price: 0,
+      exterior: null,
+      exterior_code: null,
+      float: null,
+      paint_seed: null,
+      paint_index: null,
+      inspect_url: null,
+      is_stat_trak: false,
+      is_souvenir: false,
+      has_stickers: false,
+      stickers_count: 0,
+      stickers: [],
+      category: "sticker",
+      weapon_type: null,
+      rarity,
+      rarity_color: color
     }
   } else {
     const roll = rng()

@@ -121,53 +121,55 @@ const statusAt = (order: typeof OrderRow.Type, now: number): OrderStatus => {
   }
 }
 
-export const ProviderSimLive = Layer.effect(PurchaseProvider, Effect.gen(function*() {
-  const sql = yield* SqlClient.SqlClient
-  const settings = yield* Settings
-  const buySyncWaitMs = settings.buySyncWaitSeconds * 1000
+export const ProviderSimLive = Layer.effect(
+  PurchaseProvider,
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const settings = yield* Settings
+    const buySyncWaitMs = settings.buySyncWaitSeconds * 1000
 
-  const orderStatus = (requestId: string) =>
-    Effect.gen(function*() {
-      const rows = yield* sql`SELECT ${sql.literal(ORDER_COLUMNS)} FROM sim_provider_orders WHERE request_id = ${requestId}`.pipe(
-        Effect.flatMap(decodeOrderRows)
-      )
-      const order = Option.getOrThrowWith(Option.fromNullable(rows[0]), () => new Error(`unknown provider order ${requestId}`))
-      return statusAt(order, yield* Clock.currentTimeMillis)
-    }).pipe(Effect.orDie, Effect.withSpan("ProviderSim.orderStatus"))
+    const orderStatus = (requestId: string) =>
+      Effect.gen(function*() {
+        const rows = yield* sql`SELECT ${sql.literal(ORDER_COLUMNS)} FROM sim_provider_orders WHERE request_id = ${requestId}`.pipe(
+          Effect.flatMap(decodeOrderRows)
+        )
+        const order = Option.getOrThrowWith(Option.fromNullable(rows[0]), () => new Error(`unknown provider order ${requestId}`))
+        return statusAt(order, yield* Clock.currentTimeMillis)
+      }).pipe(Effect.orDie, Effect.withSpan("ProviderSim.orderStatus"))
 
-  /** The order the simulator makes of a request placed at `now`: its plan's outcome and times. */
-  const orderOf = (request: OrderRequest, now: number) => {
-    const p = plan(request, settings.simTimeScale, buySyncWaitMs)
-    const at = (ms: number) => new Date(now + ms)
-    const ack = p.topUpMs + p.ackMs
-    const offer = ack + p.offerMs
-    const decision = p.beforeAck ? p.ackMs : offer + p.decisionMs
-    return {
-      request_id: request.requestId,
-      purchase_id: request.purchaseId,
-      outcome: p.outcome,
-      failure_code: p.failureCode,
-      acknowledged_at: p.beforeAck ? null : at(ack),
-      topup_until: p.topUpMs > 0 ? at(p.topUpMs) : null,
-      offer_at: p.beforeAck ? null : at(offer),
-      decision_at: at(decision),
-      reversal_at: p.reversalMs === null ? null : at(decision + p.reversalMs),
-      trade_offer_id: p.beforeAck
-        ? null
-        : String(BigInt("0x" + createHash("sha256").update(request.requestId).digest("hex").slice(0, 12)) % 10_000_000_000n + 1_000_000_000n)
+    /** The order the simulator makes of a request placed at `now`: its plan's outcome and times. */
+    const orderOf = (request: OrderRequest, now: number) => {
+      const p = plan(request, settings.simTimeScale, buySyncWaitMs)
+      const at = (ms: number) => new Date(now + ms)
+      const ack = p.topUpMs + p.ackMs
+      const offer = ack + p.offerMs
+      const decision = p.beforeAck ? p.ackMs : offer + p.decisionMs
+      return {
+        request_id: request.requestId,
+        purchase_id: request.purchaseId,
+        outcome: p.outcome,
+        failure_code: p.failureCode,
+        acknowledged_at: p.beforeAck ? null : at(ack),
+        topup_until: p.topUpMs > 0 ? at(p.topUpMs) : null,
+        offer_at: p.beforeAck ? null : at(offer),
+        decision_at: at(decision),
+        reversal_at: p.reversalMs === null ? null : at(decision + p.reversalMs),
+        trade_offer_id: p.beforeAck
+          ? null
+          : String(BigInt("0x" + createHash("sha256").update(request.requestId).digest("hex").slice(0, 12)) % 10_000_000_000n + 1_000_000_000n)
+      }
     }
-  }
 
-  /**
-   * Writes the orders and reads them back in one statement. An order placed before is read by the
-   * same statement, unless it was placed concurrently (committed after the statement's snapshot):
-   * then it is read on its own.
-   */
-  const placeOrders = (requests: ReadonlyArray<OrderRequest>) =>
-    Effect.gen(function*() {
-      if (requests.length === 0) return []
-      const now = yield* Clock.currentTimeMillis
-      const rows = yield* sql`
+    /**
+     * Writes the orders and reads them back in one statement. An order placed before is read by the
+     * same statement, unless it was placed concurrently (committed after the statement's snapshot):
+     * then it is read on its own.
+     */
+    const placeOrders = (requests: ReadonlyArray<OrderRequest>) =>
+      Effect.gen(function*() {
+        if (requests.length === 0) return []
+        const now = yield* Clock.currentTimeMillis
+        const rows = yield* sql`
         WITH placed AS (
           INSERT INTO sim_provider_orders ${sql.insert(requests.map((request) => orderOf(request, now)))}
           ON CONFLICT (request_id) DO NOTHING
@@ -176,15 +178,16 @@ export const ProviderSimLive = Layer.effect(PurchaseProvider, Effect.gen(functio
         UNION ALL
         SELECT ${sql.literal(ORDER_COLUMNS)} FROM sim_provider_orders
         WHERE request_id IN ${sql.in(requests.map((r) => r.requestId))} AND request_id NOT IN (SELECT "requestId" FROM placed)`.pipe(
-        Effect.flatMap(decodeOrderRows)
-      )
-      const byRequest = new Map(rows.map((order) => [order.requestId, order]))
-      const readAt = yield* Clock.currentTimeMillis
-      return yield* Effect.forEach(requests, (request) => {
-        const order = byRequest.get(request.requestId)
-        return order === undefined ? orderStatus(request.requestId) : Effect.succeed(statusAt(order, readAt))
-      })
-    }).pipe(Effect.orDie, Effect.withSpan("ProviderSim.placeOrders"))
+          Effect.flatMap(decodeOrderRows)
+        )
+        const byRequest = new Map(rows.map((order) => [order.requestId, order]))
+        const readAt = yield* Clock.currentTimeMillis
+        return yield* Effect.forEach(requests, (request) => {
+          const order = byRequest.get(request.requestId)
+          return order === undefined ? orderStatus(request.requestId) : Effect.succeed(statusAt(order, readAt))
+        })
+      }).pipe(Effect.orDie, Effect.withSpan("ProviderSim.placeOrders"))
 
-  return { placeOrders, orderStatus }
-}))
+    return { placeOrders, orderStatus }
+  })
+)

@@ -124,15 +124,18 @@ const churn = (market: Market, perSecond: number, canGrow: boolean): Stream.Stre
   })).pipe(Stream.flattenChunks)
 }
 
-export const SupplierSimLive = Layer.effect(Supplier, Effect.gen(function*() {
-  const settings = yield* Settings
-  const fixture = settings.simCatalogue._tag === "Some" ? loadFixture(settings.simCatalogue.value) : undefined
-  const size = fixture?.length ?? settings.simCatalogueSize
-  const listing = fixture !== undefined ? (index: number) => fixture[index]! : (index: number) => syntheticListing(SEED, index)
-  const market: Market = { listing, count: size, removed: new Set(), prices: new Map() }
-  // A fixture's catalogue cannot grow: new listings come only from the synthetic generator.
-  const canGrow = fixture === undefined
+export const SupplierSimLive = Layer.effect(
+  Supplier,
+  Effect.gen(function*() {
+    const settings = yield* Settings
+    const fixture = settings.simCatalogue._tag === "Some" ? loadFixture(settings.simCatalogue.value) : undefined
+    const size = fixture?.length ?? settings.simCatalogueSize
+    const listing = fixture !== undefined ? (index: number) => fixture[index]! : (index: number) => syntheticListing(SEED, index)
+    const market: Market = { listing, count: size, removed: new Set(), prices: new Map() }
+    // A fixture's catalogue cannot grow: new listings come only from the synthetic generator.
+    const canGrow = fixture === undefined
 
-  const changes = churn(market, settings.simChurnPerSecond, canGrow)
-  return { snapshot: snapshotOf(market), changes, size: Effect.sync(() => market.count - market.removed.size) }
-}))
+    const changes = churn(market, settings.simChurnPerSecond, canGrow)
+    return { snapshot: snapshotOf(market), changes, size: Effect.sync(() => market.count - market.removed.size) }
+  })
+)

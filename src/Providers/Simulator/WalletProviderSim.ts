@@ -179,7 +179,10 @@ export const WalletProviderSimLive = Layer.scopedContext(Effect.gen(function*() 
 
   return Context.make(WalletProvider, { name: SIM_WALLET_PROVIDER, createWallet, findWallet, verifyCallback }).pipe(
     Context.add(WalletProviderSim, {
-      setAvailable: (value: boolean) => Effect.sync(() => { available = value }),
+      setAvailable: (value: boolean) =>
+        Effect.sync(() => {
+          available = value
+        }),
       setStatus,
       pay
     })
