@@ -4,7 +4,7 @@
  * (Buffer#toString of the row's bytes), parsed and indexed exactly as the engine's load does
  * (dist/src/Catalogue/Index.js: entryOf with the index's interner, CatalogueIndex.upsert).
  *
- *   node --expose-gc bench/catalogue/memory-breakdown.mjs [N=200000]
+ *   node --expose-gc bench/diagnostics/memory-breakdown.mjs [N=200000]
  *
  * Prints the V8 heap after a full GC at each step, per item.
  */

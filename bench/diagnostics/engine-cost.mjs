@@ -1,5 +1,5 @@
 /**
- * bench/stream/engine-cost: the catalogue engine's CPU per logged change, the part of the feed's
+ * bench/diagnostics/engine-cost: the catalogue engine's CPU per logged change, the part of the feed's
  * CPU per delivered change that the bare broadcaster does not have (bench/stream/run.mjs divides
  * it by the number of clients). No feed client is connected: the service only tails the change log
  * and applies it to its index. bench/stream's external writer (writer.mjs) writes --rate changes a
@@ -7,7 +7,7 @@
  * first in the same run. Prints the service's CPU (utime + stime) per logged change in --windows
  * windows of --seconds; each phase starts after --settle seconds.
  *
- *   node bench/stream/engine-cost.mjs [--catalogue 20000] [--rate 1000] [--windows 3] [--seconds 20]
+ *   node bench/diagnostics/engine-cost.mjs [--catalogue 20000] [--rate 1000] [--windows 3] [--seconds 20]
  *                                     [--settle 20] [--nodeArgs "--cpu-prof --cpu-prof-dir=/tmp/p"]
  *
  * BENCH_SERVICE_ENTRY picks the build (bench/lib/harness.mjs), so two builds can be compared.
@@ -30,7 +30,7 @@ const service = await startService({
   nodeArgs: opts.nodeArgs === "" ? [] : opts.nodeArgs.split(" ")
 })
 const client = await connectClient(db.url)
-const writer = forkChild(join(HERE, "writer.mjs"), [], { ...process.env, DATABASE_URL: db.url, RATE: String(opts.rate) }, "writer")
+const writer = forkChild(join(HERE, "../stream/writer.mjs"), [], { ...process.env, DATABASE_URL: db.url, RATE: String(opts.rate) }, "writer")
 try {
   await new Promise((resolve) => writer.child.once("message", resolve))
   writer.call = rpc(writer)

@@ -1,10 +1,10 @@
 /**
- * bench/purchases/sql-overhead: CPU time per SQL statement of @effect/sql-pg (the service's database
+ * bench/diagnostics/sql-overhead: CPU time per SQL statement of @effect/sql-pg (the service's database
  * client) beside plain `pg`, on the same trivial statements, one connection, no concurrency:
  * what each of the /buy transaction's round trips costs the Node process before PostgreSQL does
  * anything.
  *
- *   node bench/purchases/sql-overhead.mjs [--transactions 2000]
+ *   node bench/diagnostics/sql-overhead.mjs [--transactions 2000]
  *
  * Each transaction: BEGIN, 13 x `SELECT $1::int AS n, $2::text AS s`, COMMIT (the /buy transaction
  * has 13 statements between BEGIN and COMMIT), run back to back; CPU time of this process

@@ -1,10 +1,10 @@
 /**
- * bench/stream/send-cost: the CPU cost, in the sending process, of one `ws` send of a feed frame
+ * bench/diagnostics/send-cost: the CPU cost, in the sending process, of one `ws` send of a feed frame
  * to one client, by how the frame is held: a flat string, a string built by concatenation (as
  * Stream.ts changesFrame builds it), or a Buffer encoded once. Isolates the per-client encoding
  * cost of ws.send(string) from everything else the service does.
  *
- *   node bench/stream/send-cost.mjs [--clients 200] [--frames 300] [--changes 100]
+ *   node bench/diagnostics/send-cost.mjs [--clients 200] [--frames 300] [--changes 100]
  *
  * A `ws` server in this process, the clients in a child process (they only count bytes). Each
  * frame: --changes changes shaped like the synthetic catalogue's (about 730 bytes each, some

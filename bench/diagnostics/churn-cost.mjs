@@ -1,11 +1,11 @@
 /**
- * bench/catalogue/churn-cost: what catalogue churn costs the fast lane's list and search answers,
+ * bench/diagnostics/churn-cost: what catalogue churn costs the fast lane's list and search answers,
  * which are built once per query and index version (src/Catalogue/Http.ts): service CPU per
  * request and requests per second for a filtered /items page and a search, with the simulator's
  * churn off and at --churn changes per second (each one empties the page cache), 50 connections,
  * --seconds each, on a fresh database of BENCH_PG_URL's server with SIM_CATALOGUE_SIZE=--size.
  *
- *   node bench/catalogue/churn-cost.mjs [--size 100000] [--churn 50] [--seconds 10]
+ *   node bench/diagnostics/churn-cost.mjs [--size 100000] [--churn 50] [--seconds 10]
  */
 import autocannon from "autocannon"
 import { mkdtempSync } from "node:fs"

@@ -1,8 +1,8 @@
 /**
- * bench/purchases/census: which SQL statements the service runs per /buy, and how long each took
+ * bench/diagnostics/census: which SQL statements the service runs per /buy, and how long each took
  * inside PostgreSQL (not the round trip), from PostgreSQL's own statement log.
  *
- *   node bench/purchases/census.mjs [--buys 50] [--concurrency 1] [--timeScale 100] [--log /var/log/postgresql/postgresql-15-main.log]
+ *   node bench/diagnostics/census.mjs [--buys 50] [--concurrency 1] [--timeScale 100] [--log /var/log/postgresql/postgresql-15-main.log]
  *
  * Sets log_min_duration_statement = 0 on a fresh database only (ALTER DATABASE, so nothing else on
  * the server is logged), starts the service on it, makes --buys buys at --concurrency, and counts

@@ -3,7 +3,7 @@
  * Engine.load do) let the event loop serve I/O and timers? Counts 1 ms timer callbacks that run
  * between 20 slices of 5 ms of work, for three ways of yielding.
  *
- *   node bench/catalogue/yield-check.mjs
+ *   node bench/diagnostics/yield-check.mjs
  */
 import { Effect } from "effect"
 const busy = (ms) => {

@@ -1,5 +1,5 @@
 /**
- * The Effect "ladder" of bench/http/ladder.mjs: GET /api/v1/merchant/balance (same body bytes as
+ * The Effect "ladder" of bench/diagnostics/ladder.mjs: GET /api/v1/merchant/balance (same body bytes as
  * the service) built up one Effect layer at a time, to show where the service's per-request CPU
  * goes between the bare baseline and the real service. Environment: LEVEL, PORT, DATABASE_URL.
  */

@@ -1,12 +1,12 @@
 /**
- * bench/purchases/path-cost: the service's CPU per request on each leg of POST /buy, to tell the
+ * bench/diagnostics/path-cost: the service's CPU per request on each leg of POST /buy, to tell the
  * HTTP path from the SQL: a 400 (the HttpApi path and validation, no SQL), a 404 (BEGIN, the
  * idempotency record, the item lookup, ROLLBACK), a 201 with the worker on, and a 201 with the
  * worker held off (a trigger dates new purchases a day ahead); GET /balance (fast lane) and
  * GET /purchases (HttpApi, one query) for reference. 8 connections, 8 s each, on a fresh
  * database of BENCH_PG_URL's server with SIM_CATALOGUE_SIZE=20000.
  *
- *   node bench/purchases/path-cost.mjs
+ *   node bench/diagnostics/path-cost.mjs
  */
 import autocannon from "autocannon"
 import { mkdtempSync } from "node:fs"

@@ -5,7 +5,7 @@
  * chunkSize (16 KiB: one thread-pool round trip and one main-thread callback per 16 KiB of
  * output) against one output chunk per piece.
  *
- *   node bench/catalogue/deflate-pieces.mjs [pieces=40]
+ *   node bench/diagnostics/deflate-pieces.mjs [pieces=40]
  *
  * Main-thread CPU comes from /proc/self/task/<pid>/schedstat (the main thread only).
  */

@@ -2,13 +2,13 @@
  * bench/http diagnostic: where does the service's per-request CPU go? Measures the CPU time per
  * request (utime + stime of the server process, less its idle background rate) of
  *   bare     node:http + pg (bench/http/bare-server.mjs)
- *   L0..L5   the same endpoint built up one Effect layer at a time (bench/http/ladder-server.mjs)
+ *   L0..L5   the same endpoint built up one Effect layer at a time (bench/diagnostics/ladder-server.mjs)
  *   service  what `npm start` runs (node dist/bundle/main.mjs)
  * under the same autocannon load, one server at a time, interleaved over --reps rounds.
  * Reports the minimum and the median over the rounds: on a shared machine the minimum is the
  * best estimate of the uncontended cost.
  *
- *   node bench/http/ladder.mjs [--reps 6] [--duration 3] [--connections 50] [--only bare,L0,service]
+ *   node bench/diagnostics/ladder.mjs [--reps 6] [--duration 3] [--connections 50] [--only bare,L0,service]
  */
 import autocannon from "autocannon"
 import { spawn } from "node:child_process"
@@ -101,7 +101,7 @@ const start = async (variant) => {
     POOL_MAX: "20",
     LEVEL: variant
   }
-  const script = variant === "service" ? MAIN : variant === "bare" ? join(HERE, "bare-server.mjs") : join(HERE, "ladder-server.mjs")
+  const script = variant === "service" ? MAIN : variant === "bare" ? join(HERE, "../http/bare-server.mjs") : join(HERE, "ladder-server.mjs")
   const child = spawn(process.execPath, variant === "service" ? [...START.nodeFlags, script] : [script], { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"] })
   running.add(child)
   let output = ""

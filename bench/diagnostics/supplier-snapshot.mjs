@@ -5,7 +5,7 @@
  * chunks of 4,096 and Stream.map maps a whole chunk at once, so this measures when the first page
  * reaches the consumer, how long the event loop is blocked meanwhile, and the heap then.
  *
- *   node --expose-gc bench/catalogue/supplier-snapshot.mjs [N=200000]
+ *   node --expose-gc bench/diagnostics/supplier-snapshot.mjs [N=200000]
  */
 import { Effect, Layer, Stream } from "effect"
 import { monitorEventLoopDelay } from "node:perf_hooks"

@@ -1,13 +1,13 @@
 /**
- * bench/stream/engine-ab: two builds of the service tail the same change log at once, so their
+ * bench/diagnostics/engine-ab: two builds of the service tail the same change log at once, so their
  * engines' CPU per logged change is compared in the same windows, under the same writes and the
- * same noise (bench/stream/engine-cost measures one build against its own idle baseline; its
+ * same noise (bench/diagnostics/engine-cost measures one build against its own idle baseline; its
  * figures move ±25 % from one window to the next, more than most changes worth trying). No feed
  * client; bench/stream's external writer (writer.mjs) writes --rate changes a second with the
  * simulator's mix. Both services share one database: one of them is the sync leader (idle here,
  * churn 0); --swap runs the pair again with the roles and start order reversed.
  *
- *   node bench/stream/engine-ab.mjs --a dist-old/src/main.js --b dist/src/main.js
+ *   node bench/diagnostics/engine-ab.mjs --a dist-old/src/main.js --b dist/src/main.js
  *        [--catalogue 20000] [--rate 1000] [--windows 6] [--seconds 15] [--settle 30] [--swap]
  *
  * Build the other revision into a sibling of dist/ (the service finds migrations/ from there):
@@ -40,7 +40,7 @@ const pair = async (first, second) => {
   services[first.label] = await start(first.entry)
   services[second.label] = await start(second.entry)
   const client = await connectClient(db.url)
-  const writer = forkChild(join(HERE, "writer.mjs"), [], { ...process.env, DATABASE_URL: db.url, RATE: String(opts.rate) }, "writer")
+  const writer = forkChild(join(HERE, "../stream/writer.mjs"), [], { ...process.env, DATABASE_URL: db.url, RATE: String(opts.rate) }, "writer")
   const cpu = () => ({ A: cpuMs(services.A.child.pid), B: cpuMs(services.B.child.pid) })
   const perChange = { A: [], B: [] }
   try {

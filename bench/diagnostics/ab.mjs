@@ -1,11 +1,11 @@
 /**
- * bench/purchases/ab: two variants of the service (A and B: settings, or builds) under the same
+ * bench/diagnostics/ab: two variants of the service (A and B: settings, or builds) under the same
  * POST /buy load, in alternating windows of the same run, to tell a change of a few per cent on a
  * machine whose speed drifts by more than that from one window to the next (bench/RESULTS.md:
  * single windows of one build ranged from 256 to 482 buys/s). No bare baseline: run.mjs gives the
  * ratio; this gives B against A.
  *
- *   node bench/purchases/ab.mjs [--clients 1] [--merchants 1] [--windows 6] [--seconds 4] [--warmup 2]
+ *   node bench/diagnostics/ab.mjs [--clients 1] [--merchants 1] [--windows 6] [--seconds 4] [--warmup 2]
  *                               [--catalogue 30000] [--A '{"ENV":"value"}'] [--B '{...}']
  *                               [--entryA dist-a/src/main.js] [--entryB ...] [--workerA deferred] [--workerB ...]
  *                               [--nodeArgsA '--trace-gc'] [--nodeArgsB ...] [--outputTo dir]
@@ -135,7 +135,7 @@ const measureWindow = async (variant, kept) => {
 }
 
 const main = async () => {
-  log(`bench/purchases/ab ${new Date().toISOString()}`)
+  log(`bench/diagnostics/ab ${new Date().toISOString()}`)
   log(`settings: ${JSON.stringify(opts)}`)
   const a = await setUp("A")
   const b = await setUp("B")

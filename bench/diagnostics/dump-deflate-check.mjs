@@ -6,7 +6,7 @@
  * multiple of zlib's 16 KiB output chunk (the stream then asks zlib for more output with no input
  * left) and any call that never calls back.
  *
- *   node --max-old-space-size=4096 [--expose-gc] bench/catalogue/dump-deflate-check.mjs [items=1000000] [rounds=3]
+ *   node --max-old-space-size=4096 [--expose-gc] bench/diagnostics/dump-deflate-check.mjs [items=1000000] [rounds=3]
  *        [--piece-length L] [--gc-storm]
  *
  * --gc-storm (with --expose-gc): a full GC every 5 ms meanwhile, as in a service whose heap holds

@@ -1,9 +1,9 @@
 /**
- * bench/purchases/profile-buy: a CPU profile of the service under POST /buy (16 connections,
+ * bench/diagnostics/profile-buy: a CPU profile of the service under POST /buy (16 connections,
  * each request a distinct item), written to bench/purchases/out/, with its self time summed by
  * function and by package. For finding where a buy's CPU goes, not for figures.
  *
- *   node bench/purchases/profile-buy.mjs [--seconds 10] [--connections 16]
+ *   node bench/diagnostics/profile-buy.mjs [--seconds 10] [--connections 16]
  */
 import autocannon from "autocannon"
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync } from "node:fs"
