@@ -11,9 +11,11 @@
  * a POST whose body was read is passed on with the same bytes. The rate-limit headers,
  * X-Request-Id and the request metrics are the same on both paths.
  */
-import { Effect } from "effect"
+import { HttpApi, type HttpApiEndpoint, type HttpApiGroup } from "@effect/platform"
+import { Effect, Either, Option, Schema } from "effect"
 import { randomUUID } from "node:crypto"
 import { IncomingMessage, type ServerResponse } from "node:http"
+import { MerchantApi } from "./Api.js"
 import type { AuthenticatedMerchant } from "./Domain/Merchant.js"
 import { Authenticator } from "./Merchants/Authentication.js"
 import { Metrics } from "./Ops/Metrics.js"
@@ -37,15 +39,66 @@ const PREPARED_KEPT = 10_000
 /** Larger bodies (and bodies of unknown length) go to HttpApi unread. */
 const POST_BODY_MAX_BYTES = 16 * 1024
 
+// ---- routes named by their endpoint in the contract ----------------------------------------------
+
+type ApiGroups = typeof MerchantApi extends HttpApi.HttpApi<infer _Id, infer Groups, infer _E, infer _R> ? Groups : never
+type GroupName = HttpApiGroup.HttpApiGroup.Name<ApiGroups>
+type EndpointOf<G extends GroupName> = HttpApiGroup.HttpApiGroup.Endpoints<HttpApiGroup.HttpApiGroup.WithName<ApiGroups, G>>
+type EndpointName<G extends GroupName> = HttpApiEndpoint.HttpApiEndpoint.Name<EndpointOf<G>>
+type UrlParamsOf<G extends GroupName, E extends EndpointName<G>> = HttpApiEndpoint.HttpApiEndpoint.UrlParams<
+  HttpApiEndpoint.HttpApiEndpoint.WithName<EndpointOf<G>, E>
+>
+
+/** A GET route of the contract answered in the fast lane. */
 export interface FastRoute {
-  /** The request's whole path, e.g. `/api/v1/merchant/balance`. */
-  readonly path: string
+  readonly group: string
+  readonly endpoint: string
   /**
-   * Decodes the query (no side effects): its answer for the merchant, or undefined to leave the
-   * request to HttpApi, which answers the error. An answer is kept for later requests of the same
-   * URL, so it must read live state when it is called, not when it is prepared.
+   * Answers the decoded query (no side effects): its answer for the merchant, or undefined to
+   * leave the request to HttpApi, which answers it. An answer is kept for later requests of the
+   * same URL, so it must read live state when it is called, not when it is prepared.
    */
-  readonly prepare: (query: Query) => Responder | undefined
+  readonly prepare: (urlParams: never) => Responder | undefined
+}
+
+/**
+ * A fast GET route named by its group and endpoint in Api.ts: its path and the schema of its
+ * query come from the contract, so the fast lane serves exactly the URLs and queries HttpApi does.
+ */
+export const fastGet = <G extends GroupName, E extends EndpointName<G>>(
+  group: G,
+  endpoint: E,
+  prepare: (urlParams: UrlParamsOf<G, E>) => Responder | undefined
+): FastRoute => ({ group, endpoint, prepare })
+
+/** The contract's endpoint of a fast route: its method, whole path and query schema. */
+const endpointOf = (group: string, name: string) => {
+  let found: { readonly method: string; readonly path: string; readonly urlParams: Option.Option<Schema.Schema.AnyNoContext> } | undefined
+  HttpApi.reflect(MerchantApi, {
+    onGroup: () => undefined,
+    onEndpoint: ({ endpoint, group: g }) => {
+      if (g.identifier === group && endpoint.name === name) {
+        found = { method: endpoint.method, path: endpoint.path, urlParams: endpoint.urlParamsSchema as unknown as Option.Option<Schema.Schema.AnyNoContext> }
+      }
+    }
+  })
+  if (found === undefined) throw new Error(`no endpoint ${group}.${name} in the contract`)
+  return found
+}
+
+/** The fast lane's reading of a route: a path and a query decoder from the contract. */
+const resolveGet = (route: FastRoute) => {
+  const endpoint = endpointOf(route.group, route.endpoint)
+  if (endpoint.method !== "GET") throw new Error(`${route.group}.${route.endpoint} is not a GET`)
+  const decode = Option.match(endpoint.urlParams, {
+    onNone: () => (_query: Query) => Either.right<unknown>({}),
+    onSome: (schema) => Schema.decodeUnknownEither(schema)
+  })
+  const prepare = route.prepare as (urlParams: unknown) => Responder | undefined
+  return {
+    path: endpoint.path,
+    prepare: (query: Query) => Either.match(decode(query), { onLeft: () => undefined, onRight: prepare })
+  }
 }
 
 /** A success of a POST route: its status and JSON body. */
@@ -55,8 +108,8 @@ export interface FastAnswer {
 }
 
 export interface FastPostRoute {
-  /** The request's whole path, e.g. `/api/v1/merchant/buy`. */
-  readonly path: string
+  readonly group: string
+  readonly endpoint: string
   /** Whether the merchant may use the route at all; the body is not read otherwise. */
   readonly admits: (merchant: AuthenticatedMerchant) => boolean
   /**
@@ -104,15 +157,15 @@ export const makeFastLane = (routes: ReadonlyArray<FastRoute>, postRoutes: Reado
   Effect.gen(function*() {
     const authenticator = yield* Authenticator
     const metrics = yield* Metrics
-    const byPath = new Map(routes.map((route) => [route.path, route]))
-    const postByPath = new Map(postRoutes.map((route) => [route.path, route]))
+    const byPath = new Map(routes.map(resolveGet).map((route) => [route.path, route]))
+    const postByPath = new Map(postRoutes.map((route) => [endpointOf(route.group, route.endpoint).path, route]))
     const answered = metrics.counter({
       name: "http_fast_lane_responses_total",
       help: "Responses of the hot routes answered by the fast lane (the rest of their requests go through HttpApi)",
       labelNames: ["route"]
     })
 
-    const answeredByRoute = new Map([...routes, ...postRoutes].map((route) => [route.path, answered.labels({ route: route.path })]))
+    const answeredByRoute = new Map([...byPath.keys(), ...postByPath.keys()].map((path) => [path, answered.labels({ route: path })]))
     const answeredOn = (path: string) => answeredByRoute.get(path)!
     const failures = metrics.counter({
       name: "http_fast_lane_failures_total",
@@ -149,7 +202,7 @@ export const makeFastLane = (routes: ReadonlyArray<FastRoute>, postRoutes: Reado
      * queries that decoded are kept, at most PREPARED_KEPT of them (then it starts over).
      */
     const preparedByUrl = new Map<string, Responder>()
-    const prepared = (route: FastRoute, url: string, queryAt: number): Responder | undefined => {
+    const prepared = (route: ReturnType<typeof resolveGet>, url: string, queryAt: number): Responder | undefined => {
       const known = preparedByUrl.get(url)
       if (known !== undefined) return known
       const respond = route.prepare(queryAt < 0 ? {} : queryOf(url.slice(queryAt + 1)))

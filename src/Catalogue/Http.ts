@@ -1,11 +1,11 @@
 import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
 import { NodeHttpServerRequest, NodeStream } from "@effect/platform-node"
 import { Effect, Either, Option, Schema, Stream } from "effect"
-import { API_PREFIX, MerchantApi } from "../Api.js"
+import { MerchantApi } from "../Api.js"
 import { decodeCursor, encodeCursor } from "../Domain/Cursor.js"
 import { FeedNotReady, InvalidQuery } from "../Domain/Errors.js"
 import { centsCeil, centsFloor } from "../Domain/Money.js"
-import type { FastBody, FastRoute } from "../FastLane.js"
+import { type FastBody, fastGet, type FastRoute } from "../FastLane.js"
 import { ListParams, SearchParams } from "./Api.js"
 import { CatalogueDump } from "./Dump.js"
 import { CatalogueEngine } from "./Engine.js"
@@ -143,9 +143,6 @@ const searchPage = (engine: CatalogueEngine, q: typeof SearchParams.Type): PageP
   return { prefix: `{"results":`, entries: page.entries, suffix: "}" }
 }
 
-const decodeListParams = Schema.decodeUnknownEither(ListParams)
-const decodeSearchParams = Schema.decodeUnknownEither(SearchParams)
-
 /**
  * `/items` and `/items/search` in the fast lane: the same bodies as the handlers below, built once
  * per query and index version. A prepared query's page builder is its cache key (it is kept per URL).
@@ -153,20 +150,8 @@ const decodeSearchParams = Schema.decodeUnknownEither(SearchParams)
 export const CatalogueFastRoutes = Effect.map(CatalogueEngine, (engine): ReadonlyArray<FastRoute> => {
   const cached = makePageCache(engine)
   return [
-    {
-      path: `${API_PREFIX}/items`,
-      prepare: (query) =>
-        engine.isLoaded()
-          ? Either.getOrUndefined(Either.flatMap(decodeListParams(query), (q) => Either.map(listRequest(engine, q), cached)))
-          : undefined
-    },
-    {
-      path: `${API_PREFIX}/items/search`,
-      prepare: (query) =>
-        engine.isLoaded()
-          ? Either.getOrUndefined(Either.map(decodeSearchParams(query), (q) => cached(() => searchPage(engine, q))))
-          : undefined
-    }
+    fastGet("catalogue", "listItems", (q) => engine.isLoaded() ? Either.getOrUndefined(Either.map(listRequest(engine, q), cached)) : undefined),
+    fastGet("catalogue", "searchItems", (q) => engine.isLoaded() ? cached(() => searchPage(engine, q)) : undefined)
   ]
 })
 

@@ -1,9 +1,9 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect, Either, Option, Schema } from "effect"
-import { API_PREFIX, MerchantApi } from "../Api.js"
+import { MerchantApi } from "../Api.js"
 import { DirectReads } from "../Db/Database.js"
 import { usd } from "../Domain/Money.js"
-import type { FastRoute } from "../FastLane.js"
+import { fastGet, type FastRoute } from "../FastLane.js"
 import { BALANCE_SQL, BalanceRow, Ledger } from "../Ledger/Ledger.js"
 import type { Balance } from "./Api.js"
 import { CurrentMerchant } from "./Authentication.js"
@@ -38,11 +38,12 @@ const decodeBalanceRow = Schema.decodeUnknownEither(BalanceRow)
 export const BalanceFastRoutes = Effect.map(DirectReads, (reads): ReadonlyArray<FastRoute> =>
   Option.match(reads, {
     onNone: () => [],
-    onSome: (read) => [{
-      path: `${API_PREFIX}/balance`,
-      prepare: () => (merchant) =>
+    onSome: (read) => [
+      fastGet("balance", "getBalance", () => (merchant) =>
         read(BALANCE_SQL, [merchant.id]).then((rows) =>
-          rows.length === 1 ? Either.getOrUndefined(Either.map(decodeBalanceRow(rows[0]), (row) => JSON.stringify(balanceOf(row)))) : undefined
-        )
-    }]
+          rows.length === 1
+            ? Either.getOrUndefined(Either.map(decodeBalanceRow(rows[0]), (row) => JSON.stringify(balanceOf(row))))
+            : undefined
+        ))
+    ]
   }))

@@ -1,6 +1,6 @@
 import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect, Either, Option, Schema } from "effect"
-import { API_PREFIX, MerchantApi } from "../Api.js"
+import { MerchantApi } from "../Api.js"
 import { Settings } from "../Config.js"
 import { MAX_DELIVERY_MINUTES } from "../Domain/CatalogItem.js"
 import { InvalidMaxPrice, PurchaseNotFound, SteamIdMismatch } from "../Domain/Errors.js"
@@ -62,7 +62,8 @@ export const PurchasesFastRoutes = Effect.map(Purchases, (purchases): ReadonlyAr
   Option.match(purchases.createByIdDirect, {
     onNone: () => [],
     onSome: (createByIdDirect) => [{
-      path: `${API_PREFIX}/buy`,
+      group: "purchases",
+      endpoint: "buy",
       admits: (merchant) => merchant.status === "active",
       answer: async (body, merchant, text) => {
         const payload = Either.getOrUndefined(decodeBuyRequest(body))
