@@ -16,10 +16,13 @@ import { Effect, Either, Option, Schema } from "effect"
 import { randomUUID } from "node:crypto"
 import { IncomingMessage, type ServerResponse } from "node:http"
 import { MerchantApi } from "./Api.js"
+import { errorWire } from "./Domain/Errors.js"
 import type { AuthenticatedMerchant } from "./Domain/Merchant.js"
-import { Authenticator } from "./Merchants/Authentication.js"
+import { Authenticator, type AuthOutcome } from "./Merchants/Authentication.js"
 import { Metrics } from "./Ops/Metrics.js"
 import { shareBodyProblem } from "./RequestBody.js"
+
+type RefusedAuth = Extract<AuthOutcome, { readonly _tag: "Refused" }>
 
 /** Query parameters as HttpApi sees them: a repeated name is an array. */
 export type Query = Record<string, string | Array<string>>
@@ -110,8 +113,6 @@ export interface FastAnswer {
 export interface FastPostRoute {
   readonly group: string
   readonly endpoint: string
-  /** Whether the merchant may use the route at all; the body is not read otherwise. */
-  readonly admits: (merchant: AuthenticatedMerchant) => boolean
   /**
    * The answer to the parsed JSON body (`text`: as sent), or undefined (having changed nothing) to
    * leave the request to HttpApi, which reads the same body and answers whatever it meets.
@@ -227,11 +228,19 @@ export const makeFastLane = (routes: ReadonlyArray<FastRoute>, postRoutes: Reado
       }
     }
 
-    const authenticate = (request: IncomingMessage) => authenticator.authenticateCached(request.headers.authorization, Date.now())
+    /** The one authentication (Merchants/Authentication.ts), as far as memory answers it. */
+    const authenticate = (request: IncomingMessage, method: string) =>
+      authenticator.start(request.headers.authorization, method, request.socket.remoteAddress ?? "unknown", Date.now())
+
+    /** A refused authentication, answered as the middleware answers it: the spec's error and its headers. */
+    const refuse = (request: IncomingMessage, response: ServerResponse, path: string, started: number, refused: RefusedAuth) => {
+      const { body, status } = errorWire(refused.error)
+      send(request, response, path, started, refused.headers, body, status)
+    }
 
     /** Passes a request on to HttpApi after all, giving back the token its fast-lane answer took. */
     const passOn = (merchantId: string, fallback: () => void) => () => {
-      authenticator.giveBackCached(merchantId)
+      authenticator.giveBack(merchantId)
       fallback()
     }
 
@@ -256,8 +265,12 @@ export const makeFastLane = (routes: ReadonlyArray<FastRoute>, postRoutes: Reado
       if (route === undefined) return false
       const respond = prepared(route, request.url, queryAt)
       if (respond === undefined) return false
-      const authenticated = authenticate(request)
-      if (authenticated === undefined) return false
+      const authenticated = authenticate(request, "GET")
+      if (authenticated._tag === "Lookup") return false
+      if (authenticated._tag === "Refused") {
+        refuse(request, response, path, started, authenticated)
+        return true
+      }
       const body = respond(authenticated.merchant)
       if (!(body instanceof Promise)) {
         send(request, response, path, started, authenticated.headers, body)
@@ -276,11 +289,11 @@ export const makeFastLane = (routes: ReadonlyArray<FastRoute>, postRoutes: Reado
         !request.headers["content-type"]?.startsWith("application/json")
       ) return false
       const started = performance.now()
-      const authenticated = authenticate(request)
-      if (authenticated === undefined) return false
-      if (!route.admits(authenticated.merchant)) {
-        authenticator.giveBackCached(authenticated.merchant.id)
-        return false
+      const authenticated = authenticate(request, "POST")
+      if (authenticated._tag === "Lookup") return false
+      if (authenticated._tag === "Refused") {
+        refuse(request, response, request.url!, started, authenticated)
+        return true
       }
       const chunks: Array<Buffer> = []
       request.on("data", (chunk: Buffer) => chunks.push(chunk))

@@ -243,9 +243,9 @@ export const StreamLive = Layer.unwrapScoped(Effect.gen(function*() {
       request.headers["authorization"],
       "GET",
       Option.getOrElse(request.remoteAddress, () => "unknown")
-    ).pipe(Effect.either)
-    if (authenticated._tag === "Left") return Errors.errorResponse(authenticated.left.error, authenticated.left.headers)
-    const headers = authenticated.right.headers
+    )
+    if (authenticated._tag === "Refused") return Errors.errorResponse(authenticated.error, authenticated.headers)
+    const headers = authenticated.headers
     const query = new URL(request.url, "http://x").searchParams
     const cursorText = query.get("cursor")
     const epochText = query.get("epoch")
@@ -267,7 +267,7 @@ export const StreamLive = Layer.unwrapScoped(Effect.gen(function*() {
     const socket = yield* request.upgrade
     const write = yield* socket.writer
     const client: Client = {
-      merchantId: authenticated.right.merchant.id,
+      merchantId: authenticated.merchant.id,
       key: bearerToken(request.headers["authorization"]),
       position: Number(cursorText),
       lastSentAt: Date.now(),

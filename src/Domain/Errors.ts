@@ -155,11 +155,17 @@ export const boundedMessage = (message: string): string =>
 /** The spec's Error body as bytes, for routes outside HttpApi (dump, stream, framework errors). */
 export const errorBody = (code: string, message: string): string => JSON.stringify({ error: { code, message } })
 
+/** Any API error as its status and the spec's body. */
+export const errorWire = (error: ApiError): { readonly status: number; readonly body: string } => {
+  const entry = codeAndStatus.get(error._tag) ?? { code: "MERCHANT_INTERNAL_ERROR", status: 500 }
+  return { status: entry.status, body: errorBody(entry.code, error.message) }
+}
+
 /** Renders any API error as its HTTP response, with the spec's body. */
 export const errorResponse = (error: ApiError, headers?: Record<string, string>) => {
-  const entry = codeAndStatus.get(error._tag) ?? { code: "MERCHANT_INTERNAL_ERROR", status: 500 }
-  return HttpServerResponse.text(errorBody(entry.code, error.message), {
-    status: entry.status,
+  const { body, status } = errorWire(error)
+  return HttpServerResponse.text(body, {
+    status,
     contentType: "application/json",
     ...(headers ? { headers } : {})
   })

@@ -4,7 +4,7 @@
  * response, and a per-address budget for failed authentications.
  */
 import { HttpApiMiddleware, HttpApiSecurity, HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Context, Effect, Layer, Option, Schema } from "effect"
+import { Clock, Context, Effect, Layer, Option, Schema } from "effect"
 import { Settings } from "../Config.js"
 import { ApiKeyMissing, MerchantBlocked, MerchantNotActive, RateLimited, Wire } from "../Domain/Errors.js"
 import type { AuthenticatedMerchant } from "../Domain/Merchant.js"
@@ -33,7 +33,18 @@ const rateLimitHeaders = (limit: number, remaining: number) => ({
   "x-ratelimit-remaining": String(remaining)
 })
 
-/** What authentication costs in rate-limit terms, outside the HttpApi middleware (raw routes). */
+/** What authenticating a request came to, with the headers its response carries either way. */
+export type AuthOutcome =
+  | { readonly _tag: "Authenticated"; readonly merchant: AuthenticatedMerchant; readonly headers: Record<string, string> }
+  | { readonly _tag: "Refused"; readonly error: AuthError; readonly headers: Record<string, string> }
+
+const refused = (error: AuthError, headers: Record<string, string>): AuthOutcome => ({ _tag: "Refused", error, headers })
+
+/**
+ * The one authentication of the merchant API, for the HttpApi middleware, the fast lane and the
+ * feed's upgrade alike. `start` runs synchronously on what is in memory and either decides or asks
+ * for the key to be looked up; `authenticate` is the whole of it as an Effect (the lookup included).
+ */
 export class Authenticator extends Effect.Service<Authenticator>()("Authenticator", {
   effect: Effect.gen(function*() {
     const merchants = yield* Merchants
@@ -41,80 +52,68 @@ export class Authenticator extends Effect.Service<Authenticator>()("Authenticato
     const perMerchant = makeTokenBuckets(settings.rateLimitRps, settings.rateLimitBurst)
     const failedPerAddress = makeTokenBuckets(settings.authFailureRps, settings.authFailureBurst)
 
-    /**
-     * Authenticates a request from its Authorization header. On success and on a 429 for a known
-     * merchant, `headers` are the rate-limit headers to add to the response.
-     */
-    const authenticate = (
-      authorization: string | undefined,
-      method: string,
-      address: string
-    ): Effect.Effect<
-      { readonly merchant: AuthenticatedMerchant; readonly headers: Record<string, string> },
-      { readonly error: AuthError; readonly headers: Record<string, string> }
-    > =>
-      Effect.gen(function*() {
-        const key = bearerToken(authorization)
-        // An address that keeps presenting bad keys gets no more lookups for a while. A key known
-        // valid a moment ago (the cache) still passes: one client's bad keys must not lock out the
-        // others behind the same address (a gateway).
-        const budget = yield* failedPerAddress.peek(address)
-        const known = budget.allowed || key === "" ? undefined : merchants.authenticateCached(key, Date.now())
-        if (!budget.allowed && known === undefined) {
-          return yield* Effect.fail({
-            error: new RateLimited({ message: "Too many failed authentications from this address." }),
-            headers: { ...rateLimitHeaders(budget.limit, 0), "retry-after": String(budget.retryAfterSeconds) }
-          })
-        }
-        const found = known !== undefined ? Option.some(known) : key === "" ? Option.none() : yield* merchants.authenticate(key)
-        if (Option.isNone(found)) {
-          yield* failedPerAddress.take(address)
-          return yield* Effect.fail({ error: new ApiKeyMissing({ message: KEY_MISSING_MESSAGE }), headers: { "www-authenticate": "Bearer" } })
-        }
-        const merchant = found.value
-        const decision = yield* perMerchant.take(merchant.id)
-        const headers = rateLimitHeaders(decision.limit, decision.remaining)
-        if (merchant.status === "blocked") {
-          return yield* Effect.fail({ error: new MerchantBlocked({ message: "This merchant account is blocked." }), headers })
-        }
-        if (!decision.allowed) {
-          return yield* Effect.fail({
-            error: new RateLimited({ message: `Rate limit exceeded; retry after ${decision.retryAfterSeconds} s.` }),
-            headers: { ...headers, "retry-after": String(decision.retryAfterSeconds) }
-          })
-        }
-        if (merchant.status === "inactive" && isMutation(method)) {
-          return yield* Effect.fail({
-            error: new MerchantNotActive({ message: "This merchant is not active: purchases and wallet changes are refused." }),
-            headers
-          })
-        }
-        return { merchant, headers }
-      })
-
-    /**
-     * The success path of `authenticate` alone, synchronously, for the fast lane: a cached key of
-     * a merchant that is not blocked, with a token left (a cached key passes whatever the address's
-     * failure budget, as in `authenticate`).
-     * Anything else is `undefined` and takes nothing, so the request goes to `authenticate`, which
-     * answers it exactly as always.
-     */
-    const authenticateCached = (authorization: string | undefined, now: number) => {
-      const key = bearerToken(authorization)
-      const merchant = key === "" ? undefined : merchants.authenticateCached(key, now)
-      if (merchant === undefined || merchant.status === "blocked") return undefined
+    /** The outcome once the key's merchant is known (undefined: no merchant has it). Takes the tokens it spends. */
+    const decide = (merchant: AuthenticatedMerchant | undefined, method: string, address: string, now: number): AuthOutcome => {
+      if (merchant === undefined) {
+        failedPerAddress.takeAt(address, now)
+        return refused(new ApiKeyMissing({ message: KEY_MISSING_MESSAGE }), { "www-authenticate": "Bearer" })
+      }
       const decision = perMerchant.takeAt(merchant.id, now)
-      if (!decision.allowed) return undefined
-      return { merchant, headers: rateLimitHeaders(decision.limit, decision.remaining) }
+      const headers = rateLimitHeaders(decision.limit, decision.remaining)
+      if (merchant.status === "blocked") return refused(new MerchantBlocked({ message: "This merchant account is blocked." }), headers)
+      if (!decision.allowed) {
+        return refused(new RateLimited({ message: `Rate limit exceeded; retry after ${decision.retryAfterSeconds} s.` }), {
+          ...headers,
+          "retry-after": String(decision.retryAfterSeconds)
+        })
+      }
+      if (merchant.status === "inactive" && isMutation(method)) {
+        return refused(new MerchantNotActive({ message: "This merchant is not active: purchases and wallet changes are refused." }), headers)
+      }
+      return { _tag: "Authenticated", merchant, headers }
     }
 
     /**
-     * Undoes `authenticateCached`'s token for a request the fast lane passes on after all: the
-     * HttpApi path takes its own, and one request costs one token.
+     * Authentication as far as memory answers it: an outcome, or the key to look up in the
+     * database (a well-formed key not in the cache, from an address with failures to spare). A
+     * key known valid a moment ago (the cache) passes whatever the address's failure budget: one
+     * client's bad keys must not lock out the others behind the same address (a gateway).
      */
-    const giveBackCached = (merchantId: string) => perMerchant.giveBack(merchantId)
+    const start = (
+      authorization: string | undefined,
+      method: string,
+      address: string,
+      now: number
+    ): AuthOutcome | { readonly _tag: "Lookup"; readonly key: string } => {
+      const key = bearerToken(authorization)
+      const cached = key === "" ? undefined : merchants.authenticateCached(key, now)
+      if (cached !== undefined) return decide(cached, method, address, now)
+      const budget = failedPerAddress.peekAt(address, now)
+      if (!budget.allowed) {
+        return refused(new RateLimited({ message: "Too many failed authentications from this address." }), {
+          ...rateLimitHeaders(budget.limit, 0),
+          "retry-after": String(budget.retryAfterSeconds)
+        })
+      }
+      return key === "" ? decide(undefined, method, address, now) : { _tag: "Lookup", key }
+    }
 
-    return { authenticate, authenticateCached, giveBackCached } as const
+    /** Authenticates a request from its Authorization header: `start`, then the lookup it asks for. */
+    const authenticate = (authorization: string | undefined, method: string, address: string): Effect.Effect<AuthOutcome> =>
+      Effect.gen(function*() {
+        const started = start(authorization, method, address, yield* Clock.currentTimeMillis)
+        if (started._tag !== "Lookup") return started
+        const found = yield* merchants.authenticate(started.key)
+        return decide(Option.getOrUndefined(found), method, address, yield* Clock.currentTimeMillis)
+      })
+
+    /**
+     * Gives back the token an authenticated request took, for a request the fast lane passes on
+     * to HttpApi after all: that path authenticates again, and one request costs one token.
+     */
+    const giveBack = (merchantId: string) => perMerchant.giveBack(merchantId)
+
+    return { authenticate, start, giveBack } as const
   }),
   dependencies: [Merchants.Default]
 }) {}
@@ -134,11 +133,9 @@ export const AuthenticationLive = Layer.effect(
       bearer: () =>
         Effect.gen(function*() {
           const request = yield* HttpServerRequest.HttpServerRequest
-          return yield* authenticator.authenticate(request.headers["authorization"], request.method, clientAddress(request)).pipe(
-            Effect.tap(({ headers }) => addHeaders(headers)),
-            Effect.map(({ merchant }) => merchant),
-            Effect.catchAll(({ error, headers }) => Effect.zipRight(addHeaders(headers), Effect.fail(error)))
-          )
+          const outcome = yield* authenticator.authenticate(request.headers["authorization"], request.method, clientAddress(request))
+          yield* addHeaders(outcome.headers)
+          return outcome._tag === "Authenticated" ? outcome.merchant : yield* Effect.fail(outcome.error)
         })
     }
   })

@@ -75,7 +75,7 @@ export const makeTokenBuckets = (ratePerSecond: number, capacity: number) => {
   const take = (key: string) => Effect.map(Clock.currentTimeMillis, (now) => takeAt(key, now))
   const peek = (key: string) => Effect.map(Clock.currentTimeMillis, (now) => peekAt(key, now))
 
-  return { take, peek, takeAt, giveBack } as const
+  return { take, peek, takeAt, peekAt, giveBack } as const
 }
 
 export type TokenBuckets = ReturnType<typeof makeTokenBuckets>

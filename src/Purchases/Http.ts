@@ -64,7 +64,6 @@ export const PurchasesFastRoutes = Effect.map(Purchases, (purchases): ReadonlyAr
     onSome: (createByIdDirect) => [{
       group: "purchases",
       endpoint: "buy",
-      admits: (merchant) => merchant.status === "active",
       answer: async (body, merchant, text) => {
         const payload = Either.getOrUndefined(decodeBuyRequest(body))
         if (payload === undefined) return undefined

@@ -162,14 +162,20 @@ describe("POST /buy in the fast lane", () => {
     expect(top.json.items[0].id).toBe(mostExpensive.id)
   })
 
-  it("leaves an inactive merchant's buy to HttpApi: 403, one token", async () => {
+  it("refuses an inactive merchant's buy itself, as the middleware refuses its other POSTs: 403, one token", async () => {
     const m = await warmMerchant()
     expect((await server.admin(`/admin/merchants/${m.id}`, { method: "PATCH", body: { status: "inactive" } })).status).toBe(200)
+    // a read caches the key again, with its new status
     const balance = await server.api("/balance", { key: m.apiKey })
     const before = await fastBuys()
     const res = await buy(m.apiKey, { item_id: items[8]!.id })
     expectError(res, 403, "MERCHANT_NOT_ACTIVE")
     expect(remaining(res)).toBe(remaining(balance) - 1)
-    expect(await fastBuys()).toBe(before)
+    expect(await fastBuys()).toBe(before + 1)
+    // the middleware's answer to another POST (no fast route): the same body
+    const wallet = await server.api("/deposits/wallets", { method: "POST", key: m.apiKey, body: { network: "tron" } })
+    expectError(wallet, 403, "MERCHANT_NOT_ACTIVE")
+    expect(wallet.text).toBe(res.text)
+    expect(remaining(wallet)).toBe(remaining(res) - 1)
   })
 })

@@ -244,6 +244,22 @@ describe("fast lane", () => {
     expect(prices(next)).toEqual([[first, 3], [second, 4]])
   })
 
+  it("answers a cached key's refusal itself, with the middleware's bytes (one authentication for both paths)", async () => {
+    // a status change empties the key cache, so a cached key's refusal is its spent bucket
+    const spent = await server.createMerchant()
+    for (let i = 0; i < BURST; i++) expect((await server.api("/items?limit=1", { key: spent.apiKey })).status).toBe(200)
+    const before = await fastAnswers("/items")
+    const viaFastLane = await server.api("/items?limit=1", { key: spent.apiKey })
+    expect(await fastAnswers("/items")).toBe(before + 1)
+    // /deposits has no fast route: the middleware answers it
+    const viaMiddleware = await server.api("/deposits", { key: spent.apiKey })
+    expect(await fastAnswers("/items")).toBe(before + 1)
+    expectError(viaFastLane, 429, "MERCHANT_RATE_LIMITED")
+    expect(comparable(viaFastLane)).toEqual(comparable(viaMiddleware))
+    expect(viaFastLane.headers.get("retry-after")).toBe(viaMiddleware.headers.get("retry-after"))
+    expect(remaining(viaFastLane)).toBe(0)
+  })
+
   it("shares the merchant's bucket with HttpApi: the burst, then 429 with Retry-After", async () => {
     const m = await server.createMerchant()
     const seen: Array<number> = []
