@@ -1,19 +1,20 @@
 /**
- * The fast lane of the hottest routes (GET /balance, /items, /items/search, POST /buy): their
- * success path answered straight on node's request event, without a fiber, a Context, middleware
- * FiberRefs or schema encoding per request (the HttpApi path costs 5-7x the CPU of a bare
- * node:http server per request; bench/RESULTS.md has the ladder).
+ * The fast lane of the hottest routes (GET /balance, /items, /items/search, POST /buy): answered
+ * straight on node's request event, without a fiber, a Context, middleware FiberRefs or schema
+ * encoding per request (the HttpApi path costs 5-7x the CPU of a bare node:http server per
+ * request; bench/RESULTS-archive.md has the ladder).
  *
- * It only takes what it can answer with success: a GET of a known route whose query decodes, or a
- * POST of a known route with a JSON body of known length, with a cached key of a merchant that is
- * not blocked and a token left. Everything else, including every error, goes to the HttpApi
- * server, which stays the one place that answers errors and the contract that OpenAPI documents;
- * a POST whose body was read is passed on with the same bytes. The rate-limit headers,
- * X-Request-Id and the request metrics are the same on both paths.
+ * Its routes are named by their endpoint in the contract (`fastGet`), which gives their path and
+ * query schema. It takes a GET of such a route whose query decodes, or a POST with a JSON body of
+ * known length, whose key the one authentication (Merchants/Authentication.ts `start`) decides
+ * from memory: a refusal is answered here with the middleware's bytes, a success by the route.
+ * Everything else (a key to look up, a query or body that does not decode, a read that fails)
+ * goes to the HttpApi server, which answers it; a POST whose body was read is passed on with the
+ * same bytes. Both paths write through one response writer (Responses.ts): the same X-Request-Id,
+ * rate-limit headers and request metrics.
  */
 import { HttpApi, type HttpApiEndpoint, type HttpApiGroup } from "@effect/platform"
 import { Effect, Either, Option, Schema } from "effect"
-import { randomUUID } from "node:crypto"
 import { IncomingMessage, type ServerResponse } from "node:http"
 import { MerchantApi } from "./Api.js"
 import { errorWire } from "./Domain/Errors.js"
@@ -21,17 +22,12 @@ import type { AuthenticatedMerchant } from "./Domain/Merchant.js"
 import { Authenticator, type AuthOutcome } from "./Merchants/Authentication.js"
 import { Metrics } from "./Ops/Metrics.js"
 import { shareBodyProblem } from "./RequestBody.js"
+import { type LentBytes, type Responses } from "./Responses.js"
 
 type RefusedAuth = Extract<AuthOutcome, { readonly _tag: "Refused" }>
 
 /** Query parameters as HttpApi sees them: a repeated name is an array. */
 export type Query = Record<string, string | Array<string>>
-
-/** Bytes lent by a pool: `release` gives them back once the socket has them (never, if it failed). */
-export interface LentBytes {
-  readonly bytes: Buffer
-  readonly release: () => void
-}
 
 /** The 200 body of a request (JSON); a promised undefined leaves it to the HttpApi path after all. */
 export type FastBody = string | LentBytes | Promise<string | undefined>
@@ -120,11 +116,6 @@ export interface FastPostRoute {
   readonly answer: (body: unknown, merchant: AuthenticatedMerchant, text: string) => Promise<FastAnswer | undefined>
 }
 
-const INCOMING_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
-
-/** The request id of a response: the caller's own if it is reasonable, otherwise a new one. */
-export const requestIdOf = (incoming: string | undefined): string => incoming !== undefined && INCOMING_REQUEST_ID.test(incoming) ? incoming : randomUUID()
-
 const queryOf = (search: string): Query => {
   const query: Query = {}
   for (const [name, value] of new URLSearchParams(search)) {
@@ -154,7 +145,7 @@ const replayOf = (request: IncomingMessage, body: Buffer): IncomingMessage => {
   return replay
 }
 
-export const makeFastLane = (routes: ReadonlyArray<FastRoute>, postRoutes: ReadonlyArray<FastPostRoute> = []) =>
+export const makeFastLane = (responses: Responses, routes: ReadonlyArray<FastRoute>, postRoutes: ReadonlyArray<FastPostRoute> = []) =>
   Effect.gen(function*() {
     const authenticator = yield* Authenticator
     const metrics = yield* Metrics
@@ -182,19 +173,8 @@ export const makeFastLane = (routes: ReadonlyArray<FastRoute>, postRoutes: Reado
       body: string | LentBytes,
       status = 200
     ) => {
-      const incomingId = request.headers["x-request-id"]
-      const bytes = typeof body === "string" ? Buffer.from(body) : body.bytes
-      response.writeHead(status, {
-        "content-type": "application/json",
-        "content-length": bytes.length,
-        "x-request-id": requestIdOf(typeof incomingId === "string" ? incomingId : undefined),
-        ...headers
-      })
-      // 'finish': the bytes are handed to the socket, so a lent buffer can be used again
-      if (typeof body === "string") response.end(bytes)
-      else response.end(bytes, body.release)
+      responses.writeJson(request, response, started, status, headers, body)
       answeredOn(path).inc()
-      metrics.recordRequest("api", request.method ?? "GET", path, status, (performance.now() - started) / 1000)
     }
 
     /**

@@ -3,7 +3,7 @@
  * stream bytes (added by later features), and the request middleware every response passes
  * through (X-Request-Id, metrics); HttpErrors.ts answers what no handler answered.
  */
-import { HttpApiBuilder, HttpApiScalar, HttpApp, HttpMiddleware, HttpServer, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { HttpApiBuilder, HttpApiScalar, HttpMiddleware, HttpServer } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { Effect, Layer } from "effect"
 import { createServer, IncomingMessage, ServerResponse } from "node:http"
@@ -13,57 +13,16 @@ import { StreamLive } from "./Catalogue/Stream.js"
 import { Settings } from "./Config.js"
 import { DepositsHttp } from "./Deposits/Http.js"
 import { WalletCallbacksLive } from "./Deposits/WalletCallbacks.js"
-import { type FastLane, makeFastLane, requestIdOf } from "./FastLane.js"
-import { DOCS_PATH, internalError, OPENAPI_PATH, publicRoutes, SpecErrors } from "./HttpErrors.js"
+import { type FastLane, makeFastLane } from "./FastLane.js"
+import { DOCS_PATH, OPENAPI_PATH, publicRoutes, SpecErrors } from "./HttpErrors.js"
 import { AuthenticationLive } from "./Merchants/Authentication.js"
 import { BalanceFastRoutes, BalanceHttp } from "./Merchants/Http.js"
 import { Metrics } from "./Ops/Metrics.js"
 import { Readiness } from "./Ops/Readiness.js"
 import { PurchasesFastRoutes, PurchasesHttp } from "./Purchases/Http.js"
 import { API_BODY_MAX_BYTES, guardBody } from "./RequestBody.js"
+import { makeResponses } from "./Responses.js"
 import { WebhooksHttp } from "./Webhooks/Http.js"
-
-// ---- every response: request id, metrics, last-resort 500 ----------------------------------------
-
-const UUID_SEGMENT = /\/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}(?=\/|$)/gi
-
-/**
- * A route label of bounded cardinality: the route template a path matches (ids folded to `:id`,
- * compared without case and repeated slashes, as the routers match), or `unmatched`; so no request,
- * however many paths it makes up, adds a series.
- */
-const makeRouteLabeler = (templates: ReadonlyArray<string>) => {
-  const normal = (path: string) => path.replace(/\/{2,}/g, "/").toLowerCase()
-  const known = new Map(templates.map((t) => {
-    const folded = t.replace(/:[A-Za-z]+/g, ":id")
-    return [normal(folded), folded] as const
-  }))
-  return (url: string) => known.get(normal(url.split("?")[0]!.replace(UUID_SEGMENT, "/:id"))) ?? "unmatched"
-}
-
-/**
- * Every response gets its X-Request-Id and is counted, by route and status. Responses are written
- * by the platform before an outer middleware sees them, so this works through a pre-response
- * handler; it also gives a body to a bare 500 that escaped every other handler.
- */
-export const requestMiddleware = (server: string, metrics: Metrics, routes: ReadonlyArray<string>) => {
-  const routeLabel = makeRouteLabeler(routes)
-  return HttpMiddleware.make((app) =>
-    Effect.gen(function*() {
-      const request = yield* HttpServerRequest.HttpServerRequest
-      const started = performance.now()
-      const requestId = requestIdOf(request.headers["x-request-id"])
-      yield* HttpApp.appendPreResponseHandler((_request, response) =>
-        Effect.sync(() => {
-          metrics.recordRequest(server, request.method, routeLabel(request.url), response.status, (performance.now() - started) / 1000)
-          const answered = response.status === 500 && response.body._tag === "Empty" ? internalError : response
-          return HttpServerResponse.setHeader(answered, "x-request-id", requestId)
-        })
-      )
-      return yield* Effect.annotateLogs(app, "request_id", requestId)
-    })
-  )
-}
 
 // ---- the server ----------------------------------------------------------------------------------
 
@@ -154,9 +113,10 @@ export const HttpLive = Layer.unwrapEffect(Effect.gen(function*() {
   const settings = yield* Settings
   const metrics = yield* Metrics
   const readiness = yield* Readiness
-  const fastLane = yield* makeFastLane([...yield* BalanceFastRoutes, ...yield* CatalogueFastRoutes], yield* PurchasesFastRoutes)
   const routes = [...new Set(publicRoutes().map((route) => route.path))]
-  return HttpApiBuilder.serve(requestMiddleware("api", metrics, routes)).pipe(
+  const responses = makeResponses("api", metrics, routes)
+  const fastLane = yield* makeFastLane(responses, [...yield* BalanceFastRoutes, ...yield* CatalogueFastRoutes], yield* PurchasesFastRoutes)
+  return HttpApiBuilder.serve(responses.middleware).pipe(
     Layer.provide([Docs, SpecErrors, StreamLive, WalletCallbacksLive]),
     Layer.provide(ApiLive),
     // Per-request spans cost about a quarter of a request's CPU; traces come from service spans.

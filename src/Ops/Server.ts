@@ -4,8 +4,9 @@ import { NodeHttpServer } from "@effect/platform-node"
 import { Cause, Chunk, Effect, Layer } from "effect"
 import { Settings } from "../Config.js"
 import { errorBody } from "../Domain/Errors.js"
-import { makeNodeServer, requestMiddleware } from "../Http.js"
+import { makeNodeServer } from "../Http.js"
 import { ADMIN_BODY_MAX_BYTES } from "../RequestBody.js"
+import { makeResponses } from "../Responses.js"
 import { AdminRoutes } from "./Admin.js"
 import { AdminToken } from "./AdminToken.js"
 import { Fibers } from "./Fibers.js"
@@ -51,7 +52,7 @@ export const OpsServerLive = Layer.unwrapEffect(Effect.gen(function*() {
   )
 
   const routes = Chunk.toReadonlyArray(router.routes).map((route) => route.path)
-  return HttpServer.serve(app, requestMiddleware("ops", metrics, routes)).pipe(
+  return HttpServer.serve(app, makeResponses("ops", metrics, routes).middleware).pipe(
     HttpServer.withLogAddress,
     Layer.provide(NodeHttpServer.layer(() => makeNodeServer({ shutdownGraceSeconds: settings.shutdownGraceSeconds, bodyMaxBytes: ADMIN_BODY_MAX_BYTES }), {
       port: settings.opsPort,
