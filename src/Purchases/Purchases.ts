@@ -124,7 +124,7 @@ const boughtOf = (
  * COMMIT), and where they share a merchant it waits on that balance row inside PostgreSQL only.
  * At 16 clients two gave more buys a second than one, at the same p99 or better: about 2 % with 16
  * merchants and 10 % with one, once ab.mjs's bias towards its B is allowed for (9 % and 17 % as
- * measured); three gave no more than two (bench/diagnostics/ab.mjs, bench/RESULTS.md).
+ * measured); three gave no more than two (bench/diagnostics/ab.mjs, bench/RESULTS-archive.md).
  */
 const BUY_BATCHES_IN_FLIGHT = 2
 const BUY_BATCH_MAX = 32
