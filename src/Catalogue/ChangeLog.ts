@@ -8,7 +8,7 @@
 import { SqlClient, type Statement } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
 import { createHash } from "node:crypto"
-import { serialise } from "../Domain/CatalogItem.js"
+import { type CatalogItem, serialise } from "../Domain/CatalogItem.js"
 import { Int8 } from "../Domain/Db.js"
 import type { SupplierListing } from "../Providers/Supplier.js"
 
@@ -37,6 +37,8 @@ const decodeCount = Schema.decodeUnknownSync(Int8)
 const normalised = (write: CatalogueWrite): CatalogueWrite =>
   write.op === "remove"
     ? { op: "remove", id: write.id.toLowerCase() }
+    : write.listing.item.id === write.listing.item.id.toLowerCase()
+    ? write
     : { op: "upsert", listing: { ...write.listing, item: { ...write.listing.item, id: write.listing.item.id.toLowerCase() } } }
 
 /** Runs of consecutive writes of one kind, each id once per run (its last write wins). */
@@ -57,6 +59,20 @@ const runsOf = (writes: ReadonlyArray<CatalogueWrite>) => {
 export class ChangeLog extends Effect.Service<ChangeLog>()("ChangeLog", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
+
+    /**
+     * An item's stored JSON, made once per item object: a reconciliation compares it (`differing`)
+     * and then writes it (`apply`), and a first sync of 100,000 items spent a second making it twice.
+     */
+    const texts = new WeakMap<CatalogItem, string>()
+    const textOf = (item: CatalogItem) => {
+      let text = texts.get(item)
+      if (text === undefined) {
+        text = serialise(item)
+        texts.set(item, text)
+      }
+      return text
+    }
 
     /** Appends the effective changes to the log, in order, in the current transaction. */
     const append = (changes: ReadonlyArray<Effective>) =>
@@ -89,14 +105,14 @@ export class ChangeLog extends Effect.Service<ChangeLog>()("ChangeLog", {
               price_cents: Math.round(w.listing.item.price * 100),
               provider_price_cents: w.listing.providerPriceCents,
               status: "active",
-              item: serialise(w.listing.item),
+              item: textOf(w.listing.item),
               sim: w.listing.sim === undefined ? null : JSON.stringify(w.listing.sim),
               source
             }] :
             []
         )
         // Unchanged items and items reserved by a purchase are left alone and not logged.
-        const changed = yield* sql<{ id: string; item: string }>`
+        const changed = yield* sql<{ id: string }>`
           INSERT INTO catalogue_items ${sql.insert(rows)}
           ON CONFLICT (id) DO UPDATE SET market_hash_name = EXCLUDED.market_hash_name, price_cents = EXCLUDED.price_cents,
             provider_price_cents = EXCLUDED.provider_price_cents, status = 'active', item = EXCLUDED.item,
@@ -104,9 +120,10 @@ export class ChangeLog extends Effect.Service<ChangeLog>()("ChangeLog", {
           WHERE catalogue_items.status <> 'reserved'
             AND (catalogue_items.status <> 'active' OR catalogue_items.item <> EXCLUDED.item
                  OR catalogue_items.sim IS DISTINCT FROM EXCLUDED.sim)
-          RETURNING id, item`
-        const byId = new Map(changed.map((r) => [r.id, r.item]))
-        return rows.flatMap((r) => byId.has(r.id) ? [{ op: "upsert" as const, id: r.id, item: byId.get(r.id)! }] : [])
+          RETURNING id`
+        // the item as written (not sent back: a catalogue's first sync would read it all again)
+        const written = new Set(changed.map((r) => r.id))
+        return rows.flatMap((r) => written.has(r.id) ? [{ op: "upsert" as const, id: r.id, item: r.item }] : [])
       })
 
     const removeRun = (writes: ReadonlyArray<CatalogueWrite>) =>
@@ -183,10 +200,11 @@ export class ChangeLog extends Effect.Service<ChangeLog>()("ChangeLog", {
           SELECT id, md5(item) || md5(coalesce(sim, '')) || status AS digest
           FROM catalogue_items WHERE id = ANY(${listings.map((l) => l.item.id.toLowerCase())}::uuid[])`
         const digests = new Map(stored.map((row) => [row.id, row.digest]))
-        return listings.filter((l) =>
-          digests.get(l.item.id.toLowerCase()) !==
-            md5(serialise(l.item)) + md5(l.sim === undefined ? "" : JSON.stringify(l.sim)) + "active"
-        )
+        return listings.filter((l) => {
+          // a listing not stored yet differs (a first sync compares nothing)
+          const digest = digests.get(l.item.id.toLowerCase())
+          return digest === undefined || digest !== md5(textOf(l.item)) + md5(l.sim === undefined ? "" : JSON.stringify(l.sim)) + "active"
+        })
       })
 
     /** Ids of the supplier's active items (reconciliation against a snapshot). */
