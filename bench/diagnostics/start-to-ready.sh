@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Start to /ready on a fresh database: SIZE (default 100000) simulator items, no churn; prints the
+# time, the process's CPU and its RSS then (and SETTLE seconds later if SETTLE is set).
+#   bash bench/diagnostics/start-to-ready.sh [pglite]     (needs npm run build; PostgreSQL at 127.0.0.1)
+cd "$(dirname "$0")/../.."
+mkdir -p .tmp
+if [ "$1" = "pglite" ]; then
+  rm -rf .tmp/start-data; DBENV="DATA_DIR=.tmp/start-data"
+else
+  psql -h 127.0.0.1 -U postgres -d test -qc "DROP DATABASE IF EXISTS mps_start" -c "CREATE DATABASE mps_start" 2>/dev/null
+  DBENV="DATABASE_URL=postgres://postgres@127.0.0.1:5432/mps_start DATA_DIR=.tmp/start-data"
+fi
+env $DBENV PORT=18080 OPS_PORT=18081 SIM_CATALOGUE_SIZE=${SIZE:-100000} SIM_CHURN_PER_SECOND=0 DEMO_MERCHANT=false LOG_LEVEL=info node --max-semi-space-size=64 --v8-pool-size=1 dist/bundle/main.mjs > .tmp/start.log 2>&1 &
+PID=$!
+START=$(date +%s.%N)
+for i in $(seq 1 1200); do
+  if curl -sf http://127.0.0.1:18081/ready >/dev/null 2>&1; then
+    T=$(echo "$(date +%s.%N) - $START" | bc)
+    read -r U S < <(awk '{print $14, $15}' /proc/$PID/stat)
+    echo "ready after $T s; node CPU $(( (U + S) / 100 )) s; RSS $(( $(awk '/VmRSS/{print $2}' /proc/$PID/status) / 1024 )) MB"
+    break
+  fi
+  sleep 0.1
+done
+sleep ${SETTLE:-0}
+[ "${SETTLE:-0}" != 0 ] && echo "after ${SETTLE} s: RSS $(( $(awk '/VmRSS/{print $2}' /proc/$PID/status) / 1024 )) MB"
+grep -o '"message":"catalogue reconciled[^}]*}[^}]*"timestamp":"[^"]*"' .tmp/start.log | head -2
+kill $PID
