@@ -173,7 +173,7 @@ export const makeFastLane = (responses: Responses, routes: ReadonlyArray<FastRou
       body: string | LentBytes,
       status = 200
     ) => {
-      responses.writeJson(request, response, started, status, headers, body)
+      responses.writeJson(request, response, path, started, status, headers, body)
       answeredOn(path).inc()
     }
 

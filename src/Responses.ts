@@ -40,8 +40,8 @@ export interface LentBytes {
 export const makeResponses = (server: string, metrics: Metrics, routes: ReadonlyArray<string>) => {
   const routeLabel = makeRouteLabeler(routes)
 
-  const record = (method: string, url: string, status: number, started: number) =>
-    metrics.recordRequest(server, method, routeLabel(url), status, (performance.now() - started) / 1000)
+  const record = (method: string, route: string, status: number, started: number) =>
+    metrics.recordRequest(server, method, route, status, (performance.now() - started) / 1000)
 
   /**
    * Every HttpApi response gets its X-Request-Id and is counted. Responses are written by the
@@ -54,7 +54,7 @@ export const makeResponses = (server: string, metrics: Metrics, routes: Readonly
       const requestId = requestIdOf(request.headers["x-request-id"])
       yield* HttpApp.appendPreResponseHandler((_request, response) =>
         Effect.sync(() => {
-          record(request.method, request.url, response.status, started)
+          record(request.method, routeLabel(request.url), response.status, started)
           const answered = response.status === 500 && response.body._tag === "Empty" ? internalError : response
           return HttpServerResponse.setHeader(answered, "x-request-id", requestId)
         })
@@ -63,10 +63,14 @@ export const makeResponses = (server: string, metrics: Metrics, routes: Readonly
     })
   )
 
-  /** A JSON answer written straight on node's response (the fast lane), with the same id and count. */
+  /**
+   * A JSON answer written straight on node's response (the fast lane), with the same id and count;
+   * `route` is the template the request matched (its label), known to the caller.
+   */
   const writeJson = (
     request: IncomingMessage,
     response: ServerResponse,
+    route: string,
     started: number,
     status: number,
     headers: Record<string, string>,
@@ -83,7 +87,7 @@ export const makeResponses = (server: string, metrics: Metrics, routes: Readonly
     // 'finish': the bytes are handed to the socket, so a lent buffer can be used again
     if (typeof body === "string") response.end(bytes)
     else response.end(bytes, body.release)
-    record(request.method ?? "GET", request.url ?? "", status, started)
+    record(request.method ?? "GET", route, status, started)
   }
 
   return { middleware, writeJson } as const

@@ -5,6 +5,7 @@
 import { Effect, Metric } from "effect"
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client"
 import { Fibers } from "./Fibers.js"
+import { makeRequestMetrics } from "./RequestMetrics.js"
 
 export class Metrics extends Effect.Service<Metrics>()("Metrics", {
   effect: Effect.gen(function*() {
@@ -13,19 +14,7 @@ export class Metrics extends Effect.Service<Metrics>()("Metrics", {
     collectDefaultMetrics({ register: registry })
     const registers = [registry]
 
-    const httpRequests = new Counter({
-      name: "http_requests_total",
-      help: "HTTP requests answered, by server, method, route template and status",
-      labelNames: ["server", "method", "route", "status"] as const,
-      registers
-    })
-    const httpDuration = new Histogram({
-      name: "http_request_duration_seconds",
-      help: "HTTP request latency, by server, method, route template and status",
-      labelNames: ["server", "method", "route", "status"] as const,
-      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
-      registers
-    })
+    const recordRequestSeries = makeRequestMetrics(registry)
     const effectFibers = new Gauge({
       name: "effect_fibers",
       help: "Effect runtime fiber counters (started, active, successes, failures)",
@@ -65,21 +54,11 @@ export class Metrics extends Effect.Service<Metrics>()("Metrics", {
       }
     })
 
-    // Bound children per label set: hashing the labels on every request costs more than the update.
-    const requestSeries = new Map<string, { readonly count: Counter.Internal; readonly latency: Histogram.Internal<string> }>()
     // requests the merchant API answered: background work gives way while they keep the process busy
     let apiRequests = 0
     const recordRequest = (server: string, method: string, route: string, status: number, seconds: number) => {
       if (server === "api") apiRequests += 1
-      const key = `${server} ${method} ${status} ${route}`
-      let series = requestSeries.get(key)
-      if (series === undefined) {
-        const labels = { server, method, route, status: String(status) }
-        series = { count: httpRequests.labels(labels), latency: httpDuration.labels(labels) }
-        requestSeries.set(key, series)
-      }
-      series.count.inc()
-      series.latency.observe(seconds)
+      recordRequestSeries(server, method, route, status, seconds)
     }
 
     /** A gauge of this registry; `refresh` (if given) runs before every scrape. */
