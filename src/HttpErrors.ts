@@ -138,7 +138,12 @@ const hasNoBody = (request: HttpServerRequest.HttpServerRequest) =>
 /** 404 for an unknown path; 405 with `Allow` for a known path with another method. */
 const routeNotFound = (request: HttpServerRequest.HttpServerRequest) => {
   const path = request.url.split("?")[0]
-  const methods = routesOf(request.url).map((route) => route.method)
+  const routes = routesOf(request.url)
+  // the router takes path parameters of at most 100 characters: a longer id is no such resource
+  const own = routes.find((route) => route.method === request.method)
+  const idError = own === undefined ? undefined : [...own.pathParams].map((name) => own.fieldErrors.get(name)).find((e) => e !== undefined)
+  if (idError !== undefined) return Errors.errorResponse(new idError({ message: `No such resource: ${Errors.boundedMessage(path ?? "")}` }))
+  const methods = routes.map((route) => route.method)
   if (methods.length === 0) {
     return HttpServerResponse.text(Errors.errorBody("MERCHANT_NOT_FOUND", `No route for ${request.method} ${path}`), {
       status: 404,
