@@ -13,12 +13,13 @@
  * same bytes. Both paths write through one response writer (Responses.ts): the same X-Request-Id,
  * rate-limit headers and request metrics.
  */
-import { HttpApi, type HttpApiEndpoint, type HttpApiGroup } from "@effect/platform"
-import { Effect, Either, Option, Schema } from "effect"
+import type { HttpApi, HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
+import { Effect, Either } from "effect"
 import { IncomingMessage, type ServerResponse } from "node:http"
-import { MerchantApi } from "./Api.js"
+import type { MerchantApi } from "./Api.js"
 import { errorWire } from "./Domain/Errors.js"
 import type { AuthenticatedMerchant } from "./Domain/Merchant.js"
+import { PUBLIC_ROUTES, type Route } from "./HttpErrors.js"
 import { Authenticator, type AuthOutcome } from "./Merchants/Authentication.js"
 import { Metrics } from "./Ops/Metrics.js"
 import { shareBodyProblem } from "./RequestBody.js"
@@ -70,17 +71,9 @@ export const fastGet = <G extends GroupName, E extends EndpointName<G>>(
   prepare: (urlParams: UrlParamsOf<G, E>) => Responder | undefined
 ): FastRoute => ({ group, endpoint, prepare })
 
-/** The contract's endpoint of a fast route: its method, whole path and query schema. */
-const endpointOf = (group: string, name: string) => {
-  let found: { readonly method: string; readonly path: string; readonly urlParams: Option.Option<Schema.Schema.AnyNoContext> } | undefined
-  HttpApi.reflect(MerchantApi, {
-    onGroup: () => undefined,
-    onEndpoint: ({ endpoint, group: g }) => {
-      if (g.identifier === group && endpoint.name === name) {
-        found = { method: endpoint.method, path: endpoint.path, urlParams: endpoint.urlParamsSchema as unknown as Option.Option<Schema.Schema.AnyNoContext> }
-      }
-    }
-  })
+/** The contract's endpoint of a fast route. */
+const endpointOf = (group: string, name: string): Route => {
+  const found = PUBLIC_ROUTES.find((route) => route.group === group && route.endpoint === name)
   if (found === undefined) throw new Error(`no endpoint ${group}.${name} in the contract`)
   return found
 }
@@ -89,14 +82,10 @@ const endpointOf = (group: string, name: string) => {
 const resolveGet = (route: FastRoute) => {
   const endpoint = endpointOf(route.group, route.endpoint)
   if (endpoint.method !== "GET") throw new Error(`${route.group}.${route.endpoint} is not a GET`)
-  const decode = Option.match(endpoint.urlParams, {
-    onNone: () => (_query: Query) => Either.right<unknown>({}),
-    onSome: (schema) => Schema.decodeUnknownEither(schema)
-  })
   const prepare = route.prepare as (urlParams: unknown) => Responder | undefined
   return {
     path: endpoint.path,
-    prepare: (query: Query) => Either.match(decode(query), { onLeft: () => undefined, onRight: prepare })
+    prepare: (query: Query) => Either.match(endpoint.decodeQuery(query), { onLeft: () => undefined, onRight: prepare })
   }
 }
 

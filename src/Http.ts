@@ -14,7 +14,7 @@ import { Settings } from "./Config.js"
 import { DepositsHttp } from "./Deposits/Http.js"
 import { WalletCallbacksLive } from "./Deposits/WalletCallbacks.js"
 import { type FastLane, makeFastLane } from "./FastLane.js"
-import { DOCS_PATH, OPENAPI_PATH, publicRoutes, SpecErrors } from "./HttpErrors.js"
+import { DOCS_PATH, OPENAPI_PATH, PUBLIC_ROUTES, SpecErrors } from "./HttpErrors.js"
 import { AuthenticationLive } from "./Merchants/Authentication.js"
 import { BalanceFastRoutes, BalanceHttp } from "./Merchants/Http.js"
 import { Metrics } from "./Ops/Metrics.js"
@@ -113,7 +113,7 @@ export const HttpLive = Layer.unwrapEffect(Effect.gen(function*() {
   const settings = yield* Settings
   const metrics = yield* Metrics
   const readiness = yield* Readiness
-  const routes = [...new Set(publicRoutes().map((route) => route.path))]
+  const routes = [...new Set(PUBLIC_ROUTES.map((route) => route.path))]
   const responses = makeResponses("api", metrics, routes)
   const fastLane = yield* makeFastLane(responses, [...yield* BalanceFastRoutes, ...yield* CatalogueFastRoutes], yield* PurchasesFastRoutes)
   return HttpApiBuilder.serve(responses.middleware).pipe(

@@ -6,7 +6,7 @@
  */
 import { HttpApi, HttpApiBuilder, HttpApiError, HttpServerError, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { NodeHttpServerRequest } from "@effect/platform-node"
-import { Cause, Effect, Option, type SchemaAST } from "effect"
+import { Cause, Effect, Either, Option, type ParseResult, Schema, type SchemaAST } from "effect"
 import { API_PREFIX, MerchantApi } from "./Api.js"
 import { STREAM_PATH } from "./Catalogue/Stream.js"
 import * as Errors from "./Domain/Errors.js"
@@ -18,9 +18,14 @@ export const DOCS_PATH = "/docs" as const
 
 // ---- the routes, and what each field fails as ----------------------------------------------------
 
-interface Route {
+export interface Route {
   readonly method: string
   readonly path: string
+  /** The contract's names of the endpoint (raw routes have none). */
+  readonly group: string | undefined
+  readonly endpoint: string | undefined
+  /** Decodes a query as HttpApi does (the endpoint's URL parameters; none: any query). */
+  readonly decodeQuery: (query: unknown) => Either.Either<unknown, ParseResult.ParseError>
   /** Body, query and path fields whose failures have their own code. */
   readonly fieldErrors: ReadonlyMap<string, Errors.ApiErrorConstructor>
   readonly pathParams: ReadonlySet<string>
@@ -38,13 +43,24 @@ const fieldsOf = (schema: Option.Option<{ readonly ast: SchemaAST.AST }>): Reado
         : []
   })
 
+const anyQuery = () => Either.right({})
+
 /** Every route of the public listener: the contract's endpoints and the raw routes beside them. */
-export const publicRoutes = (): ReadonlyArray<Route> => {
-  const raw = (method: string, path: string): Route => ({ method, path, fieldErrors: new Map(), pathParams: new Set(), bodyError: undefined })
+const publicRoutes = (): ReadonlyArray<Route> => {
+  const raw = (method: string, path: string): Route => ({
+    method,
+    path,
+    group: undefined,
+    endpoint: undefined,
+    decodeQuery: anyQuery,
+    fieldErrors: new Map(),
+    pathParams: new Set(),
+    bodyError: undefined
+  })
   const routes = [raw("GET", STREAM_PATH), raw("GET", OPENAPI_PATH), raw("GET", DOCS_PATH), raw("POST", WALLET_CALLBACK_PATH)]
   HttpApi.reflect(MerchantApi, {
     onGroup: () => undefined,
-    onEndpoint: ({ endpoint }) => {
+    onEndpoint: ({ endpoint, group }) => {
       const params = fieldsOf(endpoint.pathSchema)
       const body = fieldsOf(endpoint.payloadSchema)
       const fieldErrors = new Map<string, Errors.ApiErrorConstructor>()
@@ -52,6 +68,9 @@ export const publicRoutes = (): ReadonlyArray<Route> => {
       routes.push({
         method: endpoint.method,
         path: endpoint.path,
+        group: group.identifier,
+        endpoint: endpoint.name,
+        decodeQuery: Option.match(endpoint.urlParamsSchema, { onNone: () => anyQuery, onSome: (schema) => Schema.decodeUnknownEither(schema) }),
         fieldErrors,
         pathParams: new Set(params.map(([name]) => name)),
         bodyError: body.find(([, error]) => error !== undefined)?.[1]
@@ -60,6 +79,9 @@ export const publicRoutes = (): ReadonlyArray<Route> => {
   })
   return routes
 }
+
+/** The routes, read from the contract once. */
+export const PUBLIC_ROUTES = publicRoutes()
 
 /**
  * The routes of a request's path, matched as the router matches (a `:name` segment is any one
@@ -82,7 +104,7 @@ const makeRouteFinder = (routes: ReadonlyArray<Route>) => {
   }
 }
 
-const routesOf = makeRouteFinder(publicRoutes())
+const routesOf = makeRouteFinder(PUBLIC_ROUTES)
 
 const routeOf = (request: HttpServerRequest.HttpServerRequest): Route | undefined => routesOf(request.url).find((route) => route.method === request.method)
 

@@ -9,6 +9,9 @@
  * Data frames are written to the upgraded socket directly: the WebSocket server runs without
  * permessage-deflate, so `ws` writes each of its own frames (pongs, close) synchronously and whole,
  * and frames never interleave. Closing goes through the socket writer, so `ws` does the handshake.
+ *
+ * A little over 300 lines: the handshake, the catch-up and the live fan-out share one client
+ * record and its close rules; apart, each would restate them.
  */
 import { HttpApiBuilder, HttpServerRequest, HttpServerResponse, Socket } from "@effect/platform"
 import { NodeHttpServerRequest } from "@effect/platform-node"

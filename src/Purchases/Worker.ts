@@ -10,6 +10,9 @@
  * HANDOVER_GATHER is placed with the provider in one call and moved to processing in one statement.
  * A step's end tells the claimer when that purchase is next due, so its own notification does not
  * wake the claimer to query what it already knows.
+ *
+ * Longer than 300 lines: the claim, the provider steps and the recovery share one lease and one
+ * transaction shape; it is split with the buy engine (issue 26), which takes over its claims.
  */
 import { SqlClient, type Statement } from "@effect/sql"
 import { Effect, FiberSet, Layer, Option, Queue, Schema } from "effect"
