@@ -52,13 +52,19 @@ export class Merchants extends Effect.Service<Merchants>()("Merchants", {
     const fibers = yield* Fibers
 
     const cache = new Map<string, { readonly merchant: AuthenticatedMerchant; readonly expiresAt: number }>()
+    /** Names this process in its notifications. */
+    const processOrigin = randomUUID()
     const forget = (merchantId: string) => {
       for (const [hash, entry] of cache) if (entry.merchant.id === merchantId) cache.delete(hash)
     }
-    /** Drops this process's cache now; other processes' at commit (sql-pg's own notify sends invalid SQL). */
+    /**
+     * Drops this process's cache now; other processes' at commit (sql-pg's own notify sends
+     * invalid SQL). The payload names this process, whose callers forget again once they have
+     * committed: its own notification need not empty what was cached since, which is fresh.
+     */
     const announce = (merchantId: string) =>
       Effect.sync(() => forget(merchantId)).pipe(
-        Effect.zipRight(sql`SELECT pg_notify(${AUTH_CHANGED_CHANNEL}, ${merchantId})`)
+        Effect.zipRight(sql`SELECT pg_notify(${AUTH_CHANGED_CHANNEL}, ${`${merchantId} ${processOrigin}`})`)
       )
 
     /** Told of each committed change of a merchant's keys or status (undefined: every merchant's may have changed unheard). */
@@ -69,13 +75,14 @@ export class Merchants extends Effect.Service<Merchants>()("Merchants", {
     // changed unheard: the cache starts empty.
     yield* fibers.supervise("merchant-auth-invalidation", (beat) =>
       pg.listen(AUTH_CHANGED_CHANNEL).pipe(
-        Stream.runForEach((merchantId) =>
+        Stream.runForEach((payload) =>
           Effect.zipRight(
             beat,
             Effect.sync(() => {
-              if (merchantId === LISTENING) cache.clear()
-              else forget(merchantId)
-              for (const listener of authChangeListeners) listener(merchantId === LISTENING ? undefined : merchantId)
+              const [merchantId = "", origin] = payload.split(" ")
+              if (payload === LISTENING) cache.clear()
+              else if (origin !== processOrigin) forget(merchantId)
+              for (const listener of authChangeListeners) listener(payload === LISTENING ? undefined : merchantId)
             })
           )
         )

@@ -162,16 +162,18 @@ describe("POST /buy in the fast lane", () => {
     expect(top.json.items[0].id).toBe(mostExpensive.id)
   })
 
-  it("refuses an inactive merchant's buy itself, as the middleware refuses its other POSTs: 403, one token", async () => {
+  it("refuses an inactive merchant's buy with the middleware's bytes (in the fast lane itself on PostgreSQL): 403, one token", async () => {
     const m = await warmMerchant()
     expect((await server.admin(`/admin/merchants/${m.id}`, { method: "PATCH", body: { status: "inactive" } })).status).toBe(200)
-    // a read caches the key again, with its new status
+    // a read caches the key again, with its new status; this process's own notification of the
+    // change (which may come later) does not empty the cache again
     const balance = await server.api("/balance", { key: m.apiKey })
     const before = await fastBuys()
     const res = await buy(m.apiKey, { item_id: items[8]!.id })
     expectError(res, 403, "MERCHANT_NOT_ACTIVE")
     expect(remaining(res)).toBe(remaining(balance) - 1)
-    expect(await fastBuys()).toBe(before + 1)
+    // on PGlite /buy has no fast route: the middleware refuses it
+    expect(await fastBuys()).toBe(onPostgreSql ? before + 1 : before)
     // the middleware's answer to another POST (no fast route): the same body
     const wallet = await server.api("/deposits/wallets", { method: "POST", key: m.apiKey, body: { network: "tron" } })
     expectError(wallet, 403, "MERCHANT_NOT_ACTIVE")
