@@ -15,7 +15,10 @@
  * core 1 (taskset). CPU per delivery is from /proc of the service process.
  *
  *   node bench/webhooks/run.mjs [--rounds 3] [--events1 4000] [--events100 20000] [--buys 200]
- *                               [--burst 60000] [--duration 8]
+ *                               [--burst 60000] [--duration 8] [--parts deliveries,latency,reads]
+ *                               [--nodeArgs "--cpu-prof --cpu-prof-dir=/tmp/prof"]
+ *
+ * `--parts` runs only the parts named; `--nodeArgs` adds node flags to the service (a profile).
  */
 import { execFileSync, spawnSync } from "node:child_process"
 import { randomUUID } from "node:crypto"
@@ -42,7 +45,17 @@ import {
   waitQuiet
 } from "../lib/harness.mjs"
 
-const opts = argOptions(process.argv.slice(2), { rounds: 3, events1: 4000, events100: 20000, buys: 200, burst: 60000, duration: 8 })
+const opts = argOptions(process.argv.slice(2), {
+  rounds: 3,
+  events1: 4000,
+  events100: 20000,
+  buys: 200,
+  burst: 60000,
+  duration: 8,
+  parts: "deliveries,latency,reads",
+  nodeArgs: ""
+})
+const parts = new Set(opts.parts.split(","))
 const OUT = join(ROOT, "bench/webhooks/out")
 mkdirSync(OUT, { recursive: true })
 
@@ -64,7 +77,8 @@ const service = await startService({
   databaseUrl: database.url,
   dataDir: join(OUT, `data-${process.pid}`),
   extra: { WEBHOOK_ALLOW_PRIVATE_TARGETS: "true", SIM_CHURN_PER_SECOND: "0", SIM_TIME_SCALE: "0.05" },
-  untilIdle: true
+  untilIdle: true,
+  nodeArgs: opts.nodeArgs.split(" ").filter((arg) => arg !== "")
 })
 pin(service.child.pid, 0)
 const db = await connectClient(database.url)
@@ -162,59 +176,62 @@ const throughput = async (merchantCount, n, concurrency) => {
   }
 }
 
-log("\n1. deliveries per second")
-const one = await throughput(1, opts.events1, 4)
-const hundred = await throughput(100, opts.events100, 64)
+const deliveries = async () => {
+  log("\n1. deliveries per second")
+  return { one: await throughput(1, opts.events1, 4), hundred: await throughput(100, opts.events100, 64) }
+}
 
 // ---- 2. end-to-end latency, idle queue ------------------------------------------------------
 
-log("\n2. latency from a purchase's state change to its webhook, idle queue")
 const buyer = merchants[0]
-await admin(service, "/admin/deposits", { merchant_id: buyer.id, network: "tron", amount: 100_000, tx_id: `fund-${randomUUID()}` })
-const items = Array.from({ length: opts.buys }, (_, i) => ({
-  market_hash_name: `Bench Hook Item ${i}`,
-  price: 1,
-  delivery_type: "instant",
-  is_stat_trak: false,
-  is_souvenir: false,
-  stickers: []
-}))
-const loaded = await admin(service, "/admin/catalogue/items", { items }, "PUT")
-await sleep(2000)
-await receiver({ op: "reset", latencies: true })
-for (const itemId of loaded.ids) {
-  const res = await fetch(`${service.baseUrl}/api/v1/merchant/buy`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${buyer.apiKey}`, "content-type": "application/json" },
-    body: JSON.stringify({
-      item_id: itemId,
-      max_price: 5,
-      custom_id: `bench-${randomUUID()}`,
-      target_trade_url: "https://steamcommunity.com/tradeoffer/new/?partner=12345678&token=abcdEFGH"
+const endToEnd = async () => {
+  log("\n2. latency from a purchase's state change to its webhook, idle queue")
+  await admin(service, "/admin/deposits", { merchant_id: buyer.id, network: "tron", amount: 100_000, tx_id: `fund-${randomUUID()}` })
+  const items = Array.from({ length: opts.buys }, (_, i) => ({
+    market_hash_name: `Bench Hook Item ${i}`,
+    price: 1,
+    delivery_type: "instant",
+    is_stat_trak: false,
+    is_souvenir: false,
+    stickers: []
+  }))
+  const loaded = await admin(service, "/admin/catalogue/items", { items }, "PUT")
+  await sleep(2000)
+  await receiver({ op: "reset", latencies: true })
+  for (const itemId of loaded.ids) {
+    const res = await fetch(`${service.baseUrl}/api/v1/merchant/buy`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${buyer.apiKey}`, "content-type": "application/json" },
+      body: JSON.stringify({
+        item_id: itemId,
+        max_price: 5,
+        custom_id: `bench-${randomUUID()}`,
+        target_trade_url: "https://steamcommunity.com/tradeoffer/new/?partner=12345678&token=abcdEFGH"
+      })
     })
-  })
-  if (res.status !== 201) throw new Error(`buy: ${res.status} ${await res.text()}`)
-  await sleep(50)
+    if (res.status !== 201) throw new Error(`buy: ${res.status} ${await res.text()}`)
+    await sleep(50)
+  }
+  // every purchase's four events (created, processing, sent_to_steam, completed)
+  await waitArrivals(opts.buys * 4, 120_000)
+  const { latencies } = await receiver({ op: "status", latencies: true })
+  const byType = {}
+  for (const { type, ms } of latencies) (byType[type] ??= []).push(ms)
+  const latency = Object.fromEntries(
+    Object.entries(byType).map(([type, xs]) => {
+      const sorted = [...xs].sort((a, b) => a - b)
+      return [type, { n: xs.length, p50: percentileSorted(sorted, 50), p99: percentileSorted(sorted, 99), max: sorted[sorted.length - 1] }]
+    })
+  )
+  for (const [type, l] of Object.entries(latency)) log(`  ${type}: n ${l.n}, p50 ${l.p50} ms, p99 ${l.p99} ms, max ${l.max} ms`)
+  const allSorted = latencies.map((l) => l.ms).sort((a, b) => a - b)
+  const all = { n: allSorted.length, p50: percentileSorted(allSorted, 50), p99: percentileSorted(allSorted, 99) }
+  log(`  all purchase events: p50 ${all.p50} ms, p99 ${all.p99} ms`)
+  return { byType: latency, all }
 }
-// every purchase's four events (created, processing, sent_to_steam, completed)
-await waitArrivals(opts.buys * 4, 120_000)
-const { latencies } = await receiver({ op: "status", latencies: true })
-const byType = {}
-for (const { type, ms } of latencies) (byType[type] ??= []).push(ms)
-const latency = Object.fromEntries(
-  Object.entries(byType).map(([type, xs]) => {
-    const sorted = [...xs].sort((a, b) => a - b)
-    return [type, { n: xs.length, p50: percentileSorted(sorted, 50), p99: percentileSorted(sorted, 99), max: sorted[sorted.length - 1] }]
-  })
-)
-for (const [type, l] of Object.entries(latency)) log(`  ${type}: n ${l.n}, p50 ${l.p50} ms, p99 ${l.p99} ms, max ${l.max} ms`)
-const allSorted = latencies.map((l) => l.ms).sort((a, b) => a - b)
-const latencyAll = { n: allSorted.length, p50: percentileSorted(allSorted, 50), p99: percentileSorted(allSorted, 99) }
-log(`  all purchase events: p50 ${latencyAll.p50} ms, p99 ${latencyAll.p99} ms`)
 
 // ---- 3. catalogue reads during a burst ------------------------------------------------------
 
-log("\n3. GET /items (50 items) with wrk -t1 -c50, without and with a burst of deliveries")
 const wrk = (seconds) => {
   const run = spawnSync("taskset", [
     "-c",
@@ -232,37 +249,49 @@ const wrk = (seconds) => {
   const non2xx = Number(run.stdout.match(/Non-2xx or 3xx responses: (\d+)/)?.[1] ?? 0)
   return { rate, non2xx }
 }
-const reads = []
-for (let round_ = 1; round_ <= opts.rounds; round_++) {
-  await waitQuiet(`reads round ${round_}`)
-  const quiet = wrk(opts.duration)
-  await receiver({ op: "reset" })
-  await insertEvents(makeEvents(opts.burst, 100))
-  await sleep(200)
-  const during = wrk(opts.duration)
-  const status = await receiver({ op: "status" })
-  const drained = status.count
-  await waitArrivals(opts.burst)
-  const row = { round: round_, quiet: round(quiet.rate), duringBurst: round(during.rate), deliveredDuringWindow: drained, non2xx: quiet.non2xx + during.non2xx }
-  row.ratio = round(row.duringBurst / row.quiet, 2)
-  log(`  round ${round_}: ${row.quiet} req/s quiet, ${row.duringBurst} req/s during the burst (${drained} deliveries by then), ratio ${row.ratio}`)
-  reads.push(row)
+const readsDuringBurst = async () => {
+  log("\n3. GET /items (50 items) with wrk -t1 -c50, without and with a burst of deliveries")
+  const rows = []
+  for (let round_ = 1; round_ <= opts.rounds; round_++) {
+    await waitQuiet(`reads round ${round_}`)
+    const quiet = wrk(opts.duration)
+    await receiver({ op: "reset" })
+    await insertEvents(makeEvents(opts.burst, 100))
+    await sleep(200)
+    const during = wrk(opts.duration)
+    const status = await receiver({ op: "status" })
+    const drained = status.count
+    await waitArrivals(opts.burst)
+    const row = {
+      round: round_,
+      quiet: round(quiet.rate),
+      duringBurst: round(during.rate),
+      deliveredDuringWindow: drained,
+      non2xx: quiet.non2xx + during.non2xx
+    }
+    row.ratio = round(row.duringBurst / row.quiet, 2)
+    log(`  round ${round_}: ${row.quiet} req/s quiet, ${row.duringBurst} req/s during the burst (${drained} deliveries by then), ratio ${row.ratio}`)
+    rows.push(row)
+  }
+  return { rows, ratioOfMedians: round(median(rows.map((r) => r.duringBurst)) / median(rows.map((r) => r.quiet)), 2) }
 }
-const readsRatio = round(median(reads.map((r) => r.duringBurst)) / median(reads.map((r) => r.quiet)), 2)
 
 const summary = {
   at: new Date().toISOString(),
   machine,
-  deliveries: { oneMerchant: one, hundredMerchants: hundred },
-  latency: { byType: latency, all: latencyAll },
-  reads: { rows: reads, ratioOfMedians: readsRatio }
+  deliveries: parts.has("deliveries") ? await deliveries() : undefined,
+  latency: parts.has("latency") ? await endToEnd() : undefined,
+  reads: parts.has("reads") ? await readsDuringBurst() : undefined
 }
 writeFileSync(join(OUT, `run-${Date.now()}.json`), JSON.stringify(summary, null, 2))
 log("\nsummary")
-log(`  deliveries/s, 1 merchant:    service ${one.serviceMedian}, bare ${one.bareMedian}, ratio ${one.ratioOfMedians} (concurrency 4)`)
-log(`  deliveries/s, 100 merchants: service ${hundred.serviceMedian}, bare ${hundred.bareMedian}, ratio ${hundred.ratioOfMedians} (concurrency 64)`)
-log(`  latency, purchase events (idle queue): p50 ${latencyAll.p50} ms, p99 ${latencyAll.p99} ms`)
-log(`  /items req/s during a burst / without: ${readsRatio}`)
+if (summary.deliveries !== undefined) {
+  const { one, hundred } = summary.deliveries
+  log(`  deliveries/s, 1 merchant:    service ${one.serviceMedian}, bare ${one.bareMedian}, ratio ${one.ratioOfMedians} (concurrency 4)`)
+  log(`  deliveries/s, 100 merchants: service ${hundred.serviceMedian}, bare ${hundred.bareMedian}, ratio ${hundred.ratioOfMedians} (concurrency 64)`)
+}
+if (summary.latency !== undefined) log(`  latency, purchase events (idle queue): p50 ${summary.latency.all.p50} ms, p99 ${summary.latency.all.p99} ms`)
+if (summary.reads !== undefined) log(`  /items req/s during a burst / without: ${summary.reads.ratioOfMedians}`)
 
 await db.end()
 await service.stop()
