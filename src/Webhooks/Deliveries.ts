@@ -5,11 +5,93 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
 import { randomUUID } from "node:crypto"
-import { Settings } from "../Config.js"
-import { DatabaseKind } from "../Db/Database.js"
+import { DirectTransactions } from "../Db/Database.js"
 
 export const DUE_CHANNEL = "webhook_events_due"
 const CLAIM_LOCK_KEY = 7_311_024
+
+/** The most due events one claim looks at (twice that many are scanned). */
+const CLAIM_WINDOW_MAX = 128
+
+/**
+ * The claim (see `claim` below) as one text with numbered parameters: on PostgreSQL a prepared
+ * statement, planned once per connection, sent with its transaction in one round trip (planning
+ * it cost more than running it). $1/$2 the events held per merchant, $3 the owner, $4 the limit
+ * per merchant, $5 the scan, $6 the window, $7 the free places, $8 the lease, $9 the claim token.
+ */
+const claimStatement = (byMerchant: boolean) => `
+  WITH RECURSIVE ${
+  byMerchant
+    ? `
+  -- every merchant with events to send, one index probe each (a loose index scan)
+  merchants_with_events AS (
+    (SELECT merchant_id FROM webhook_events WHERE delivery_status IN ('pending', 'sending') ORDER BY merchant_id LIMIT 1)
+    UNION ALL
+    SELECT (SELECT e.merchant_id FROM webhook_events e
+            WHERE e.delivery_status IN ('pending', 'sending') AND e.merchant_id > h.merchant_id
+            ORDER BY e.merchant_id LIMIT 1)
+    FROM merchants_with_events h WHERE h.merchant_id IS NOT NULL),`
+    : ""
+}
+  live AS (
+    SELECT merchant_id, lease_owner FROM webhook_events
+    WHERE delivery_status = 'sending' AND next_attempt_at > now()),
+  held AS (
+    SELECT merchant_id, n FROM unnest($1::uuid[], $2::int[]) AS h(merchant_id, n)),
+  closed AS (
+    SELECT merchant_id FROM live WHERE lease_owner IS DISTINCT FROM $3::text
+    UNION SELECT merchant_id FROM held WHERE n >= $4::int),
+  ${
+  byMerchant
+    ? `
+  candidates AS (
+    SELECT r.id, r.merchant_id, r.next_attempt_at, r.seq
+    FROM merchants_with_events h CROSS JOIN LATERAL (
+      SELECT id, merchant_id, next_attempt_at, seq FROM webhook_events
+      WHERE merchant_id = h.merchant_id AND delivery_status IN ('pending', 'sending') AND next_attempt_at <= now()
+      ORDER BY next_attempt_at, seq LIMIT $4::int) AS r
+    WHERE h.merchant_id IS NOT NULL AND h.merchant_id NOT IN (SELECT merchant_id FROM closed)
+    ORDER BY r.next_attempt_at, r.seq LIMIT $6::int),
+  scanned AS (SELECT 1 WHERE $5::int < 0),`
+    : `
+  scanned AS (
+    SELECT id, merchant_id, next_attempt_at, seq FROM webhook_events
+    WHERE delivery_status IN ('pending', 'sending') AND next_attempt_at <= now()
+    ORDER BY next_attempt_at, seq LIMIT $5::int),
+  candidates AS (
+    SELECT * FROM scanned WHERE merchant_id NOT IN (SELECT merchant_id FROM closed)
+    ORDER BY next_attempt_at, seq LIMIT $6::int),`
+}
+  ranked AS (
+    SELECT c.id, c.next_attempt_at, c.seq,
+      row_number() OVER (PARTITION BY c.merchant_id ORDER BY c.next_attempt_at, c.seq) + coalesce(h.n, 0) AS slot
+    FROM candidates c LEFT JOIN held h ON h.merchant_id = c.merchant_id),
+  chosen AS (
+    SELECT id FROM ranked WHERE slot <= $4::int
+    ORDER BY next_attempt_at, seq LIMIT $7::int),
+  claimed AS (
+    UPDATE webhook_events e
+    SET delivery_status = 'sending', claim_token = $9::uuid, lease_owner = $3::text,
+        lease_until = now() + make_interval(secs => $8::int),
+        next_attempt_at = now() + make_interval(secs => $8::int)
+    FROM chosen, merchants m
+    -- still due once its row lock is had (a replay or a record may have changed it meanwhile)
+    WHERE e.id = chosen.id AND m.id = e.merchant_id
+      AND e.delivery_status IN ('pending', 'sending') AND e.next_attempt_at <= now()
+    RETURNING e.id, e.merchant_id AS "merchantId", e.event_type AS "eventType", e.body,
+      e.created_at AS "createdAt", e.run_attempts AS "runAttempts", m.webhook_url AS "webhookUrl",
+      m.webhook_secret AS secret,
+      CASE WHEN m.webhook_secret_previous_until > now() THEN m.webhook_secret_previous END AS "previousSecret")
+  SELECT claimed.*,
+    (SELECT count(*) FROM ranked WHERE slot <= $4::int) > (SELECT count(*) FROM chosen) AS "leftOut",
+    (SELECT count(*) FROM candidates) >= $6::int AS "windowFull",
+    (SELECT count(*) FROM scanned) >= $5::int AS "deep",
+    (SELECT min(next_attempt_at) FROM webhook_events
+     WHERE delivery_status IN ('pending', 'sending') AND next_attempt_at > now()
+       AND merchant_id NOT IN (SELECT merchant_id FROM closed)) AS "nextDue"
+  FROM (SELECT 1) AS one LEFT JOIN claimed ON true`
+const CLAIM = claimStatement(false)
+const CLAIM_BY_MERCHANT = claimStatement(true)
 
 /** A timestamptz as pg (Date) or an expression's text gives it. */
 const Instant = Schema.Union(Schema.DateFromSelf, Schema.DateFromString)
@@ -53,15 +135,21 @@ export interface ClaimLimits {
   readonly owner: string
   /** Events this process may still take. */
   readonly free: number
-  /** Events this process may hold per merchant. */
+  /** Events this process may hold per merchant, not yet attempted or in flight. */
   readonly perMerchant: number
+  /**
+   * What this process holds now per merchant, not yet attempted or in flight (kept in memory: an
+   * event whose attempt has ended no longer counts, though its result may not be recorded yet).
+   */
+  readonly held: ReadonlyMap<string, number>
   readonly leaseSeconds: number
 }
 
 export class WebhookDeliveries extends Effect.Service<WebhookDeliveries>()("WebhookDeliveries", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const exclusive = DatabaseKind(yield* Settings) === "postgresql"
+    // PostgreSQL: transactions of prepared statements in one round trip; PGlite serves one process
+    const direct = yield* DirectTransactions
     /**
      * Claims and results are bookkeeping of at-least-once delivery: one lost in a crash of the
      * database only means an event is sent again. Their commits do not wait for the disk.
@@ -70,7 +158,7 @@ export class WebhookDeliveries extends Effect.Service<WebhookDeliveries>()("Webh
 
     /**
      * Leases due events for this process (`owner`), oldest due first: at most `perMerchant` held
-     * per merchant, counting those it holds already, and none of a merchant whose events another
+     * per merchant, counting those it holds already (`held`), and none of a merchant whose events another
      * process holds (a merchant's events are sent by one process at a time, so the per-merchant
      * limit on attempts, kept by that process, holds across all of them). With the events, what an
      * attempt needs (URL, secrets), and when to claim next:
@@ -87,82 +175,31 @@ export class WebhookDeliveries extends Effect.Service<WebhookDeliveries>()("Webh
     const claim = (limits: ClaimLimits, byMerchant = false) =>
       Effect.gen(function*() {
         const token = randomUUID()
-        const window = Math.max(limits.free * 2, 64)
-        const scanLimit = window * 2
-        const candidates = byMerchant
-          ? sql`
-            candidates AS (
-              SELECT r.id, r.merchant_id, r.next_attempt_at, r.seq
-              FROM merchants_with_events h CROSS JOIN LATERAL (
-                SELECT id, merchant_id, next_attempt_at, seq FROM webhook_events
-                WHERE merchant_id = h.merchant_id AND delivery_status IN ('pending', 'sending') AND next_attempt_at <= now()
-                ORDER BY next_attempt_at, seq LIMIT ${limits.perMerchant}) AS r
-              WHERE h.merchant_id IS NOT NULL AND h.merchant_id NOT IN (SELECT merchant_id FROM closed)
-              ORDER BY r.next_attempt_at, r.seq LIMIT ${window}),
-            scanned AS (SELECT 1 WHERE false),`
-          : sql`
-            scanned AS (
-              SELECT id, merchant_id, next_attempt_at, seq FROM webhook_events
-              WHERE delivery_status IN ('pending', 'sending') AND next_attempt_at <= now()
-              ORDER BY next_attempt_at, seq LIMIT ${scanLimit}),
-            candidates AS (
-              SELECT * FROM scanned WHERE merchant_id NOT IN (SELECT merchant_id FROM closed)
-              ORDER BY next_attempt_at, seq LIMIT ${window}),`
-        // every merchant with events to send, one index probe each (a loose index scan)
-        const merchantsWithEvents = byMerchant
-          ? sql`
-            merchants_with_events AS (
-              (SELECT merchant_id FROM webhook_events WHERE delivery_status IN ('pending', 'sending') ORDER BY merchant_id LIMIT 1)
-              UNION ALL
-              SELECT (SELECT e.merchant_id FROM webhook_events e
-                      WHERE e.delivery_status IN ('pending', 'sending') AND e.merchant_id > h.merchant_id
-                      ORDER BY e.merchant_id LIMIT 1)
-              FROM merchants_with_events h WHERE h.merchant_id IS NOT NULL),`
-          : sql``
-        const statement = sql`
-          WITH RECURSIVE ${merchantsWithEvents}
-          live AS (
-            SELECT merchant_id, lease_owner FROM webhook_events
-            WHERE delivery_status = 'sending' AND next_attempt_at > now()),
-          held AS (
-            SELECT merchant_id, count(*)::int AS n FROM live WHERE lease_owner = ${limits.owner} GROUP BY merchant_id),
-          closed AS (
-            SELECT merchant_id FROM live WHERE lease_owner IS DISTINCT FROM ${limits.owner}
-            UNION SELECT merchant_id FROM held WHERE n >= ${limits.perMerchant}),
-          ${candidates}
-          ranked AS (
-            SELECT c.id, c.next_attempt_at, c.seq,
-              row_number() OVER (PARTITION BY c.merchant_id ORDER BY c.next_attempt_at, c.seq) + coalesce(h.n, 0) AS slot
-            FROM candidates c LEFT JOIN held h ON h.merchant_id = c.merchant_id),
-          chosen AS (
-            SELECT id FROM ranked WHERE slot <= ${limits.perMerchant}
-            ORDER BY next_attempt_at, seq LIMIT ${limits.free}),
-          claimed AS (
-            UPDATE webhook_events e
-            SET delivery_status = 'sending', claim_token = ${token}, lease_owner = ${limits.owner},
-                lease_until = now() + make_interval(secs => ${limits.leaseSeconds}),
-                next_attempt_at = now() + make_interval(secs => ${limits.leaseSeconds})
-            FROM chosen, merchants m
-            -- still due once its row lock is had (a replay or a record may have changed it meanwhile)
-            WHERE e.id = chosen.id AND m.id = e.merchant_id
-              AND e.delivery_status IN ('pending', 'sending') AND e.next_attempt_at <= now()
-            RETURNING e.id, e.merchant_id AS "merchantId", e.event_type AS "eventType", e.body,
-              e.created_at AS "createdAt", e.run_attempts AS "runAttempts", m.webhook_url AS "webhookUrl",
-              m.webhook_secret AS secret,
-              CASE WHEN m.webhook_secret_previous_until > now() THEN m.webhook_secret_previous END AS "previousSecret")
-          SELECT claimed.*,
-            (SELECT count(*) FROM ranked WHERE slot <= ${limits.perMerchant}) > (SELECT count(*) FROM chosen) AS "leftOut",
-            (SELECT count(*) FROM candidates) >= ${window} AS "windowFull",
-            (SELECT count(*) FROM scanned) >= ${scanLimit} AS "deep",
-            (SELECT min(next_attempt_at) FROM webhook_events
-             WHERE delivery_status IN ('pending', 'sending') AND next_attempt_at > now()
-               AND merchant_id NOT IN (SELECT merchant_id FROM closed)) AS "nextDue"
-          FROM (SELECT 1) AS one LEFT JOIN claimed ON true`
-        const rows = yield* (exclusive
-          ? sql.withTransaction(Effect.zipRight(sql`SELECT pg_advisory_xact_lock(${CLAIM_LOCK_KEY}), ${noSyncCommit}`, statement))
-          : statement)
+        const window = Math.min(Math.max(limits.free * 2, 64), CLAIM_WINDOW_MAX)
+        const params = [
+          [...limits.held.keys()],
+          [...limits.held.values()],
+          limits.owner,
+          limits.perMerchant,
+          window * 2,
+          window,
+          limits.free,
+          limits.leaseSeconds,
+          token
+        ]
+        const text = byMerchant ? CLAIM_BY_MERCHANT : CLAIM
+        const rows = yield* (Option.isSome(direct)
+          ? Effect.promise(() =>
+            direct.value((session) =>
+              session.queriesAndCommit([
+                ["SELECT pg_advisory_xact_lock($1), set_config('synchronous_commit', 'off', true)", [CLAIM_LOCK_KEY]],
+                [text, params]
+              ])
+            )
+          ).pipe(Effect.flatMap((results) => results === undefined ? Effect.dieMessage("webhook claim rolled back") : Effect.succeed(results[1]!)))
+          : sql.unsafe(text, params))
         const outlook = yield* Schema.decodeUnknown(ClaimOutlook)(rows[0])
-        const claimed = yield* Schema.decodeUnknown(Schema.Array(ClaimedRow))(rows.filter((row) => row["id"] !== null))
+        const claimed = yield* Schema.decodeUnknown(Schema.Array(ClaimedRow))(rows.filter((row) => (row as { id: unknown }).id !== null))
         const next: ClaimNext = outlook.leftOut ?
           "now"
           : outlook.windowFull ?

@@ -30,7 +30,7 @@ const POLL_MS = 2_000
 /** How soon to claim again when due events may wait beyond the claim's window of candidates. */
 const SOON_MS = 25
 /** The least time between two claims (notifications of a busy service come far more often). */
-const CLAIM_SPACING_MS = 10
+const CLAIM_SPACING_MS = 3
 /** The least time between two claims that look at merchants one by one (see Deliveries.claim). */
 const BY_MERCHANT_SPACING_MS = 100
 const RESULT_BATCH = 256
@@ -81,15 +81,6 @@ export const WebhookSenderLive = Layer.scopedDiscard(Effect.gen(function*() {
   // back); of those, the ones waiting for an attempt (per merchant, in claim order) and the
   // attempts in flight (per merchant and in all).
   const held = new Map<string, ClaimedEvent & { readonly leaseEndsAt: number }>()
-  const heldPerMerchant = new Map<string, number>()
-  const unhold = (id: string) => {
-    const event = held.get(id)
-    if (event === undefined) return
-    held.delete(id)
-    const left = (heldPerMerchant.get(event.merchantId) ?? 1) - 1
-    if (left > 0) heldPerMerchant.set(event.merchantId, left)
-    else heldPerMerchant.delete(event.merchantId)
-  }
   const waiting = new Map<string, Array<ClaimedEvent & { readonly leaseEndsAt: number }>>()
   const inFlight = new Map<string, number>()
   let inFlightTotal = 0
@@ -122,8 +113,31 @@ export const WebhookSenderLive = Layer.scopedDiscard(Effect.gen(function*() {
   let stopping = false
   // held events dropped unattempted (their leases were running out), given back by the claimer
   const toRelease: Array<ClaimedEvent> = []
-  // merchants whose attempts ended since the results were last recorded
-  const finishedSinceRecord = new Set<string>()
+
+  /**
+   * What this process holds per merchant and in all that is not yet attempted or in flight: what
+   * the holding limits count (an event whose attempt ended is done with, recorded or not).
+   */
+  const unfinished = () => {
+    const perMerchant = new Map(inFlight)
+    let total = inFlightTotal
+    for (const [merchantId, queue] of waiting) {
+      perMerchant.set(merchantId, (perMerchant.get(merchantId) ?? 0) + queue.length)
+      total += queue.length
+    }
+    return { perMerchant, total }
+  }
+
+  /**
+   * A claim is due when a merchant whose attempt just ended has less than half its hold waiting:
+   * its next events arrive while it still has some to send (a claim needs no result recorded first).
+   */
+  const claimIfShort = (merchantId: string) => {
+    // (a claim already due may be waiting for room: an ended attempt makes some)
+    if (!claimDue && (waiting.get(merchantId)?.length ?? 0) >= holdPerMerchant / 2) return
+    claimDue = true
+    Queue.unsafeOffer(wake, undefined)
+  }
 
   /** Aborts what is in flight, records what is left of the results, then gives back what is still held: last at shutdown. */
   yield* Effect.addFinalizer(() =>
@@ -132,7 +146,7 @@ export const WebhookSenderLive = Layer.scopedDiscard(Effect.gen(function*() {
       for (const abort of aborts.values()) abort()
       const left = Array.from(yield* Queue.takeAll(results))
       if (left.length > 0) yield* deliveries.record(left)
-      for (const result of left) unhold(result.id)
+      for (const result of left) held.delete(result.id)
       yield* deliveries.release(Array.from(held.values()))
     }).pipe(Effect.timeout("3 seconds"), Effect.ignoreLogged)
   )
@@ -141,7 +155,6 @@ export const WebhookSenderLive = Layer.scopedDiscard(Effect.gen(function*() {
   const finish = (event: ClaimedEvent, outcome: Outcome) => {
     aborts.delete(event.id)
     if (stopping) return
-    finishedSinceRecord.add(event.merchantId)
     const at = new Date()
     attempts.inc({ outcome: outcome.kind })
     const delivered = outcome.kind === "2xx"
@@ -159,6 +172,7 @@ export const WebhookSenderLive = Layer.scopedDiscard(Effect.gen(function*() {
     else inFlight.delete(event.merchantId)
     inFlightTotal -= 1
     dispatch()
+    claimIfShort(event.merchantId)
   }
 
   /**
@@ -178,7 +192,7 @@ export const WebhookSenderLive = Layer.scopedDiscard(Effect.gen(function*() {
       while (queue.length > 0 && n < perMerchant && inFlightTotal < settings.webhookConcurrency && pacer.take()) {
         const event = queue.shift()!
         if (event.leaseEndsAt - now < settings.webhookTimeoutSeconds * 1000 + LEASE_MARGIN_MS) {
-          unhold(event.id)
+          held.delete(event.id)
           toRelease.push(event)
           continue
         }
@@ -203,22 +217,6 @@ export const WebhookSenderLive = Layer.scopedDiscard(Effect.gen(function*() {
     }
   }
 
-  /**
-   * Whether the events this process holds run short: half its capacity is free, or a merchant whose
-   * attempts ended since the last record has fewer than its next round waiting, and room for more
-   * (the results just recorded freed some). Recorded results make a claim due only then (new
-   * events, a due time and the poll always do), so a steady stream of deliveries costs a claim for
-   * many events, not one each.
-   */
-  const runningShort = () => {
-    let short = held.size <= holdCapacity / 2
-    for (const merchantId of finishedSinceRecord) {
-      if ((waiting.get(merchantId)?.length ?? 0) < perMerchant && (heldPerMerchant.get(merchantId) ?? 0) < holdPerMerchant) short = true
-    }
-    finishedSinceRecord.clear()
-    return short
-  }
-
   // Results are written in batches: one statement for all that ended within a few ms. A batch that
   // cannot be written is dropped: its events stay claimed until their leases end, then are sent again.
   yield* fibers.supervise("webhook-results", (beat) =>
@@ -230,9 +228,8 @@ export const WebhookSenderLive = Layer.scopedDiscard(Effect.gen(function*() {
       yield* deliveries.record(batch).pipe(
         Effect.retry(Schedule.exponential("50 millis").pipe(Schedule.intersect(Schedule.recurs(4)))),
         Effect.catchAll((error) => Effect.logError("webhook results not recorded; their leases will end", error)),
-        Effect.ensuring(Effect.sync(() => batch.forEach((result) => unhold(result.id))))
+        Effect.ensuring(Effect.sync(() => batch.forEach((result) => held.delete(result.id))))
       )
-      if (runningShort()) yield* notified
       yield* beat
     })))
 
@@ -249,7 +246,8 @@ export const WebhookSenderLive = Layer.scopedDiscard(Effect.gen(function*() {
       while (true) {
         yield* beat
         if (toRelease.length > 0) yield* deliveries.release(toRelease.splice(0)).pipe(Effect.ignoreLogged)
-        const free = holdCapacity - held.size
+        const holds = unfinished()
+        const free = holdCapacity - holds.total
         const byMerchant = byMerchantAt !== null && byMerchantAt <= Date.now()
         if (free <= 0 || !(claimDue || byMerchant)) {
           const timeout = byMerchantAt === null ? POLL_MS : Math.max(1, Math.min(POLL_MS, byMerchantAt - Date.now()))
@@ -264,13 +262,12 @@ export const WebhookSenderLive = Layer.scopedDiscard(Effect.gen(function*() {
         if (byMerchant) byMerchantAt = null
         const claimedAt = lastClaimAt = Date.now()
         const { events, next } = yield* deliveries.claim(
-          { owner, free, perMerchant: holdPerMerchant, leaseSeconds: lease },
+          { owner, free, perMerchant: holdPerMerchant, held: holds.perMerchant, leaseSeconds: lease },
           byMerchant
         )
         for (const event of events) {
           const entry = { ...event, leaseEndsAt: claimedAt + lease * 1000 }
           held.set(event.id, entry)
-          heldPerMerchant.set(event.merchantId, (heldPerMerchant.get(event.merchantId) ?? 0) + 1)
           const queue = waiting.get(event.merchantId)
           if (queue === undefined) waiting.set(event.merchantId, [entry])
           else queue.push(entry)
