@@ -100,21 +100,39 @@ const opened = (node: unknown): void => {
   Object.values(node).forEach(opened)
 }
 
-export const completeDocument = (spec: Json): Json => {
-  const paths = objectAt(spec, "paths") ?? {}
-  for (const [path, item] of Object.entries(paths)) {
+/** Each operation of a document with its path, method and answers. */
+const eachOperation = (spec: Json, f: (path: string, method: string, operation: Json, responses: Json) => void) => {
+  for (const [path, item] of Object.entries(objectAt(spec, "paths") ?? {})) {
     if (!isObject(item)) continue
     for (const [method, operation] of Object.entries(item)) {
       const responses = isObject(operation) ? objectAt(operation, "responses") : undefined
-      if (responses === undefined) continue
-      withoutFrameworkError(responses)
-      withHeadersAndProblems(path, method, responses, objectAt(operation as Json, "requestBody") !== undefined)
+      if (responses !== undefined) f(path, method, operation as Json, responses)
     }
   }
+}
+
+/** The document's schemas (made if missing), HttpApi's own decode error taken out. */
+const schemasWithoutFrameworkError = (spec: Json): Json => {
   const components = (objectAt(spec, "components") ?? (spec["components"] = {})) as Json
   const schemas = (objectAt(components, "schemas") ?? (components["schemas"] = {})) as Json
   for (const name of ["HttpApiDecodeError", "Issue", "PropertyKey"]) delete schemas[name]
-  schemas["ProblemDetails"] = PROBLEM_DETAILS
+  return schemas
+}
+
+export const completeDocument = (spec: Json): Json => {
+  eachOperation(spec, (path, method, operation, responses) => {
+    withoutFrameworkError(responses)
+    withHeadersAndProblems(path, method, responses, objectAt(operation, "requestBody") !== undefined)
+  })
+  schemasWithoutFrameworkError(spec)["ProblemDetails"] = PROBLEM_DETAILS
+  opened(spec)
+  return spec
+}
+
+/** The admin API's document: its decode failures are ADMIN_INVALID_REQUEST, not HttpApi's own error. */
+export const completeAdminDocument = (spec: Json): Json => {
+  eachOperation(spec, (_path, _method, _operation, responses) => withoutFrameworkError(responses))
+  schemasWithoutFrameworkError(spec)
   opened(spec)
   return spec
 }

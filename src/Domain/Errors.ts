@@ -9,9 +9,9 @@ import { Schema, SchemaAST } from "effect"
 const ErrorCode = Symbol.for("merchant-purchasing-service/ErrorCode")
 
 /** An error's spec code and HTTP status: the third argument of its class, the one place both are declared. */
-const spec = (code: string, status: number) => ({ [HttpApiSchema.AnnotationStatus]: status, [ErrorCode]: code })
+export const spec = (code: string, status: number) => ({ [HttpApiSchema.AnnotationStatus]: status, [ErrorCode]: code })
 
-const fields = { message: Schema.String }
+export const fields = { message: Schema.String }
 
 interface ApiErrorClass<Self extends { readonly _tag: string; readonly message: string }>
   extends Schema.Schema<Self, { readonly _tag: Self["_tag"]; readonly message: string }>
@@ -23,7 +23,7 @@ interface ApiErrorClass<Self extends { readonly _tag: string; readonly message: 
 const codeAndStatus = new Map<string, { readonly code: string; readonly status: number }>()
 
 /** The wire schema of an error class, for `addError`: the spec's envelope with its literal code. */
-const wire = <Self extends { readonly _tag: string; readonly message: string }>(cls: ApiErrorClass<Self>) => {
+export const wire = <Self extends { readonly _tag: string; readonly message: string }>(cls: ApiErrorClass<Self>) => {
   const annotations = cls.ast._tag === "Transformation" ? { ...cls.ast.to.annotations, ...cls.ast.annotations } : cls.ast.annotations
   const code = annotations[ErrorCode] as string
   const status = HttpApiSchema.getStatusError(cls)

@@ -7,33 +7,38 @@ import { errorBody } from "../Domain/Errors.js"
 import { makeNodeServer } from "../Http.js"
 import { ADMIN_BODY_MAX_BYTES } from "../RequestBody.js"
 import { makeResponses } from "../Responses.js"
-import { AdminRoutes } from "./Admin.js"
+import { ADMIN_ROUTE_PATHS, AdminApp } from "./Admin.js"
+import { ADMIN_OPENAPI_PATH } from "./AdminApi.js"
 import { AdminToken } from "./AdminToken.js"
 import { Fibers } from "./Fibers.js"
 import { Metrics } from "./Metrics.js"
 import { Readiness } from "./Readiness.js"
 
-export const OpsServerLive = Layer.unwrapEffect(Effect.gen(function*() {
+export const OpsServerLive = Layer.unwrapScoped(Effect.gen(function*() {
   const settings = yield* Settings
   const metrics = yield* Metrics
   const fibers = yield* Fibers
   const readiness = yield* Readiness
-  const admin = yield* AdminRoutes
+  const admin = yield* AdminApp
   const adminToken = yield* AdminToken
+  const unauthorized = HttpServerResponse.text(errorBody("ADMIN_UNAUTHORIZED", "admin token required"), { status: 401, contentType: "application/json" })
 
+  // the admin API with its own document, under the admin token as all of /admin/* is
+  const adminApp = Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
+    request.method === "GET" && request.url.split("?")[0] === ADMIN_OPENAPI_PATH
+      ? Effect.succeed(adminToken.verify(request.headers["authorization"]) ? HttpServerResponse.unsafeJson(admin.openApi) : unauthorized)
+      : admin.app)
   const router = HttpRouter.empty.pipe(
     HttpRouter.get("/health", Effect.succeed(HttpServerResponse.unsafeJson({ status: "ok" }))),
     HttpRouter.get("/ready", Effect.map(readiness.report, (report) => HttpServerResponse.unsafeJson(report, { status: report.ready ? 200 : 503 }))),
     HttpRouter.get("/metrics", Effect.map(metrics.render, (text) => HttpServerResponse.text(text, { contentType: metrics.contentType }))),
     HttpRouter.get("/ops/fibers", Effect.sync(() => HttpServerResponse.unsafeJson({ fibers: fibers.list() }))),
-    HttpRouter.concat(admin)
+    HttpRouter.mountApp("/admin", adminApp, { includePrefix: true })
   )
   const notFound = (request: HttpServerRequest.HttpServerRequest) => {
     const isAdmin = request.url === "/admin" || request.url.startsWith("/admin/") || request.url.startsWith("/admin?")
     // all of /admin/* is under the token (CONTRACT 2), its unknown routes too: without it, nothing is told
-    if (isAdmin && !adminToken.verify(request.headers["authorization"])) {
-      return HttpServerResponse.text(errorBody("ADMIN_UNAUTHORIZED", "admin token required"), { status: 401, contentType: "application/json" })
-    }
+    if (isAdmin && !adminToken.verify(request.headers["authorization"])) return unauthorized
     // the admin API's own code for its unknown routes (README, "Admin API")
     return HttpServerResponse.text(errorBody(isAdmin ? "ADMIN_NOT_FOUND" : "NOT_FOUND", `No route for ${request.method} ${request.url}`), {
       status: 404,
@@ -51,7 +56,7 @@ export const OpsServerLive = Layer.unwrapEffect(Effect.gen(function*() {
     )
   )
 
-  const routes = Chunk.toReadonlyArray(router.routes).map((route) => route.path)
+  const routes = [...Chunk.toReadonlyArray(router.routes).map((route) => route.path).filter((path) => !path.startsWith("/admin")), ...ADMIN_ROUTE_PATHS]
   return HttpServer.serve(app, makeResponses("ops", metrics, routes).middleware).pipe(
     HttpServer.withLogAddress,
     Layer.provide(NodeHttpServer.layer(() => makeNodeServer({ shutdownGraceSeconds: settings.shutdownGraceSeconds, bodyMaxBytes: ADMIN_BODY_MAX_BYTES }), {

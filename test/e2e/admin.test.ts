@@ -297,3 +297,43 @@ describe("the ops listener outside /admin", () => {
     expect(res.headers.get("x-request-id") ?? "").not.toBe("")
   })
 })
+
+describe("the admin API's OpenAPI document", () => {
+  it("is served under the admin token and states every admin route with its bearer security and ADMIN_* errors", async () => {
+    expectAdminError(await server.admin("/admin/openapi.json", { method: "GET", token: null }), 401)
+    const res = await server.admin("/admin/openapi.json", { method: "GET" })
+    expect(res.status).toBe(200)
+    const doc = res.json
+    expect(doc.openapi).toMatch(/^3\./)
+    const operations = Object.entries(doc.paths as Record<string, Record<string, { security?: unknown; responses: Record<string, unknown> }>>)
+      .flatMap(([path, methods]) => Object.entries(methods).map(([method, operation]) => ({ route: `${method.toUpperCase()} ${path}`, operation })))
+    expect(operations.map((o) => o.route).sort()).toEqual([
+      "DELETE /admin/catalogue/items/{id}",
+      "GET /admin/merchants/{id}",
+      "GET /admin/merchants/{id}/wallets",
+      "PATCH /admin/merchants/{id}",
+      "POST /admin/deposits",
+      "POST /admin/merchants",
+      "POST /admin/merchants/{id}/api-key",
+      "POST /admin/merchants/{id}/webhook-events/recover",
+      "POST /admin/merchants/{id}/webhook-secret",
+      "POST /admin/simulator/wallets/{id}/payments",
+      "POST /admin/simulator/wallets/{id}/status",
+      "POST /admin/webhook-events/{id}/replay",
+      "PUT /admin/catalogue/items",
+      "PUT /admin/merchants/{id}/legacy-addresses",
+      "PUT /admin/simulator/wallet-provider"
+    ])
+    for (const { operation } of operations) {
+      expect(operation.security).toEqual([{ bearer: [] }])
+      expect(Object.keys(operation.responses)).toEqual(expect.arrayContaining(["401", "404"]))
+    }
+    expect(doc.components.securitySchemes.bearer).toMatchObject({ type: "http", scheme: "bearer" })
+    // a body that does not decode is ADMIN_INVALID_REQUEST, as the document says (not HttpApi's own error)
+    expect(JSON.stringify(doc)).not.toContain("HttpApiDecodeError")
+    expect(JSON.stringify(doc.paths["/admin/merchants"].post.responses["400"])).toContain("ADMIN_INVALID_REQUEST")
+    // the merchant API's document does not carry the admin routes
+    const merchantDoc = await fetch(`${server.baseUrl}/api/v1/merchant/openapi.json`).then((r) => r.json() as Promise<{ paths: object }>)
+    expect(Object.keys(merchantDoc.paths).some((path) => path.startsWith("/admin"))).toBe(false)
+  })
+})

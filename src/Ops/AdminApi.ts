@@ -1,0 +1,230 @@
+/**
+ * The admin API of the ops listener (CONTRACT 2) as a contract: every route under
+ * `Authorization: Bearer <ADMIN_TOKEN>`, its bodies, answers and ADMIN_* errors in the spec's Error
+ * shape. The ops listener serves it (Ops/Server.ts) with its own OpenAPI document, and the CLI is
+ * its client (Cli/Admin.ts). Handlers are in the features: Ops/Admin.ts, Deposits/Admin.ts,
+ * Webhooks/Admin.ts.
+ */
+import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSchema, HttpApiSecurity, OpenApi } from "@effect/platform"
+import { Schema } from "effect"
+import { completeAdminDocument } from "../ApiDocument.js"
+import { DepositItem, DepositWallet } from "../Deposits/Api.js"
+import { CatalogItemInput } from "../Domain/CatalogItem.js"
+import { isCalendarDateTime } from "../Domain/Db.js"
+import { fields, spec, wire } from "../Domain/Errors.js"
+import { MerchantStatus } from "../Domain/Merchant.js"
+import { toUnits } from "../Domain/Money.js"
+
+// ---- errors ----------------------------------------------------------------------------------------
+
+export class AdminInvalidRequest extends Schema.TaggedError<AdminInvalidRequest>()("AdminInvalidRequest", fields, spec("ADMIN_INVALID_REQUEST", 400)) {}
+export class AdminUnauthorized extends Schema.TaggedError<AdminUnauthorized>()("AdminUnauthorized", fields, spec("ADMIN_UNAUTHORIZED", 401)) {}
+export class AdminNotFound extends Schema.TaggedError<AdminNotFound>()("AdminNotFound", fields, spec("ADMIN_NOT_FOUND", 404)) {}
+export class AdminConflict extends Schema.TaggedError<AdminConflict>()("AdminConflict", fields, spec("ADMIN_CONFLICT", 409)) {}
+export class AdminBodyTooLarge extends Schema.TaggedError<AdminBodyTooLarge>()("AdminBodyTooLarge", fields, spec("ADMIN_BODY_TOO_LARGE", 413)) {}
+export class AdminInternalError extends Schema.TaggedError<AdminInternalError>()("AdminInternalError", fields, spec("INTERNAL_ERROR", 500)) {}
+
+export const AdminWire = {
+  InvalidRequest: wire(AdminInvalidRequest),
+  Unauthorized: wire(AdminUnauthorized),
+  NotFound: wire(AdminNotFound),
+  Conflict: wire(AdminConflict),
+  BodyTooLarge: wire(AdminBodyTooLarge),
+  InternalError: wire(AdminInternalError)
+} as const
+
+export type AdminFailure = AdminInvalidRequest | AdminUnauthorized | AdminNotFound | AdminConflict | AdminBodyTooLarge | AdminInternalError
+
+/** The admin token, checked before anything else of a request. */
+export class AdminAuthorization extends HttpApiMiddleware.Tag<AdminAuthorization>()("AdminAuthorization", {
+  failure: AdminWire.Unauthorized,
+  security: { bearer: HttpApiSecurity.bearer }
+}) {}
+
+// ---- bodies and answers ----------------------------------------------------------------------------
+
+const WebhookUrl = Schema.NullOr(Schema.String.pipe(
+  Schema.maxLength(2048),
+  Schema.filter((s) => {
+    try {
+      const url = new URL(s)
+      return url.protocol === "https:" || url.protocol === "http:"
+    } catch {
+      return false
+    }
+  }, { message: () => "webhook_url must be an http(s) URL" })
+)).annotations({ description: "Where webhooks are delivered (http or https), or null for none." })
+
+export const CreateMerchant = Schema.Struct({
+  // a name is shown in tables, logs and the CLI: one line of printable text
+  name: Schema.String.pipe(
+    Schema.trimmed(),
+    Schema.minLength(1),
+    Schema.maxLength(100),
+    Schema.filter((name) => !/\p{Cc}/u.test(name) || "name must not contain control characters (line breaks, tabs)")
+  ),
+  webhook_url: Schema.optionalWith(WebhookUrl, { default: () => null })
+})
+
+export const PatchMerchant = Schema.Struct({
+  status: Schema.optional(MerchantStatus),
+  webhook_url: Schema.optional(WebhookUrl)
+})
+
+/** How long the replaced secret still signs deliveries (X-Signature-Previous): up to a week (CONTRACT 4). */
+export const RotateWebhookSecret = Schema.Struct({
+  previous_valid_seconds: Schema.optionalWith(Schema.Int.pipe(Schema.between(0, 604_800)), { default: () => 0 })
+})
+
+export const LegacyAddresses = Schema.Struct({
+  trc20: Schema.NullOr(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(128))),
+  bep20: Schema.NullOr(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(128)))
+})
+
+export const SimulatedDeposit = Schema.Struct({
+  merchant_id: Schema.UUID,
+  network: Schema.Literal("tron", "bsc"),
+  amount: Schema.Number.annotations({ description: "USDT sent, before the tier commission." }),
+  tx_id: Schema.optional(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200)))
+})
+
+export const CatalogueItems = Schema.Struct({
+  items: Schema.Array(CatalogItemInput.pipe(Schema.filter((item) => toUnits(item.price, 2) !== undefined || "price must have at most two decimals")))
+})
+
+export const RecoverWebhookEvents = Schema.Struct({
+  // with its zone: an instant, whatever the server's time zone
+  since: Schema.String.pipe(
+    Schema.filter((s) =>
+      /(Z|[+-]\d{2}:\d{2})$/.test(s) && isCalendarDateTime(s) ||
+      "since must be an ISO 8601 date-time of a real date with a time zone, e.g. 2026-11-26T00:00:00Z"
+    )
+  )
+})
+
+export const WalletPayment = Schema.Struct({
+  amount: Schema.Number.pipe(Schema.filter((n) =>
+    (Number.isFinite(n) && n > 0 && n <= 1_000_000_000 && toUnits(n, 6) !== undefined) ||
+    "amount must be a positive number of USDT with at most 6 decimals"
+  )),
+  tx_id: Schema.optional(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200)))
+})
+export const WalletProviderStatus = Schema.Struct({ status: Schema.Literal("active", "disabled") })
+export const WalletProviderAvailability = Schema.Struct({ available: Schema.Boolean })
+
+export const CreatedMerchant = Schema.Struct({
+  merchant_id: Schema.UUID,
+  name: Schema.String,
+  status: MerchantStatus,
+  api_key: Schema.String.annotations({ description: "Shown only here." }),
+  webhook_secret: Schema.String.annotations({ description: "Shown only here." }),
+  webhook_url: Schema.NullOr(Schema.String)
+}).annotations({ identifier: "CreatedMerchant" })
+
+export const MerchantView = Schema.Struct({
+  merchant_id: Schema.UUID,
+  name: Schema.String,
+  status: MerchantStatus,
+  webhook_url: Schema.NullOr(Schema.String),
+  deposit_addresses: Schema.Struct({ trc20: Schema.NullOr(Schema.String), bep20: Schema.NullOr(Schema.String) }),
+  created_at: Schema.String,
+  updated_at: Schema.String
+}).annotations({ identifier: "AdminMerchant" })
+
+export const AdminWallet = Schema.extend(
+  DepositWallet,
+  Schema.Struct({ provider_wallet_id: Schema.NullOr(Schema.String), provider_status: Schema.NullOr(Schema.String) })
+).annotations({ identifier: "AdminDepositWallet" })
+
+const IdPath = Schema.Struct({ id: Schema.String })
+
+// ---- the groups ------------------------------------------------------------------------------------
+
+export class AdminMerchantsApi extends HttpApiGroup.make("merchants")
+  .add(HttpApiEndpoint.post("createMerchant", "/admin/merchants").setPayload(CreateMerchant).addSuccess(CreatedMerchant, { status: 201 }))
+  .add(HttpApiEndpoint.get("getMerchant", "/admin/merchants/:id").setPath(IdPath).addSuccess(MerchantView))
+  .add(HttpApiEndpoint.patch("updateMerchant", "/admin/merchants/:id").setPath(IdPath).setPayload(PatchMerchant).addSuccess(MerchantView))
+  .add(
+    HttpApiEndpoint.post("rotateApiKey", "/admin/merchants/:id/api-key").setPath(IdPath)
+      .addSuccess(Schema.Struct({ api_key: Schema.String }), { status: 201 })
+  )
+  .add(
+    // the body ({"previous_valid_seconds"}) may be left out: the handler reads it (Ops/Admin.ts)
+    HttpApiEndpoint.post("rotateWebhookSecret", "/admin/merchants/:id/webhook-secret").setPath(IdPath)
+      .addSuccess(Schema.Struct({ webhook_secret: Schema.String }), { status: 201 })
+      .annotate(OpenApi.Description, "Optional body: {\"previous_valid_seconds\": 0..604800}, how long the replaced secret still signs.")
+  )
+  .add(
+    HttpApiEndpoint.put("setLegacyAddresses", "/admin/merchants/:id/legacy-addresses").setPath(IdPath).setPayload(LegacyAddresses)
+      .addSuccess(MerchantView)
+  )
+  .middleware(AdminAuthorization)
+  .annotate(OpenApi.Title, "Merchants")
+{}
+
+export class AdminDepositsApi extends HttpApiGroup.make("deposits")
+  .add(HttpApiEndpoint.post("creditDeposit", "/admin/deposits").setPayload(SimulatedDeposit).addSuccess(DepositItem, { status: 201 }))
+  .add(
+    HttpApiEndpoint.get("listMerchantWallets", "/admin/merchants/:id/wallets").setPath(IdPath)
+      .addSuccess(Schema.Struct({ merchant_id: Schema.UUID, wallets: Schema.Array(AdminWallet) }))
+  )
+  .add(
+    HttpApiEndpoint.post("payWallet", "/admin/simulator/wallets/:id/payments").setPath(IdPath).setPayload(WalletPayment)
+      .addSuccess(Schema.Struct({ wallet_id: Schema.UUID, transfer_id: Schema.String, amount: Schema.Number }), { status: 202 })
+  )
+  .add(
+    HttpApiEndpoint.post("setWalletStatus", "/admin/simulator/wallets/:id/status").setPath(IdPath).setPayload(WalletProviderStatus)
+      .addSuccess(Schema.Struct({ wallet_id: Schema.UUID, provider_status: WalletProviderStatus.fields.status }))
+  )
+  .add(
+    HttpApiEndpoint.put("setWalletProvider", "/admin/simulator/wallet-provider").setPayload(WalletProviderAvailability)
+      .addSuccess(WalletProviderAvailability)
+  )
+  .middleware(AdminAuthorization)
+  .annotate(OpenApi.Title, "Deposits")
+{}
+
+export class AdminCatalogueApi extends HttpApiGroup.make("catalogue")
+  .add(
+    HttpApiEndpoint.put("upsertItems", "/admin/catalogue/items").setPayload(CatalogueItems)
+      .addSuccess(Schema.Struct({ upserted: Schema.Int, ids: Schema.Array(Schema.String) }))
+  )
+  .add(HttpApiEndpoint.del("removeItem", "/admin/catalogue/items/:id").setPath(IdPath).addSuccess(HttpApiSchema.NoContent))
+  .middleware(AdminAuthorization)
+  .annotate(OpenApi.Title, "Catalogue")
+{}
+
+export class AdminWebhooksApi extends HttpApiGroup.make("webhooks")
+  .add(
+    HttpApiEndpoint.post("replayEvent", "/admin/webhook-events/:id/replay").setPath(IdPath)
+      .addSuccess(Schema.Struct({ event_id: Schema.UUID, delivery_status: Schema.Literal("pending") }), { status: 202 })
+  )
+  .add(
+    HttpApiEndpoint.post("recoverEvents", "/admin/merchants/:id/webhook-events/recover").setPath(IdPath).setPayload(RecoverWebhookEvents)
+      .addSuccess(Schema.Struct({ requeued: Schema.Int }), { status: 202 })
+  )
+  .middleware(AdminAuthorization)
+  .annotate(OpenApi.Title, "Webhooks")
+{}
+
+export const ADMIN_OPENAPI_PATH = "/admin/openapi.json"
+
+export class AdminApi extends HttpApi.make("admin")
+  .add(AdminMerchantsApi)
+  .add(AdminDepositsApi)
+  .add(AdminCatalogueApi)
+  .add(AdminWebhooksApi)
+  .addError(AdminWire.InvalidRequest)
+  .addError(AdminWire.Unauthorized)
+  .addError(AdminWire.NotFound)
+  .addError(AdminWire.Conflict)
+  .addError(AdminWire.BodyTooLarge)
+  .addError(AdminWire.InternalError)
+  .annotateContext(OpenApi.annotations({
+    title: "Merchant Purchasing Service: admin API",
+    version: "1.0.0",
+    description: "The operator's API on the ops listener: merchants and keys, deposits, the catalogue, webhook support " +
+      "procedures and the test-mode simulator's controls. Every route needs the admin bearer token.",
+    transform: completeAdminDocument
+  }))
+{}
