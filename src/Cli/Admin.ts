@@ -1,6 +1,7 @@
 /**
  * What every CLI command shares: the connection to the ops listener (options, environment, the
- * admin token file), one admin request, and the printing of answers.
+ * admin token file), one admin request through the admin API's typed client (HttpApiClient of
+ * Ops/AdminApi.ts), and the printing of answers.
  *
  * Connection options, accepted before the command (`cli --ops-url X merchant show ID`) or on the
  * command itself (`cli merchant show ID --ops-url X`), the latter winning:
@@ -10,10 +11,15 @@
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
 import * as FileSystem from "@effect/platform/FileSystem"
+import * as HttpApiClient from "@effect/platform/HttpApiClient"
+import type * as HttpApiError from "@effect/platform/HttpApiError"
 import * as HttpClient from "@effect/platform/HttpClient"
+import type * as HttpClientError from "@effect/platform/HttpClientError"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import * as Path from "@effect/platform/Path"
-import { Config, Console, Data, Duration, Effect, Option, Redacted, Schema } from "effect"
+import { Config, Console, Data, Duration, Effect, Option, ParseResult, Redacted, Schema } from "effect"
+import { declaredCodeAndStatus } from "../Domain/Errors.js"
+import { AdminApi, type AdminFailure } from "../Ops/AdminApi.js"
 
 /** A failure already worded for the operator; printed on stderr, exit code 1. */
 export class CliFailure extends Data.TaggedError("CliFailure")<{ readonly message: string }> {}
@@ -90,65 +96,74 @@ export const connection = (flags: ConnectionFlags) =>
     Effect.catchTag("ConfigError", (e) => Effect.fail(new CliFailure({ message: `bad environment: ${e.message}` })))
   )
 
-interface Answer {
-  readonly status: number
-  readonly text: string
-}
-
-const ErrorBody = Schema.parseJson(Schema.Struct({ error: Schema.Struct({ code: Schema.String, message: Schema.String }) }))
-const ProblemBody = Schema.parseJson(Schema.Struct({
-  title: Schema.optional(Schema.String),
-  detail: Schema.optional(Schema.String)
-}))
-
-/** The operator's words for a non-2xx answer: the spec's Error body when there is one. */
-const describeFailure = (answer: Answer): string =>
-  Option.match(Schema.decodeUnknownOption(ErrorBody)(answer.text), {
-    onSome: (body) => `${body.error.code} (HTTP ${answer.status}): ${body.error.message}`,
-    onNone: () =>
-      Option.match(Schema.decodeUnknownOption(ProblemBody)(answer.text), {
-        onSome: (p) => `HTTP ${answer.status}: ${[p.title, p.detail].filter((s) => s !== undefined).join(": ") || answer.text}`,
-        onNone: () => `HTTP ${answer.status}${answer.text.trim() === "" ? "" : `: ${answer.text.trim().slice(0, 500)}`}`
-      })
+/**
+ * The admin API's typed client (Ops/AdminApi.ts), with the connection's token on every request.
+ * `body`: a JSON body for an endpoint whose body is optional, which its contract cannot state.
+ */
+const clientOf = (conn: Connection, body?: unknown) =>
+  HttpApiClient.make(AdminApi, {
+    baseUrl: conn.opsUrl,
+    transformClient: HttpClient.mapRequest((request) => {
+      const signed = HttpClientRequest.bearerToken(request, Redacted.value(conn.token))
+      return body === undefined ? signed : HttpClientRequest.bodyUnsafeJson(signed, body)
+    })
   })
 
-/** One admin request; a 2xx answer's body, or a CliFailure for anything else. */
-export const call = (conn: Connection, method: "GET" | "POST" | "PATCH" | "PUT" | "DELETE", path: string, body?: unknown) =>
+type AdminClient = Effect.Effect.Success<ReturnType<typeof clientOf>>
+
+/** The operator's words for a failed request: the ADMIN_* code and message when the API gave one. */
+const describeFailure = (
+  conn: Connection,
+  error: AdminFailure | HttpApiError.HttpApiDecodeError | HttpClientError.HttpClientError | ParseResult.ParseError
+) => {
+  if (error._tag === "RequestError") return `cannot reach the ops listener at ${conn.opsUrl}: ${error.cause ?? error.message}`
+  if (error._tag === "ResponseError") return `HTTP ${error.response.status}: ${error.message}`
+  if (error._tag === "ParseError") return `the ops listener's answer is not what this CLI expects: ${error.message}`
+  const declared = declaredCodeAndStatus(error._tag)
+  return declared === undefined ? error.message : `${declared.code} (HTTP ${declared.status}): ${error.message}`
+}
+
+/**
+ * One admin request through the typed client: its decoded answer, or a CliFailure worded for the
+ * operator (the API's error code and message, or why there was no answer).
+ */
+export const call = <A, E extends AdminFailure | HttpApiError.HttpApiDecodeError | HttpClientError.HttpClientError | ParseResult.ParseError>(
+  conn: Connection,
+  request: (client: AdminClient) => Effect.Effect<A, E>,
+  options?: { readonly optionalBody?: unknown }
+) =>
   Effect.gen(function*() {
-    const client = yield* HttpClient.HttpClient
-    const url = conn.opsUrl + path
-    let request = HttpClientRequest.make(method)(url).pipe(
-      HttpClientRequest.bearerToken(Redacted.value(conn.token)),
-      HttpClientRequest.acceptJson
-    )
-    if (body !== undefined) request = HttpClientRequest.bodyUnsafeJson(request, body)
-    const answer = yield* client.execute(request).pipe(
-      Effect.flatMap((response) => Effect.map(response.text, (text): Answer => ({ status: response.status, text }))),
-      Effect.scoped,
+    const client = yield* clientOf(conn, options?.optionalBody)
+    return yield* request(client).pipe(
+      Effect.mapError((error) => new CliFailure({ message: describeFailure(conn, error) })),
       Effect.timeoutFail({
         duration: REQUEST_TIMEOUT,
-        onTimeout: () => new CliFailure({ message: `${method} ${url}: no answer within ${Duration.format(REQUEST_TIMEOUT)}` })
-      }),
-      Effect.catchTags({
-        RequestError: (e) => Effect.fail(new CliFailure({ message: `cannot reach the ops listener at ${conn.opsUrl}: ${e.cause ?? e.message}` })),
-        ResponseError: (e) => Effect.fail(new CliFailure({ message: `${method} ${url}: ${e.message}` }))
+        onTimeout: () => new CliFailure({ message: `${conn.opsUrl}: no answer within ${Duration.format(REQUEST_TIMEOUT)}` })
       })
     )
-    if (answer.status < 200 || answer.status >= 300) return yield* new CliFailure({ message: describeFailure(answer) })
-    return answer
   })
 
 /**
- * Prints a successful answer: the raw body with --json, else `summary` of the decoded body
- * (falling back to the raw body when it is not the expected shape).
+ * A request body checked against the contract's schema before it is sent (the typed client sends
+ * only bodies that fit): what does not fit fails as the service would refuse it.
  */
-export const report = <A, I>(conn: Connection, answer: Answer, schema: Schema.Schema<A, I>, summary: (body: A) => string) =>
-  conn.json
-    ? (answer.text === "" ? Effect.void : Console.log(answer.text))
-    : Option.match(Schema.decodeUnknownOption(Schema.parseJson(schema))(answer.text), {
-      onSome: (body) => Console.log(summary(body)),
-      onNone: () => Console.log(answer.text === "" ? `done (HTTP ${answer.status})` : answer.text)
+export const checked = <A, I>(schema: Schema.Schema<A, I>, body: I) =>
+  Schema.decodeUnknown(schema, { onExcessProperty: "ignore" })(body).pipe(
+    Effect.mapError((error) => {
+      const issue = ParseResult.ArrayFormatter.formatErrorSync(error)[0]
+      const detail = issue === undefined ? error.message : `${issue.path.length > 0 ? issue.path.join(".") : "body"}: ${issue.message}`
+      return new CliFailure({ message: `ADMIN_INVALID_REQUEST (refused before sending): ${detail}` })
     })
+  )
+
+/**
+ * Prints an answer: with --json the body as the contract encodes it (`schema`: the endpoint's
+ * success), else `summary` of it.
+ */
+export const report = <A, I>(conn: Connection, answer: A, schema: Schema.Schema<A, I>, summary: (body: A) => string) =>
+  conn.json
+    ? Effect.flatMap(Effect.orDie(Schema.encode(schema)(answer)), (encoded) => Console.log(JSON.stringify(encoded)))
+    : Console.log(summary(answer))
 
 export const show = (value: string | null | undefined) => value === null || value === undefined || value === "" ? "-" : value
 
@@ -157,5 +172,3 @@ export const lines = (title: string, fields: ReadonlyArray<readonly [string, str
   const width = Math.max(...fields.map(([label]) => label.length)) + 1
   return [title, ...fields.map(([label, value]) => `  ${(label + ":").padEnd(width)} ${value}`)].join("\n")
 }
-
-export const id = (segment: string) => encodeURIComponent(segment)

@@ -2,8 +2,9 @@
 import * as Args from "@effect/cli/Args"
 import * as Command from "@effect/cli/Command"
 import * as FileSystem from "@effect/platform/FileSystem"
-import { Effect, Schema } from "effect"
-import { call, CliFailure, connection, connectionOptions, report } from "./Admin.js"
+import { Effect } from "effect"
+import { CatalogueItems, ItemsUpserted } from "../Ops/AdminApi.js"
+import { call, checked, CliFailure, connection, connectionOptions, report } from "./Admin.js"
 
 const catalogueLoad = Command.make("load", {
   ...connectionOptions,
@@ -29,9 +30,9 @@ const catalogueLoad = Command.make("load", {
     if (items === undefined) {
       return yield* new CliFailure({ message: `${flags.file} must hold a JSON array of catalogue items` })
     }
-    const answer = yield* call(conn, "PUT", "/admin/catalogue/items", { items })
-    yield* report(conn, answer, Schema.Struct({ upserted: Schema.Number }), (body) =>
-      `upserted ${body.upserted} catalogue item${body.upserted === 1 ? "" : "s"} from ${flags.file}`)
+    const payload = yield* checked(CatalogueItems, { items } as typeof CatalogueItems.Encoded)
+    const answer = yield* call(conn, (client) => client.catalogue.upsertItems({ payload }))
+    yield* report(conn, answer, ItemsUpserted, (body) => `upserted ${body.upserted} catalogue item${body.upserted === 1 ? "" : "s"} from ${flags.file}`)
   })).pipe(Command.withDescription("upsert catalogue items through the supplier-sync path"))
 
 export const catalogue = Command.make("catalogue").pipe(

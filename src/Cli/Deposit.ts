@@ -3,18 +3,11 @@ import * as Args from "@effect/cli/Args"
 import * as Command from "@effect/cli/Command"
 import * as HelpDoc from "@effect/cli/HelpDoc"
 import * as Options from "@effect/cli/Options"
-import { Effect, Option, Schema } from "effect"
-import { call, connection, connectionOptions, lines, report, show } from "./Admin.js"
+import { Effect, Option } from "effect"
+import { DepositItem } from "../Deposits/Api.js"
+import { SimulatedDeposit } from "../Ops/AdminApi.js"
+import { call, checked, connection, connectionOptions, lines, report, show } from "./Admin.js"
 import { merchantIdArg } from "./Merchant.js"
-
-const DepositItem = Schema.Struct({
-  id: Schema.String,
-  amount: Schema.Number,
-  currency: Schema.String,
-  network: Schema.NullOr(Schema.String),
-  tx_id: Schema.NullOr(Schema.String),
-  status: Schema.String
-})
 
 export const usdtAmount = Args.text({ name: "AMOUNT" }).pipe(
   Args.withDescription("USDT sent, e.g. 102.50 (at most 6 decimals)"),
@@ -40,12 +33,13 @@ const depositSimulate = Command.make("simulate", {
 }, (flags) =>
   Effect.gen(function*() {
     const conn = yield* connection(flags)
-    const answer = yield* call(conn, "POST", "/admin/deposits", {
+    const payload = yield* checked(SimulatedDeposit, {
       merchant_id: flags.merchantId,
       network: flags.network,
       amount: flags.amount,
-      ...Option.match(flags.txId, { onNone: () => ({}), onSome: (txId) => ({ tx_id: txId }) })
+      tx_id: Option.getOrUndefined(flags.txId)
     })
+    const answer = yield* call(conn, (client) => client.deposits.creditDeposit({ payload }))
     yield* report(conn, answer, DepositItem, (d) =>
       lines(`credited ${d.amount.toFixed(2)} ${d.currency} to merchant ${flags.merchantId}`, [
         ["deposit", d.id],

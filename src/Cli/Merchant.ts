@@ -2,31 +2,9 @@
 import * as Args from "@effect/cli/Args"
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
-import { Effect, Option, Schema } from "effect"
-import { call, connection, connectionOptions, id, lines, report, show } from "./Admin.js"
-
-// Answer shapes: only what the summaries print; unknown fields are ignored.
-const CreatedMerchant = Schema.Struct({
-  merchant_id: Schema.String,
-  name: Schema.String,
-  status: Schema.String,
-  api_key: Schema.String,
-  webhook_secret: Schema.String,
-  webhook_url: Schema.NullOr(Schema.String)
-})
-
-const MerchantView = Schema.Struct({
-  merchant_id: Schema.String,
-  name: Schema.String,
-  status: Schema.String,
-  webhook_url: Schema.NullOr(Schema.String),
-  deposit_addresses: Schema.optional(Schema.Struct({
-    trc20: Schema.NullOr(Schema.String),
-    bep20: Schema.NullOr(Schema.String)
-  })),
-  created_at: Schema.optional(Schema.String),
-  updated_at: Schema.optional(Schema.String)
-})
+import { Effect, Option } from "effect"
+import { ApiKeyIssued, CreatedMerchant, CreateMerchant, MerchantView, WebhookSecretIssued } from "../Ops/AdminApi.js"
+import { call, checked, connection, connectionOptions, lines, report, show } from "./Admin.js"
 
 const merchantLines = (title: string, m: typeof MerchantView.Type) =>
   lines(title, [
@@ -34,11 +12,9 @@ const merchantLines = (title: string, m: typeof MerchantView.Type) =>
     ["name", m.name],
     ["status", m.status],
     ["webhook_url", show(m.webhook_url)],
-    ...(m.deposit_addresses !== undefined
-      ? [["deposit addresses", `trc20 ${show(m.deposit_addresses.trc20)}, bep20 ${show(m.deposit_addresses.bep20)}`] as const]
-      : []),
-    ...(m.created_at !== undefined ? [["created_at", m.created_at] as const] : []),
-    ...(m.updated_at !== undefined ? [["updated_at", m.updated_at] as const] : [])
+    ["deposit addresses", `trc20 ${show(m.deposit_addresses.trc20)}, bep20 ${show(m.deposit_addresses.bep20)}`],
+    ["created_at", m.created_at],
+    ["updated_at", m.updated_at]
   ])
 
 export const merchantIdArg = Args.text({ name: "MERCHANT_ID" }).pipe(Args.withDescription("the merchant's id (merchant_id)"))
@@ -50,10 +26,8 @@ const merchantCreate = Command.make("create", {
 }, (flags) =>
   Effect.gen(function*() {
     const conn = yield* connection(flags)
-    const answer = yield* call(conn, "POST", "/admin/merchants", {
-      name: flags.name,
-      webhook_url: Option.getOrNull(flags.webhookUrl)
-    })
+    const payload = yield* checked(CreateMerchant, { name: flags.name, webhook_url: Option.getOrNull(flags.webhookUrl) })
+    const answer = yield* call(conn, (client) => client.merchants.createMerchant({ payload }))
     yield* report(conn, answer, CreatedMerchant, (m) =>
       [
         lines(`created merchant ${m.name}`, [
@@ -70,7 +44,7 @@ const merchantCreate = Command.make("create", {
 const merchantShow = Command.make("show", { ...connectionOptions, merchantId: merchantIdArg }, (flags) =>
   Effect.gen(function*() {
     const conn = yield* connection(flags)
-    const answer = yield* call(conn, "GET", `/admin/merchants/${id(flags.merchantId)}`)
+    const answer = yield* call(conn, (client) => client.merchants.getMerchant({ path: { id: flags.merchantId } }))
     yield* report(conn, answer, MerchantView, (m) => merchantLines(`merchant ${m.name}`, m))
   })).pipe(Command.withDescription("show a merchant (without key or secret)"))
 
@@ -78,7 +52,7 @@ const setStatus = (name: string, status: "active" | "blocked" | "inactive", desc
   Command.make(name, { ...connectionOptions, merchantId: merchantIdArg }, (flags) =>
     Effect.gen(function*() {
       const conn = yield* connection(flags)
-      const answer = yield* call(conn, "PATCH", `/admin/merchants/${id(flags.merchantId)}`, { status })
+      const answer = yield* call(conn, (client) => client.merchants.updateMerchant({ path: { id: flags.merchantId }, payload: { status } }))
       yield* report(conn, answer, MerchantView, (m) => `merchant ${m.name} (${m.merchant_id}) is now ${m.status}`)
     })).pipe(Command.withDescription(description))
 
@@ -93,8 +67,8 @@ const merchantDeactivate = setStatus(
 const merchantRotateKey = Command.make("rotate-key", { ...connectionOptions, merchantId: merchantIdArg }, (flags) =>
   Effect.gen(function*() {
     const conn = yield* connection(flags)
-    const answer = yield* call(conn, "POST", `/admin/merchants/${id(flags.merchantId)}/api-key`)
-    yield* report(conn, answer, Schema.Struct({ api_key: Schema.String }), (body) =>
+    const answer = yield* call(conn, (client) => client.merchants.rotateApiKey({ path: { id: flags.merchantId } }))
+    yield* report(conn, answer, ApiKeyIssued, (body) =>
       [
         `new API key for merchant ${flags.merchantId}:`,
         `  ${body.api_key}`,
@@ -112,10 +86,10 @@ const merchantRotateWebhookSecret = Command.make("rotate-webhook-secret", {
 }, (flags) =>
   Effect.gen(function*() {
     const conn = yield* connection(flags)
-    const answer = yield* call(conn, "POST", `/admin/merchants/${id(flags.merchantId)}/webhook-secret`, {
-      previous_valid_seconds: flags.keepPrevious
+    const answer = yield* call(conn, (client) => client.merchants.rotateWebhookSecret({ path: { id: flags.merchantId } }), {
+      optionalBody: { previous_valid_seconds: flags.keepPrevious }
     })
-    yield* report(conn, answer, Schema.Struct({ webhook_secret: Schema.String }), (body) =>
+    yield* report(conn, answer, WebhookSecretIssued, (body) =>
       [
         `new webhook secret for merchant ${flags.merchantId}:`,
         `  ${body.webhook_secret}`,

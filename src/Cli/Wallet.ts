@@ -2,29 +2,17 @@
 import * as Args from "@effect/cli/Args"
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
-import { Effect, Option, Schema } from "effect"
-import { call, connection, connectionOptions, id, report, show } from "./Admin.js"
+import { Effect, Option } from "effect"
+import { MerchantWallets, WalletPayment, WalletPaymentSent } from "../Ops/AdminApi.js"
+import { call, checked, connection, connectionOptions, report, show } from "./Admin.js"
 import { usdtAmount } from "./Deposit.js"
 import { merchantIdArg } from "./Merchant.js"
-
-const Wallets = Schema.Struct({
-  merchant_id: Schema.String,
-  wallets: Schema.Array(Schema.Struct({
-    id: Schema.String,
-    network: Schema.String,
-    status: Schema.String,
-    address: Schema.NullOr(Schema.String),
-    memo: Schema.NullOr(Schema.String),
-    can_deposit: Schema.Boolean,
-    provider_status: Schema.NullOr(Schema.String)
-  }))
-})
 
 const walletList = Command.make("list", { ...connectionOptions, merchantId: merchantIdArg }, (flags) =>
   Effect.gen(function*() {
     const conn = yield* connection(flags)
-    const answer = yield* call(conn, "GET", `/admin/merchants/${id(flags.merchantId)}/wallets`)
-    yield* report(conn, answer, Wallets, (body) =>
+    const answer = yield* call(conn, (client) => client.deposits.listMerchantWallets({ path: { id: flags.merchantId } }))
+    yield* report(conn, answer, MerchantWallets, (body) =>
       body.wallets.length === 0
         ? `merchant ${body.merchant_id} has no deposit wallets`
         : [
@@ -44,11 +32,9 @@ const walletPay = Command.make("pay", {
 }, (flags) =>
   Effect.gen(function*() {
     const conn = yield* connection(flags)
-    const answer = yield* call(conn, "POST", `/admin/simulator/wallets/${id(flags.walletId)}/payments`, {
-      amount: flags.amount,
-      ...Option.match(flags.txId, { onNone: () => ({}), onSome: (txId) => ({ tx_id: txId }) })
-    })
-    yield* report(conn, answer, Schema.Struct({ transfer_id: Schema.String }), (body) =>
+    const payload = yield* checked(WalletPayment, { amount: flags.amount, tx_id: Option.getOrUndefined(flags.txId) })
+    const answer = yield* call(conn, (client) => client.deposits.payWallet({ path: { id: flags.walletId }, payload }))
+    yield* report(conn, answer, WalletPaymentSent, (body) =>
       `payment of ${flags.amount} USDT to wallet ${flags.walletId} sent by the simulated provider (transfer ${body.transfer_id}); ` +
       "its callback credits the merchant once it is verified")
   })).pipe(Command.withDescription("test mode: the simulated wallet provider pays into a wallet (a signed callback)"))

@@ -6,10 +6,11 @@
 import * as Args from "@effect/cli/Args"
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
-import { Console, Effect, Redacted, Schema } from "effect"
+import { Effect, Redacted } from "effect"
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
+import { EventReplayed, EventsRecovered, RecoverWebhookEvents } from "../Ops/AdminApi.js"
 import { verify } from "../Webhooks/Signature.js"
-import { call, CliFailure, connection, connectionOptions, id, report } from "./Admin.js"
+import { call, checked, CliFailure, connection, connectionOptions, report } from "./Admin.js"
 import { merchantIdArg } from "./Merchant.js"
 
 const webhookReplay = Command.make("replay", {
@@ -18,9 +19,8 @@ const webhookReplay = Command.make("replay", {
 }, (flags) =>
   Effect.gen(function*() {
     const conn = yield* connection(flags)
-    const answer = yield* call(conn, "POST", `/admin/webhook-events/${id(flags.eventId)}/replay`)
-    if (conn.json) return yield* report(conn, answer, Schema.Unknown, () => "")
-    yield* Console.log(`replay of webhook event ${flags.eventId} queued (same event_id; delivery_attempts grows)`)
+    const answer = yield* call(conn, (client) => client.webhooks.replayEvent({ path: { id: flags.eventId } }))
+    yield* report(conn, answer, EventReplayed, () => `replay of webhook event ${flags.eventId} queued (same event_id; delivery_attempts grows)`)
   })).pipe(Command.withDescription("deliver a webhook event again (support replay)"))
 
 const webhookRecover = Command.make("recover", {
@@ -32,10 +32,9 @@ const webhookRecover = Command.make("recover", {
 }, (flags) =>
   Effect.gen(function*() {
     const conn = yield* connection(flags)
-    const answer = yield* call(conn, "POST", `/admin/merchants/${id(flags.merchantId)}/webhook-events/recover`, {
-      since: flags.since
-    })
-    yield* report(conn, answer, Schema.Struct({ requeued: Schema.Number }), (body) =>
+    const payload = yield* checked(RecoverWebhookEvents, { since: flags.since })
+    const answer = yield* call(conn, (client) => client.webhooks.recoverEvents({ path: { id: flags.merchantId }, payload }))
+    yield* report(conn, answer, EventsRecovered, (body) =>
       `${body.requeued} failed webhook event${body.requeued === 1 ? "" : "s"} of merchant ${flags.merchantId} queued again (same event ids)`)
   })).pipe(Command.withDescription("send again every failed webhook event of a merchant created since a time"))
 

@@ -171,5 +171,8 @@ export const errorResponse = (error: ApiError, headers?: Record<string, string>)
   })
 }
 
+/** The spec code and HTTP status of an error class declared with `spec`, by its tag. */
+export const declaredCodeAndStatus = (tag: string): { readonly code: string; readonly status: number } | undefined => codeAndStatus.get(tag)
+
 /** The spec code of an error (tests and logs). */
 export const codeOf = (error: ApiError): string => codeAndStatus.get(error._tag)?.code ?? "MERCHANT_INTERNAL_ERROR"

@@ -136,6 +136,15 @@ export const AdminWallet = Schema.extend(
   Schema.Struct({ provider_wallet_id: Schema.NullOr(Schema.String), provider_status: Schema.NullOr(Schema.String) })
 ).annotations({ identifier: "AdminDepositWallet" })
 
+export const ApiKeyIssued = Schema.Struct({ api_key: Schema.String.annotations({ description: "Shown only here." }) })
+export const WebhookSecretIssued = Schema.Struct({ webhook_secret: Schema.String.annotations({ description: "Shown only here." }) })
+export const MerchantWallets = Schema.Struct({ merchant_id: Schema.UUID, wallets: Schema.Array(AdminWallet) })
+export const WalletPaymentSent = Schema.Struct({ wallet_id: Schema.UUID, transfer_id: Schema.String, amount: Schema.Number })
+export const WalletStatusSet = Schema.Struct({ wallet_id: Schema.UUID, provider_status: WalletProviderStatus.fields.status })
+export const ItemsUpserted = Schema.Struct({ upserted: Schema.Int, ids: Schema.Array(Schema.String) })
+export const EventReplayed = Schema.Struct({ event_id: Schema.UUID, delivery_status: Schema.Literal("pending") })
+export const EventsRecovered = Schema.Struct({ requeued: Schema.Int })
+
 const IdPath = Schema.Struct({ id: Schema.String })
 
 // ---- the groups ------------------------------------------------------------------------------------
@@ -146,12 +155,12 @@ export class AdminMerchantsApi extends HttpApiGroup.make("merchants")
   .add(HttpApiEndpoint.patch("updateMerchant", "/admin/merchants/:id").setPath(IdPath).setPayload(PatchMerchant).addSuccess(MerchantView))
   .add(
     HttpApiEndpoint.post("rotateApiKey", "/admin/merchants/:id/api-key").setPath(IdPath)
-      .addSuccess(Schema.Struct({ api_key: Schema.String }), { status: 201 })
+      .addSuccess(ApiKeyIssued, { status: 201 })
   )
   .add(
     // the body ({"previous_valid_seconds"}) may be left out: the handler reads it (Ops/Admin.ts)
     HttpApiEndpoint.post("rotateWebhookSecret", "/admin/merchants/:id/webhook-secret").setPath(IdPath)
-      .addSuccess(Schema.Struct({ webhook_secret: Schema.String }), { status: 201 })
+      .addSuccess(WebhookSecretIssued, { status: 201 })
       .annotate(OpenApi.Description, "Optional body: {\"previous_valid_seconds\": 0..604800}, how long the replaced secret still signs.")
   )
   .add(
@@ -166,15 +175,15 @@ export class AdminDepositsApi extends HttpApiGroup.make("deposits")
   .add(HttpApiEndpoint.post("creditDeposit", "/admin/deposits").setPayload(SimulatedDeposit).addSuccess(DepositItem, { status: 201 }))
   .add(
     HttpApiEndpoint.get("listMerchantWallets", "/admin/merchants/:id/wallets").setPath(IdPath)
-      .addSuccess(Schema.Struct({ merchant_id: Schema.UUID, wallets: Schema.Array(AdminWallet) }))
+      .addSuccess(MerchantWallets)
   )
   .add(
     HttpApiEndpoint.post("payWallet", "/admin/simulator/wallets/:id/payments").setPath(IdPath).setPayload(WalletPayment)
-      .addSuccess(Schema.Struct({ wallet_id: Schema.UUID, transfer_id: Schema.String, amount: Schema.Number }), { status: 202 })
+      .addSuccess(WalletPaymentSent, { status: 202 })
   )
   .add(
     HttpApiEndpoint.post("setWalletStatus", "/admin/simulator/wallets/:id/status").setPath(IdPath).setPayload(WalletProviderStatus)
-      .addSuccess(Schema.Struct({ wallet_id: Schema.UUID, provider_status: WalletProviderStatus.fields.status }))
+      .addSuccess(WalletStatusSet)
   )
   .add(
     HttpApiEndpoint.put("setWalletProvider", "/admin/simulator/wallet-provider").setPayload(WalletProviderAvailability)
@@ -187,7 +196,7 @@ export class AdminDepositsApi extends HttpApiGroup.make("deposits")
 export class AdminCatalogueApi extends HttpApiGroup.make("catalogue")
   .add(
     HttpApiEndpoint.put("upsertItems", "/admin/catalogue/items").setPayload(CatalogueItems)
-      .addSuccess(Schema.Struct({ upserted: Schema.Int, ids: Schema.Array(Schema.String) }))
+      .addSuccess(ItemsUpserted)
   )
   .add(HttpApiEndpoint.del("removeItem", "/admin/catalogue/items/:id").setPath(IdPath).addSuccess(HttpApiSchema.NoContent))
   .middleware(AdminAuthorization)
@@ -197,11 +206,11 @@ export class AdminCatalogueApi extends HttpApiGroup.make("catalogue")
 export class AdminWebhooksApi extends HttpApiGroup.make("webhooks")
   .add(
     HttpApiEndpoint.post("replayEvent", "/admin/webhook-events/:id/replay").setPath(IdPath)
-      .addSuccess(Schema.Struct({ event_id: Schema.UUID, delivery_status: Schema.Literal("pending") }), { status: 202 })
+      .addSuccess(EventReplayed, { status: 202 })
   )
   .add(
     HttpApiEndpoint.post("recoverEvents", "/admin/merchants/:id/webhook-events/recover").setPath(IdPath).setPayload(RecoverWebhookEvents)
-      .addSuccess(Schema.Struct({ requeued: Schema.Int }), { status: 202 })
+      .addSuccess(EventsRecovered, { status: 202 })
   )
   .middleware(AdminAuthorization)
   .annotate(OpenApi.Title, "Webhooks")
