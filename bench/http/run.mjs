@@ -37,13 +37,32 @@
  */
 import autocannon from "autocannon"
 import { execSync } from "node:child_process"
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { createConnection } from "node:net"
 import { cpus, freemem, tmpdir, totalmem } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
-import pg from "pg"
-import { atInterrupt, cpuMs, freePort, httpOk, log, machineTicks, mean, round, sleep, START, startChild, waitQuiet as waitQuietFor } from "../lib/harness.mjs"
+import {
+  admin,
+  atInterrupt,
+  buildIfNeeded,
+  cpuMs,
+  createDatabase,
+  freePort,
+  httpOk,
+  log,
+  machineTicks,
+  MAIN,
+  mean,
+  round,
+  serviceEnv,
+  sleep,
+  START,
+  startChild,
+  startService,
+  waitQuiet as waitQuietFor,
+  withAdminClient
+} from "../lib/harness.mjs"
 import { printSummary, summarise } from "./cpuprofile-summary.mjs"
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url))
@@ -51,12 +70,8 @@ const HERE = fileURLToPath(new URL("./", import.meta.url))
 const OUT = join(HERE, "out")
 /** The compiled modules (tsc), one file per source file. */
 const TSC_MAIN = join(ROOT, "dist/src/main.js")
-/** The service under load: what `npm start` runs (package.json scripts.start: `node [flags] <file>`). */
-const MAIN = START.entry
 const rel = (file) => file.slice(ROOT.length)
-const ADMIN_TOKEN = "adm_bench_token_0123456789abcdef"
 const BALANCE_PATH = "/api/v1/merchant/balance"
-const PG_SERVER_URL = process.env.BENCH_PG_URL ?? "postgres://postgres@127.0.0.1:5432/test"
 /** The service's pool size (src/Db/Database.ts: maxConnections). */
 const POOL_MAX = 20
 const CLK_TCK = 100
@@ -113,106 +128,7 @@ const portAccepts = (port) =>
  */
 const waitQuiet = (what) => waitQuietFor(what, { maxSeconds: opts.waitQuiet, quietBusy: opts.quietBusy })
 
-// ---- build ---------------------------------------------------------------------------------------
-
-const newestMtime = (dir) => {
-  let newest = 0
-  for (const entry of readdirSync(dir, { withFileTypes: true })) {
-    const path = join(dir, entry.name)
-    newest = Math.max(newest, entry.isDirectory() ? newestMtime(path) : statSync(path).mtimeMs)
-  }
-  return newest
-}
-
-const buildIfNeeded = () => {
-  const entries = [...new Set([MAIN, TSC_MAIN])]
-  const srcTime = newestMtime(join(ROOT, "src"))
-  const stale = entries.some((f) => !existsSync(f) || statSync(f).mtimeMs < srcTime) ||
-    newestMtime(join(ROOT, "src")) > newestMtime(join(ROOT, "dist/src"))
-  if (!stale) return log(`build: ${entries.map(rel).join(", ")} up to date`)
-  log("build: npm run build")
-  try {
-    execSync("npm run build", { cwd: ROOT, stdio: "inherit" })
-  } catch (error) {
-    if (!existsSync(MAIN)) throw error
-    log("WARNING: the build failed; measuring the existing dist/src/main.js")
-  }
-}
-
-// ---- database ------------------------------------------------------------------------------------
-
-const withAdminClient = async (f) => {
-  const client = new pg.Client({ connectionString: PG_SERVER_URL })
-  await client.connect()
-  try {
-    return await f(client)
-  } finally {
-    await client.end()
-  }
-}
-
-const createDatabase = async () => {
-  const name = `mps_bench_${process.pid}`
-  await withAdminClient((c) => c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).then(() => c.query(`CREATE DATABASE ${name}`)))
-  const url = new URL(PG_SERVER_URL)
-  url.pathname = `/${name}`
-  return {
-    name,
-    url: url.toString(),
-    drop: () => withAdminClient((c) => c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`))
-  }
-}
-
 // ---- the service ---------------------------------------------------------------------------------
-
-const serviceEnv = ({ port, opsPort, databaseUrl, dataDir }) => {
-  const env = {
-    ...process.env,
-    PORT: String(port),
-    OPS_PORT: String(opsPort),
-    HOST: "127.0.0.1",
-    OPS_HOST: "127.0.0.1",
-    DATA_DIR: dataDir,
-    ADMIN_TOKEN,
-    DEMO_MERCHANT: "false",
-    LOG_LEVEL: "warning",
-    RATE_LIMIT_RPS: "1000000000",
-    RATE_LIMIT_BURST: "1000000000",
-    NODE_ENV: "production"
-  }
-  delete env.DATABASE_URL
-  if (databaseUrl !== undefined) env.DATABASE_URL = databaseUrl
-  return env
-}
-
-/** Starts `node [nodeArgs] dist/src/main.js` and waits until /ready on the ops port answers 200. */
-const startService = async ({ databaseUrl, dataDir, nodeArgs = [], entry = MAIN }) => {
-  const port = await freePort()
-  const opsPort = await freePort()
-  const proc = startChild([...START.nodeFlags, ...nodeArgs, entry], serviceEnv({ port, opsPort, databaseUrl, dataDir }), "service")
-  const deadline = Date.now() + 60_000
-  for (;;) {
-    if (proc.child.exitCode !== null) throw new Error(`service exited with ${proc.child.exitCode}:\n${proc.output()}`)
-    if (Date.now() > deadline) {
-      await proc.stop()
-      throw new Error(`service did not become ready:\n${proc.output()}`)
-    }
-    if (await httpOk(`http://127.0.0.1:${opsPort}/ready`)) break
-    await sleep(50)
-  }
-  return { ...proc, baseUrl: `http://127.0.0.1:${port}`, opsUrl: `http://127.0.0.1:${opsPort}` }
-}
-
-const admin = async (service, path, body, method = "POST") => {
-  const res = await fetch(`${service.opsUrl}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/json" },
-    body: JSON.stringify(body)
-  })
-  const text = await res.text()
-  if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${text}`)
-  return JSON.parse(text)
-}
 
 const startBare = async (databaseUrl, keyLookup) => {
   const port = await freePort()
@@ -381,14 +297,10 @@ const main = async () => {
     machine: info,
     options: opts
   }
-  const db = await createDatabase()
+  const db = await createDatabase("mps_bench")
   const tmp = mkdtempSync(join(tmpdir(), "mps-bench-"))
   mkdirSync(OUT, { recursive: true })
   atInterrupt(() => rmSync(tmp, { recursive: true, force: true }))
-  atInterrupt(async () => {
-    await sleep(300) // killed children release their connections
-    await db.drop()
-  })
   log(`database: ${db.name}; temp dir ${tmp}`)
   let service, bare
   try {

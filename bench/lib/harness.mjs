@@ -12,8 +12,6 @@ import { fileURLToPath } from "node:url"
 import pg from "pg"
 
 export const ROOT = fileURLToPath(new URL("../../", import.meta.url))
-/** The service entry: `dist/src/main.js` (tsc output), or BENCH_SERVICE_ENTRY (e.g. dist/bundle/main.mjs, what npm start runs). */
-export const MAIN = join(ROOT, process.env.BENCH_SERVICE_ENTRY ?? "dist/src/main.js")
 /**
  * What `npm start` runs, from package.json's `scripts.start` (`node [flags] <file>`): its node
  * flags (the V8 settings the service ships with), which every bench passes whatever entry it runs,
@@ -25,6 +23,11 @@ export const START = (() => {
   if (match === null) throw new Error(`package.json scripts.start is not "node [flags] <file>": ${start}`)
   return { nodeFlags: match[1].split(/\s+/).filter(Boolean), entry: join(ROOT, match[2]) }
 })()
+/**
+ * The service entry every bench starts: what `npm start` runs, as the tests start it
+ * (test/support/paths.ts), or BENCH_SERVICE_ENTRY (e.g. dist/src/main.js, the tsc output).
+ */
+export const MAIN = process.env.BENCH_SERVICE_ENTRY !== undefined ? join(ROOT, process.env.BENCH_SERVICE_ENTRY) : START.entry
 export const ADMIN_TOKEN = "adm_bench_token_0123456789abcdef"
 export const PG_SERVER_URL = process.env.BENCH_PG_URL ?? "postgres://postgres@127.0.0.1:5432/postgres"
 export const CLK_TCK = 100
@@ -236,14 +239,14 @@ const newestMtime = (dir) => {
 }
 
 export const buildIfNeeded = () => {
-  const stale = !existsSync(MAIN) || newestMtime(join(ROOT, "src")) > newestMtime(join(ROOT, "dist/src"))
-  if (!stale) return log("build: dist/src/main.js is up to date")
+  const stale = !existsSync(MAIN) || newestMtime(join(ROOT, "src")) > statSync(MAIN).mtimeMs
+  if (!stale) return log(`build: ${MAIN.slice(ROOT.length)} is up to date`)
   log("build: npm run build")
   try {
     execSync("npm run build", { cwd: ROOT, stdio: "inherit" })
   } catch (error) {
     if (!existsSync(MAIN)) throw error
-    log("WARNING: the build failed; measuring the existing dist/src/main.js")
+    log(`WARNING: the build failed; measuring the existing ${MAIN.slice(ROOT.length)}`)
   }
 }
 
@@ -316,7 +319,7 @@ export const serviceEnv = ({ port, opsPort, databaseUrl, dataDir, extra = {} }) 
 }
 
 /**
- * Starts `node [nodeArgs] dist/src/main.js` (or `entry`) and waits until /ready on the ops port answers 200,
+ * Starts `node [flags of npm start] [nodeArgs] <MAIN>` (or `entry`) and waits until /ready on the ops port answers 200,
  * then, with `untilIdle`, until the process spends under 5 % of a core over a second (60 s at
  * most: in-flight purchases keep a worker busy). A restart on a populated database is ready at
  * once while its sync leader still reconciles the catalogue in the background (seconds of CPU at

@@ -28,9 +28,18 @@ export const ADMIN_ROUTE_PATHS: ReadonlyArray<string> = (() => {
   return [...paths]
 })()
 
-/** The admin API as an HttpApp, and its OpenAPI document. */
+/**
+ * The admin API as an HttpApp, and its OpenAPI document. Both are made when first asked for (the
+ * app lives as long as the scope): building them costs about 100 ms, which start-up need not wait for.
+ */
 export const AdminApp = Effect.gen(function*() {
-  const context = yield* Layer.buildWithScope(AdminApiLive, yield* Effect.scope)
-  const app = yield* Effect.provide(HttpApiBuilder.httpApp, context)
-  return { app, openApi: OpenApi.fromApi(AdminApi) } as const
+  const scope = yield* Effect.scope
+  const built = yield* Effect.cached(
+    Effect.flatMap(Layer.buildWithScope(AdminApiLive, scope), (context) => Effect.provide(HttpApiBuilder.httpApp, context))
+  )
+  let document: OpenApi.OpenAPISpec | undefined
+  return {
+    app: Effect.flatMap(built, (app) => app),
+    openApi: () => document ??= OpenApi.fromApi(AdminApi)
+  } as const
 })

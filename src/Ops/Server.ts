@@ -26,7 +26,7 @@ export const OpsServerLive = Layer.unwrapScoped(Effect.gen(function*() {
   // the admin API with its own document, under the admin token as all of /admin/* is
   const adminApp = Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
     request.method === "GET" && request.url.split("?")[0] === ADMIN_OPENAPI_PATH
-      ? Effect.succeed(adminToken.verify(request.headers["authorization"]) ? HttpServerResponse.unsafeJson(admin.openApi) : unauthorized)
+      ? Effect.succeed(adminToken.verify(request.headers["authorization"]) ? HttpServerResponse.unsafeJson(admin.openApi()) : unauthorized)
       : admin.app)
   const router = HttpRouter.empty.pipe(
     HttpRouter.get("/health", Effect.succeed(HttpServerResponse.unsafeJson({ status: "ok" }))),
