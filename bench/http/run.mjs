@@ -14,9 +14,11 @@
  *    through the admin API.
  * 3. Starts the bare baseline (bench/http/bare-server.mjs, child process) on the same database,
  *    checks both answer GET /api/v1/merchant/balance with the same bytes and content-type.
- * 4. Loads each with autocannon (in this process), one at a time, alternating
- *    (service, bare, bare, service, ...), after a warm-up each time; prints requests/s, p99 and
- *    the ratio service/bare (target >= 0.5), plus the CPU time per request of each server process.
+ * 4. Loads each with `wrk -t1 -c50 --latency` pinned to core 1, every server (worker threads too)
+ *    pinned to core 0, one at a time, alternating (service, bare, PGlite service, then the
+ *    reverse), after a warm-up each time; prints requests/s, p50, p99 and the CPU time per
+ *    request of each server process, and the ratios of the medians: service/bare (target >= 0.5)
+ *    and the PGlite service / the PostgreSQL service (issue 26: >= 0.5).
  * 5. Start-up: median time from spawn until the API port accepts and the ops /health answers, on
  *    the migrated PostgreSQL database and on an already-initialised PGlite DATA_DIR; for what
  *    `npm start` runs and for the tsc output `node dist/src/main.js`.
@@ -35,7 +37,6 @@
  *
  * Results are also written as JSON to bench/http/out/results-<timestamp>.json.
  */
-import autocannon from "autocannon"
 import { execSync } from "node:child_process"
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { createConnection } from "node:net"
@@ -53,7 +54,7 @@ import {
   log,
   machineTicks,
   MAIN,
-  mean,
+  pinProcess,
   round,
   serviceEnv,
   sleep,
@@ -61,7 +62,8 @@ import {
   startChild,
   startService,
   waitQuiet as waitQuietFor,
-  withAdminClient
+  withAdminClient,
+  wrkLoad
 } from "../lib/harness.mjs"
 import { printSummary, summarise } from "./cpuprofile-summary.mjs"
 
@@ -151,64 +153,56 @@ const startBare = async (databaseUrl, keyLookup) => {
 
 // ---- load ----------------------------------------------------------------------------------------
 
+/** The bench's merchant on a service: a legacy address and a funded balance; its API key. */
+const benchMerchant = async (target) => {
+  const merchant = await admin(target, "/admin/merchants", { name: "bench-merchant", webhook_url: null })
+  await admin(target, `/admin/merchants/${merchant.merchant_id}/legacy-addresses`, { trc20: "TBenchLegacyTrc20Address000000000", bep20: null }, "PUT")
+  await admin(target, "/admin/deposits", { merchant_id: merchant.merchant_id, network: "tron", amount: 1010.1, tx_id: "bench-initial-funding" })
+  return merchant.api_key
+}
+
 const fetchBalance = async (baseUrl, apiKey) => {
   const res = await fetch(`${baseUrl}${BALANCE_PATH}`, { headers: { authorization: `Bearer ${apiKey}` } })
   return { status: res.status, contentType: res.headers.get("content-type"), headers: res.headers, body: Buffer.from(await res.arrayBuffer()) }
 }
 
-const cannon = (baseUrl, apiKey, duration) =>
-  autocannon({
-    url: `${baseUrl}${BALANCE_PATH}`,
-    headers: { authorization: `Bearer ${apiKey}` },
-    connections: opts.connections,
-    pipelining: 1,
-    duration
-  })
+const wrk = (baseUrl, apiKey, seconds) =>
+  wrkLoad({ url: `${baseUrl}${BALANCE_PATH}`, headers: { authorization: `Bearer ${apiKey}` }, seconds, connections: opts.connections, core: 1 })
 
-/** Warm-up (discarded), then a measured run; with the server process's CPU time over the run. */
-const measure = async (target, apiKey) => {
-  const busyBefore = await waitQuiet(target.label)
-  await cannon(target.baseUrl, apiKey, opts.warmup)
+/**
+ * Warm-up (discarded), then a measured run of wrk pinned to core 1 against a server pinned to core
+ * 0; with the server process's CPU time (all its threads) over the run.
+ */
+const measure = async (target, label) => {
+  const busyBefore = await waitQuiet(label)
+  wrk(target.baseUrl, target.apiKey, opts.warmup)
   await sleep(200)
-  const from = Number(process.hrtime.bigint() / 1000n)
   const cpuBefore = cpuMs(target.child.pid)
-  const benchBefore = process.cpuUsage()
   const ticksBefore = machineTicks()
-  const result = await cannon(target.baseUrl, apiKey, opts.duration)
+  const result = wrk(target.baseUrl, target.apiKey, opts.duration)
   const cpuAfter = cpuMs(target.child.pid)
-  const benchCpu = process.cpuUsage(benchBefore)
   const ticksAfter = machineTicks()
-  const to = Number(process.hrtime.bigint() / 1000n)
-  const requests = result.requests.total
   const machineBusyMs = ((ticksAfter.busy - ticksBefore.busy) * 1000) / CLK_TCK
   return {
-    window: { from, to },
-    rps: result.requests.average,
-    p50: result.latency.p50,
-    p99: result.latency.p99,
-    requests,
-    non2xx: result.non2xx,
-    errors: result.errors,
-    timeouts: result.timeouts,
-    cpuMsPerRequest: (cpuAfter - cpuBefore) / requests,
+    ...result,
+    cpuMsPerRequest: (cpuAfter - cpuBefore) / result.requests,
     cpuUtilisation: (cpuAfter - cpuBefore) / (opts.duration * 1000),
     machineBusyBefore: busyBefore,
-    /** Cores busy over the run: all, the load generator (this process), the server under test. */
+    /** Cores busy over the run: all, and the server under test. */
     coresBusy: machineBusyMs / (opts.duration * 1000),
-    coresLoadGenerator: (benchCpu.user + benchCpu.system) / 1000 / (opts.duration * 1000),
     coresServer: (cpuAfter - cpuBefore) / (opts.duration * 1000)
   }
 }
 
 const printRun = (label, r) =>
   log(
-    `  ${label.padEnd(8)} ${String(round(r.rps)).padStart(7)} req/s  p50 ${String(r.p50).padStart(3)} ms  p99 ${String(r.p99).padStart(3)} ms` +
-      `  cpu ${round(r.cpuMsPerRequest * 1000)} µs/req (${round(r.cpuUtilisation * 100)} % of a core)` +
-      `  non2xx ${r.non2xx} errors ${r.errors} timeouts ${r.timeouts}` +
-      `\n           cores busy: all ${round(r.coresBusy, 2)} = server ${round(r.coresServer, 2)} + autocannon ${round(r.coresLoadGenerator, 2)}` +
-      ` + rest (PostgreSQL, others) ${round(r.coresBusy - r.coresServer - r.coresLoadGenerator, 2)}; machine ${
-        round(r.machineBusyBefore * 100)
-      } % busy just before`
+    `  ${label.padEnd(8)} ${String(round(r.rps)).padStart(7)} req/s  p50 ${String(round(r.p50, 2)).padStart(5)} ms  p99 ${
+      String(round(r.p99, 2)).padStart(6)
+    } ms` +
+      `  cpu ${round(r.cpuMsPerRequest * 1000)} µs/req (${round(r.cpuUtilisation * 100)} % of a core)  non2xx ${r.non2xx}` +
+      `\n           cores busy: all ${round(r.coresBusy, 2)} = server ${round(r.coresServer, 2)} + rest (wrk, PostgreSQL, others) ${
+        round(r.coresBusy - r.coresServer, 2)
+      }; machine ${round(r.machineBusyBefore * 100)} % busy just before`
   )
 
 // ---- start-up ------------------------------------------------------------------------------------
@@ -302,13 +296,11 @@ const main = async () => {
   mkdirSync(OUT, { recursive: true })
   atInterrupt(() => rmSync(tmp, { recursive: true, force: true }))
   log(`database: ${db.name}; temp dir ${tmp}`)
-  let service, bare
+  let service, bare, pglite
   try {
     service = await startService({ databaseUrl: db.url, dataDir: join(tmp, "data-pg") })
-    const merchant = await admin(service, "/admin/merchants", { name: "bench-merchant", webhook_url: null })
-    await admin(service, `/admin/merchants/${merchant.merchant_id}/legacy-addresses`, { trc20: "TBenchLegacyTrc20Address000000000", bep20: null }, "PUT")
-    await admin(service, "/admin/deposits", { merchant_id: merchant.merchant_id, network: "tron", amount: 1010.1, tx_id: "bench-initial-funding" })
-    const apiKey = merchant.api_key
+    const apiKey = await benchMerchant(service)
+    service.apiKey = apiKey
 
     if (opts.load || opts.profile) {
       bare = await startBare(db.url, opts.bareKeyLookup)
@@ -328,53 +320,50 @@ const main = async () => {
     }
 
     if (opts.load) {
-      log(`\nload: ${opts.connections} connections, ${opts.warmup} s warm-up + ${opts.duration} s measured, ${opts.rounds} rounds (alternating)`)
-      const runs = { service: [], bare: [] }
+      // every server under load on core 0 (worker threads too), wrk on core 1
+      pinProcess(service.child.pid, 0)
+      pinProcess(bare.child.pid, 0)
+      bare.apiKey = apiKey
+      pglite = await startService({ databaseUrl: undefined, dataDir: join(tmp, "data-pglite-load") })
+      pglite.apiKey = await benchMerchant(pglite)
+      pinProcess(pglite.child.pid, 0)
+      const targets = { service, bare, pglite }
+      log(`\nload: wrk -t1 -c${opts.connections}, ${opts.warmup} s warm-up + ${opts.duration} s measured, ${opts.rounds} rounds (alternating)`)
+      const runs = { service: [], bare: [], pglite: [] }
       for (let i = 0; i < opts.rounds; i++) {
-        const order = i % 2 === 0 ? ["service", "bare"] : ["bare", "service"]
+        const order = i % 2 === 0 ? ["service", "bare", "pglite"] : ["pglite", "bare", "service"]
         log(`round ${i + 1}`)
         for (const which of order) {
-          const r = await measure(which === "service" ? service : bare, apiKey)
-          if (r.non2xx > 0 || r.errors > 0) log(`  WARNING: ${which} had ${r.non2xx} non-2xx responses and ${r.errors} errors`)
+          const r = await measure(targets[which], which)
+          if (r.non2xx > 0) log(`  WARNING: ${which} had ${r.non2xx} answers other than 2xx or 3xx`)
           runs[which].push(r)
           printRun(which, r)
         }
       }
       const agg = (rs) => ({
-        rps: mean(rs.map((r) => r.rps)),
-        p99: mean(rs.map((r) => r.p99)),
-        p50: mean(rs.map((r) => r.p50)),
-        cpuMsPerRequest: mean(rs.map((r) => r.cpuMsPerRequest))
+        rps: median(rs.map((r) => r.rps)),
+        p99: median(rs.map((r) => r.p99)),
+        p50: median(rs.map((r) => r.p50)),
+        cpuMsPerRequest: median(rs.map((r) => r.cpuMsPerRequest))
       })
-      const s = agg(runs.service)
-      const b = agg(runs.bare)
+      const [s, b, l] = [agg(runs.service), agg(runs.bare), agg(runs.pglite)]
       const ratio = s.rps / b.rps
-      results.load = { runs, service: s, bare: b, ratio, cpuRatio: b.cpuMsPerRequest / s.cpuMsPerRequest }
-      log(`\n              req/s    p50 ms   p99 ms   CPU µs/req`)
-      log(
-        `  service  ${String(round(s.rps)).padStart(8)}  ${String(round(s.p50, 1)).padStart(7)}  ${String(round(s.p99, 1)).padStart(7)}  ${
-          String(round(s.cpuMsPerRequest * 1000)).padStart(9)
-        }`
-      )
-      log(
-        `  bare     ${String(round(b.rps)).padStart(8)}  ${String(round(b.p50, 1)).padStart(7)}  ${String(round(b.p99, 1)).padStart(7)}  ${
-          String(round(b.cpuMsPerRequest * 1000)).padStart(9)
-        }`
-      )
-      const roundRatios = runs.service.map((r, i) => r.rps / runs.bare[i].rps)
-      results.load.roundRatios = roundRatios
-      log(
-        `  ratio service/bare: ${round(ratio, 3)} (target >= 0.5) -> ${ratio >= 0.5 ? "MET" : "NOT MET"}; per round ${
-          roundRatios.map((x) => round(x, 3)).join(", ")
-        }`
-      )
+      results.load = { runs, service: s, bare: b, pglite: l, ratio, cpuRatio: b.cpuMsPerRequest / s.cpuMsPerRequest, pgliteRatio: l.rps / s.rps }
+      log(`\n  medians       req/s    p50 ms   p99 ms   CPU µs/req`)
+      for (const [label, x] of [["service", s], ["bare", b], ["pglite", l]]) {
+        log(
+          `  ${label.padEnd(8)}  ${String(round(x.rps)).padStart(8)}  ${String(round(x.p50, 2)).padStart(7)}  ${String(round(x.p99, 2)).padStart(7)}  ${
+            String(round(x.cpuMsPerRequest * 1000)).padStart(9)
+          }`
+        )
+      }
+      log(`  ratio service/bare (PostgreSQL): ${round(ratio, 3)} (target >= 0.5) -> ${ratio >= 0.5 ? "MET" : "NOT MET"}`)
       log(`  CPU per request, bare/service: ${round(results.load.cpuRatio, 3)}`)
+      log(`  PGlite / PostgreSQL service: ${round(results.load.pgliteRatio, 3)} (target >= 0.5) -> ${results.load.pgliteRatio >= 0.5 ? "MET" : "NOT MET"}`)
     }
 
-    if (bare) await bare.stop()
-    bare = undefined
-    await service.stop()
-    service = undefined
+    for (const proc of [bare, pglite, service]) if (proc !== undefined) await proc.stop()
+    bare = pglite = service = undefined
 
     if (opts.profile) {
       const dir = join(OUT, `profile-${started.toISOString().replace(/[:.]/g, "-")}`)
@@ -429,8 +418,7 @@ const main = async () => {
       }
     }
   } finally {
-    if (bare) await bare.stop()
-    if (service) await service.stop()
+    for (const proc of [bare, pglite, service]) if (proc !== undefined) await proc.stop()
     await db.drop().catch((e) => log(`could not drop ${db.name}: ${e.message}`))
     rmSync(tmp, { recursive: true, force: true })
   }

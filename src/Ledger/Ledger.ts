@@ -4,10 +4,12 @@
  * available + total_spent = total_deposited). Each method must run inside the caller's
  * transaction, beside the state change it pays for. The UNIQUE (kind, reference_id) of the ledger
  * makes every credit, debit and refund happen at most once, whatever retries or crashes happen.
+ * Each change is announced to the BalanceCache first (inside that transaction).
  */
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
 import { Int8 } from "../Domain/Db.js"
+import { BalanceCache } from "./BalanceCache.js"
 
 export const BalanceRow = Schema.Struct({
   available: Int8,
@@ -32,13 +34,15 @@ const AvailableAfter = Schema.Struct({ available: Int8 })
 export class Ledger extends Effect.Service<Ledger>()("Ledger", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
+    const cache = yield* BalanceCache
 
-    /** Balance in cents, with the retained legacy deposit addresses. */
-    const balance = SqlSchema.findOne({
+    const findBalance = SqlSchema.findOne({
       Request: Schema.String,
       Result: BalanceRow,
       execute: (merchantId) => sql.unsafe(BALANCE_SQL, [merchantId])
     })
+    /** Balance in cents, with the retained legacy deposit addresses (kept in memory on PGlite: BalanceCache.ts). */
+    const balance = (merchantId: string) => cache.read(merchantId, findBalance(merchantId))
 
     const availableAfter = (rows: ReadonlyArray<unknown>) =>
       rows.length === 0 ? Option.none<number>() : Option.some(Schema.decodeUnknownSync(AvailableAfter)(rows[0]).available)
@@ -49,6 +53,7 @@ export class Ledger extends Effect.Service<Ledger>()("Ledger", {
      */
     const creditDeposit = (merchantId: string, cents: number, depositId: string) =>
       Effect.gen(function*() {
+        yield* cache.changed(merchantId)
         const rows = yield* sql`
           WITH credit AS (
             UPDATE balances SET available_cents = available_cents + ${cents},
@@ -67,8 +72,9 @@ export class Ledger extends Effect.Service<Ledger>()("Ledger", {
      * and total_spent grow) and returns `available_cents` after it; the ledger row is written from
      * it. `debit` is empty, and nothing changed, when available is below the price.
      */
-    const purchaseDebitSteps = (merchantId: string, cents: number, purchaseId: string) =>
-      sql`
+    const purchaseDebitSteps = (merchantId: string, cents: number, purchaseId: string) => {
+      cache.changedNow(merchantId)
+      return sql`
       debit AS (
         UPDATE balances SET available_cents = available_cents - ${cents}, on_hold_cents = on_hold_cents + ${cents},
                total_spent_cents = total_spent_cents + ${cents}, updated_at = now()
@@ -76,10 +82,14 @@ export class Ledger extends Effect.Service<Ledger>()("Ledger", {
       debit_entry AS (
         INSERT INTO ledger_entries (merchant_id, kind, amount_cents, available_after_cents, reference_id)
         SELECT ${merchantId}, 'purchase_debit', ${-cents}, available_cents, ${purchaseId} FROM debit)`
+    }
 
     /** Delivery: the purchase leaves on_hold without crediting available. */
     const settlePurchase = (merchantId: string, cents: number) =>
-      sql`UPDATE balances SET on_hold_cents = on_hold_cents - ${cents}, updated_at = now() WHERE merchant_id = ${merchantId}`
+      Effect.zipRight(
+        cache.changed(merchantId),
+        sql`UPDATE balances SET on_hold_cents = on_hold_cents - ${cents}, updated_at = now() WHERE merchant_id = ${merchantId}`
+      )
 
     /**
      * Refunds a purchase in full, once: available grows, total_spent shrinks, and on_hold shrinks
@@ -87,6 +97,7 @@ export class Ledger extends Effect.Service<Ledger>()("Ledger", {
      */
     const refundPurchase = (merchantId: string, cents: number, purchaseId: string, wasInFlight: boolean) =>
       Effect.gen(function*() {
+        yield* cache.changed(merchantId)
         const inserted = yield* sql`
           INSERT INTO ledger_entries (merchant_id, kind, amount_cents, available_after_cents, reference_id)
           VALUES (${merchantId}, 'purchase_refund', ${cents}, 0, ${purchaseId})
@@ -103,5 +114,6 @@ export class Ledger extends Effect.Service<Ledger>()("Ledger", {
       })
 
     return { balance, creditDeposit, purchaseDebitSteps, settlePurchase, refundPurchase } as const
-  })
+  }),
+  dependencies: [BalanceCache.Default]
 }) {}

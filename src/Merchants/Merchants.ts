@@ -10,6 +10,7 @@ import { randomUUID } from "node:crypto"
 import { LISTENING } from "../Db/Listen.js"
 import { Timestamp } from "../Domain/Db.js"
 import { type AuthenticatedMerchant, Merchant, MerchantId, MerchantStatus } from "../Domain/Merchant.js"
+import { BalanceCache } from "../Ledger/BalanceCache.js"
 import { Fibers } from "../Ops/Fibers.js"
 import { generateApiKey, generateWebhookSecret, hashApiKey, isWellFormedApiKey, last4 } from "./Keys.js"
 
@@ -50,6 +51,7 @@ export class Merchants extends Effect.Service<Merchants>()("Merchants", {
     const sql = yield* SqlClient.SqlClient
     const pg = yield* PgClient.PgClient
     const fibers = yield* Fibers
+    const balanceCache = yield* BalanceCache
 
     const cache = new Map<string, { readonly merchant: AuthenticatedMerchant; readonly expiresAt: number }>()
     /** Names this process in its notifications. */
@@ -190,8 +192,11 @@ export class Merchants extends Effect.Service<Merchants>()("Merchants", {
     const setLegacyAddresses = (id: string, addresses: { readonly trc20: string | null; readonly bep20: string | null }) =>
       Effect.gen(function*() {
         if (!Schema.is(Schema.UUID)(id)) return Option.none<Merchant>()
+        // the Balance shows them: a statement of its own, announced before and after (BalanceCache.ts)
+        yield* balanceCache.changed(id)
         yield* sql`UPDATE merchants SET legacy_trc20 = ${addresses.trc20}, legacy_bep20 = ${addresses.bep20},
                    updated_at = now() WHERE id = ${id}`
+        yield* balanceCache.changed(id)
         return yield* get(id)
       }).pipe(Effect.orDie, Effect.withSpan("Merchants.setLegacyAddresses"))
 
@@ -249,5 +254,5 @@ export class Merchants extends Effect.Service<Merchants>()("Merchants", {
       onAuthChange
     } as const
   }),
-  dependencies: [Fibers.Default]
+  dependencies: [Fibers.Default, BalanceCache.Default]
 }) {}
