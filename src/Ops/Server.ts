@@ -56,7 +56,11 @@ export const OpsServerLive = Layer.unwrapScoped(Effect.gen(function*() {
     )
   )
 
-  const routes = [...Chunk.toReadonlyArray(router.routes).map((route) => route.path).filter((path) => !path.startsWith("/admin")), ...ADMIN_ROUTE_PATHS]
+  const routes = [
+    ...Chunk.toReadonlyArray(router.routes).map((route) => route.path).filter((path) => !path.startsWith("/admin")),
+    ...ADMIN_ROUTE_PATHS,
+    ADMIN_OPENAPI_PATH
+  ]
   return HttpServer.serve(app, makeResponses("ops", metrics, routes).middleware).pipe(
     HttpServer.withLogAddress,
     Layer.provide(NodeHttpServer.layer(() => makeNodeServer({ shutdownGraceSeconds: settings.shutdownGraceSeconds, bodyMaxBytes: ADMIN_BODY_MAX_BYTES }), {
