@@ -16,7 +16,7 @@ import { ChangeLog } from "../Catalogue/ChangeLog.js"
 import { CatalogueReservations } from "../Catalogue/Reservations.js"
 import { batches } from "../Db/Batches.js"
 import { type DirectSession, DirectTransactions } from "../Db/Database.js"
-import type { CatalogItem } from "../Domain/CatalogItem.js"
+import { CatalogItem } from "../Domain/CatalogItem.js"
 import { CreatedAtIdPosition, decodeCursor, encodeCursor } from "../Domain/Cursor.js"
 import { Int8 } from "../Domain/Db.js"
 import { Conflict, DuplicateCustomId, InsufficientBalance, ItemNotFound, ItemUnavailable, PriceChanged } from "../Domain/Errors.js"
@@ -62,7 +62,7 @@ const LockedItem = Schema.Struct({
   status: Schema.String,
   priceCents: Int8,
   providerPriceCents: Schema.NullOr(Int8),
-  item: Schema.String,
+  item: Schema.parseJson(CatalogItem),
   sim: Schema.NullOr(Schema.String)
 })
 
@@ -228,7 +228,7 @@ export class Purchases extends Effect.Service<Purchases>()("Purchases", {
      */
     const buyStatement = (input: BuyItemInput, row: LockedItem, undoRequestUnlessBought = false) => {
       const purchaseId = randomUUID()
-      const item = JSON.parse(row.item) as CatalogItem
+      const item = row.item
       const created = {
         merchantId: input.merchantId,
         type: "purchase.created" as const,

@@ -17,7 +17,7 @@
 import { SqlClient, type Statement } from "@effect/sql"
 import { Effect, FiberSet, Layer, Option, Queue, Schema } from "effect"
 import { randomUUID } from "node:crypto"
-import type { SimHints } from "../Domain/CatalogItem.js"
+import { SimHints } from "../Domain/CatalogItem.js"
 import { Int8 } from "../Domain/Db.js"
 import { parseTradeUrl } from "../Domain/TradeUrl.js"
 import { Ledger } from "../Ledger/Ledger.js"
@@ -28,6 +28,9 @@ import { type EventType, Outbox } from "../Webhooks/Outbox.js"
 import { LEASE_SECONDS, PurchaseHandover } from "./Handover.js"
 import { PurchaseNotifications } from "./Notifications.js"
 import { decodeRows, purchaseColumns, purchaseEventData, type PurchaseRow } from "./Rows.js"
+
+/** A purchase's test-mode hints, as written from the item's (checked on write). */
+const decodeSimHints = Schema.decodeUnknownSync(Schema.parseJson(SimHints))
 
 /** Batches of steps running at once (a claim's batch, a handover's batch). */
 const STEP_CONCURRENCY = 8
@@ -296,7 +299,7 @@ export const PurchaseWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
       itemId: row.itemId,
       priceCents: row.priceCents,
       tradeToken: parseTradeUrl(row.targetTradeUrl)?.token ?? "",
-      sim: row.sim === null ? undefined : JSON.parse(row.sim) as SimHints
+      sim: row.sim === null ? undefined : decodeSimHints(row.sim)
     }))
 
   /**
