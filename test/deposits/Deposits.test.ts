@@ -6,15 +6,13 @@
  */
 import { PgClient } from "@effect/sql-pg"
 import { expect, layer } from "@effect/vitest"
-import { ConfigProvider, Effect, Layer, Option } from "effect"
-import { AppConfig, Settings } from "../../src/Config.js"
+import { Effect, Layer, Option } from "effect"
 import { Deposits } from "../../src/Deposits/Deposits.js"
 import { settle } from "../../src/Deposits/Fees.js"
 import { toUnits } from "../../src/Domain/Money.js"
 import { Ledger } from "../../src/Ledger/Ledger.js"
 import { DatabaseTest } from "../support/database-layer.js"
-
-const SettingsTest = Layer.effect(Settings, Effect.map(Effect.withConfigProvider(AppConfig, ConfigProvider.fromMap(new Map())), Settings.make))
+import { SettingsTest } from "../support/in-process.js"
 
 const DepositsTest = Deposits.Default.pipe(
   Layer.provideMerge(Ledger.Default),

@@ -5,9 +5,8 @@
  */
 import { PgClient } from "@effect/sql-pg"
 import { expect, layer } from "@effect/vitest"
-import { ConfigProvider, Effect, Either, Layer } from "effect"
+import { Effect, Either, Layer } from "effect"
 import { createHash } from "node:crypto"
-import { AppConfig, Settings } from "../../src/Config.js"
 import { Deposits } from "../../src/Deposits/Deposits.js"
 import { WalletPayments } from "../../src/Deposits/WalletPayments.js"
 import { WalletRequests } from "../../src/Deposits/WalletRequests.js"
@@ -16,8 +15,7 @@ import { Fibers } from "../../src/Ops/Fibers.js"
 import { Metrics } from "../../src/Ops/Metrics.js"
 import { type PaymentNotice, WalletProvider } from "../../src/Providers/WalletProvider.js"
 import { DatabaseTest } from "../support/database-layer.js"
-
-const SettingsTest = Layer.effect(Settings, Effect.map(Effect.withConfigProvider(AppConfig, ConfigProvider.fromMap(new Map())), Settings.make))
+import { SettingsTest } from "../support/in-process.js"
 
 /** The notice the next callback verifies as, or why it does not. */
 let verdict: Either.Either<PaymentNotice, string> = Either.left("nothing scripted")

@@ -7,45 +7,20 @@
  */
 import { PgClient } from "@effect/sql-pg"
 import { expect, layer } from "@effect/vitest"
-import { ConfigProvider, Effect, Layer, Option, Schema } from "effect"
+import { Effect, Layer, Option } from "effect"
 import { ChangeLog } from "../../src/Catalogue/ChangeLog.js"
-import { AppConfig, Settings } from "../../src/Config.js"
 import { DirectTransactions } from "../../src/Db/Database.js"
-import { CatalogItemInput } from "../../src/Domain/CatalogItem.js"
 import { Fibers } from "../../src/Ops/Fibers.js"
 import { PurchaseNotifications } from "../../src/Purchases/Notifications.js"
 import { Purchases } from "../../src/Purchases/Purchases.js"
 import { DatabaseTest } from "../support/database-layer.js"
-
-const SettingsTest = Layer.effect(Settings, Effect.map(Effect.withConfigProvider(AppConfig, ConfigProvider.fromMap(new Map())), Settings.make))
+import { liveItem, RECIPIENT, SettingsTest } from "../support/in-process.js"
 
 const PurchasesTest = Purchases.Default.pipe(
   Layer.provideMerge(Layer.mergeAll(PurchaseNotifications.Default, ChangeLog.Default)),
   Layer.provideMerge(Layer.mergeAll(SettingsTest, Fibers.Default, Layer.succeed(DirectTransactions, Option.none()))),
   Layer.provideMerge(DatabaseTest)
 )
-
-const RECIPIENT = {
-  tradeUrl: "https://steamcommunity.com/tradeoffer/new/?partner=12345678&token=abcdEFGH",
-  steamId: "76561198012345678"
-}
-
-/** A live catalogue item at `price` USD, written through the change log as the supplier's sync writes it. */
-const liveItem = (price: number) =>
-  Effect.gen(function*() {
-    const changeLog = yield* ChangeLog
-    const { sim: _sim, has_stickers: _h, stickers_count: _c, ...item } = Schema.decodeUnknownSync(CatalogItemInput)({
-      market_hash_name: `AK-47 | Redline (Field-Tested) ${crypto.randomUUID()}`,
-      price,
-      delivery_type: "instant"
-    })
-    const id = crypto.randomUUID()
-    yield* changeLog.apply([{
-      op: "upsert",
-      listing: { item: { ...item, id, has_stickers: false, stickers_count: 0 }, providerPriceCents: Math.floor(price * 100 / 1.07), sim: undefined }
-    }], "admin")
-    return id
-  }).pipe(Effect.orDie)
 
 /** A merchant with `cents` available, credited through a ledger row as a deposit is. */
 const fundedMerchant = (cents: number) =>

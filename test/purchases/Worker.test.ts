@@ -6,12 +6,10 @@
  */
 import { PgClient } from "@effect/sql-pg"
 import { expect, layer } from "@effect/vitest"
-import { ConfigProvider, Effect, Layer, Option, Schema } from "effect"
+import { Effect, Layer, Option } from "effect"
 import { ChangeLog } from "../../src/Catalogue/ChangeLog.js"
 import { CatalogueReservations } from "../../src/Catalogue/Reservations.js"
-import { AppConfig, Settings } from "../../src/Config.js"
 import { DirectTransactions } from "../../src/Db/Database.js"
-import { CatalogItemInput } from "../../src/Domain/CatalogItem.js"
 import { Ledger } from "../../src/Ledger/Ledger.js"
 import { Fibers } from "../../src/Ops/Fibers.js"
 import { Metrics } from "../../src/Ops/Metrics.js"
@@ -22,8 +20,7 @@ import { Purchases } from "../../src/Purchases/Purchases.js"
 import { PurchaseWorkerLive } from "../../src/Purchases/Worker.js"
 import { Outbox } from "../../src/Webhooks/Outbox.js"
 import { DatabaseTest } from "../support/database-layer.js"
-
-const SettingsTest = Layer.effect(Settings, Effect.map(Effect.withConfigProvider(AppConfig, ConfigProvider.fromMap(new Map())), Settings.make))
+import { liveItem, RECIPIENT, SettingsTest } from "../support/in-process.js"
 
 /** How the scripted provider ends each item's order. */
 const endings = new Map<string, "completed" | "failed">()
@@ -70,28 +67,6 @@ const WorkerTest = PurchaseWorkerLive.pipe(
   Layer.provideMerge(DatabaseTest)
 )
 
-const RECIPIENT = {
-  tradeUrl: "https://steamcommunity.com/tradeoffer/new/?partner=12345678&token=abcdEFGH",
-  steamId: "76561198012345678"
-}
-
-const liveItem = (price: number, ending: "completed" | "failed") =>
-  Effect.gen(function*() {
-    const changeLog = yield* ChangeLog
-    const { sim: _sim, has_stickers: _h, stickers_count: _c, ...item } = Schema.decodeUnknownSync(CatalogItemInput)({
-      market_hash_name: `M4A4 | Howl (Minimal Wear) ${crypto.randomUUID()}`,
-      price,
-      delivery_type: "instant"
-    })
-    const id = crypto.randomUUID()
-    endings.set(id, ending)
-    yield* changeLog.apply([{
-      op: "upsert",
-      listing: { item: { ...item, id, has_stickers: false, stickers_count: 0 }, providerPriceCents: Math.floor(price * 100 / 1.07), sim: undefined }
-    }], "admin")
-    return id
-  }).pipe(Effect.orDie)
-
 /**
  * Polls until the purchase is final, and a failed one's refund recorded (the worker runs in the
  * background; nothing here depends on how soon), 60 s at most.
@@ -118,8 +93,10 @@ layer(WorkerTest, { timeout: 90_000, excludeTestServices: true })("the purchase 
       yield* sql`INSERT INTO balances (merchant_id, available_cents, total_deposited_cents) VALUES (${merchantId}, 10000, 10000)`
       yield* sql`INSERT INTO ledger_entries (merchant_id, kind, amount_cents, available_after_cents, reference_id)
                  VALUES (${merchantId}, 'deposit_credit', 10000, 10000, ${crypto.randomUUID()})`
-      const delivered = yield* liveItem(10, "completed")
-      const refused = yield* liveItem(20, "failed")
+      const delivered = yield* liveItem(10)
+      const refused = yield* liveItem(20)
+      endings.set(delivered, "completed")
+      endings.set(refused, "failed")
       const a = yield* purchases.createById({ merchantId, itemId: delivered, maxPrice: 10, customId: "a", recipient: RECIPIENT })
       const b = yield* purchases.createById({ merchantId, itemId: refused, maxPrice: 20, customId: "b", recipient: RECIPIENT })
 
