@@ -116,7 +116,7 @@ const decodeFailure = (request: HttpServerRequest.HttpServerRequest, route: Rout
   const message = Errors.boundedMessage(
     issue === undefined
       ? error.message
-      : `${issue.path.length > 0 ? issue.path.join(".") : "request"}: ${issue.message}`
+      : Errors.issueText(issue, "request")
   )
   const forField = field !== undefined ? route?.fieldErrors.get(field) : request.method === "GET" ? undefined : route?.bodyError
   return forField !== undefined ? new forField({ message }) : new Errors.InvalidQuery({ message })

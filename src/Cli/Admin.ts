@@ -18,7 +18,7 @@ import type * as HttpClientError from "@effect/platform/HttpClientError"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import * as Path from "@effect/platform/Path"
 import { Config, Console, Data, Duration, Effect, Option, ParseResult, Redacted, Schema } from "effect"
-import { declaredCodeAndStatus } from "../Domain/Errors.js"
+import { declaredCodeAndStatus, issueText } from "../Domain/Errors.js"
 import { AdminApi, type AdminFailure } from "../Ops/AdminApi.js"
 
 /** A failure already worded for the operator; printed on stderr, exit code 1. */
@@ -151,7 +151,7 @@ export const checked = <A, I>(schema: Schema.Schema<A, I>, body: I) =>
   Schema.decodeUnknown(schema, { onExcessProperty: "ignore" })(body).pipe(
     Effect.mapError((error) => {
       const issue = ParseResult.ArrayFormatter.formatErrorSync(error)[0]
-      const detail = issue === undefined ? error.message : `${issue.path.length > 0 ? issue.path.join(".") : "body"}: ${issue.message}`
+      const detail = issue === undefined ? error.message : issueText(issue, "body")
       return new CliFailure({ message: `ADMIN_INVALID_REQUEST (refused before sending): ${detail}` })
     })
   )

@@ -152,6 +152,10 @@ export const MESSAGE_MAX_CHARS = 300
 export const boundedMessage = (message: string): string =>
   message.length <= MESSAGE_MAX_CHARS ? message : `${message.slice(0, MESSAGE_MAX_CHARS)}… (cut from ${message.length} characters)`
 
+/** A decode issue as `field.path: message` (`whole` names the value when the issue is not in a field). */
+export const issueText = (issue: { readonly path: ReadonlyArray<PropertyKey>; readonly message: string }, whole: string): string =>
+  `${issue.path.length > 0 ? issue.path.join(".") : whole}: ${issue.message}`
+
 /** The spec's Error body as bytes, for routes outside HttpApi (dump, stream, framework errors). */
 export const errorBody = (code: string, message: string): string => JSON.stringify({ error: { code, message } })
 

@@ -7,7 +7,7 @@ import { HttpApiBuilder, HttpApiError, HttpServerError, HttpServerRequest, type 
 import { NodeHttpServerRequest } from "@effect/platform-node"
 import { Cause, Effect, Layer, Option, ParseResult, Schema } from "effect"
 import { unstorableMessage, unstorablePath } from "../Domain/Db.js"
-import { boundedMessage } from "../Domain/Errors.js"
+import { boundedMessage, issueText } from "../Domain/Errors.js"
 import { type BodyProblem, bodyProblemMessage, bodyProblemOf } from "../RequestBody.js"
 import {
   AdminApi,
@@ -33,7 +33,7 @@ export const storable = <A>(decoded: A): Effect.Effect<A, AdminInvalidRequest> =
 }
 
 const issueMessage = (issue: { readonly path: ReadonlyArray<PropertyKey>; readonly message: string } | undefined) =>
-  issue === undefined ? "invalid body" : boundedMessage(`${issue.path.length > 0 ? issue.path.join(".") : "body"}: ${issue.message}`)
+  issue === undefined ? "invalid body" : boundedMessage(issueText(issue, "body"))
 
 /** A body refused as it was read (RequestBody.ts): too large is 413, the rest 400. */
 const refusedBody = (problem: BodyProblem) =>

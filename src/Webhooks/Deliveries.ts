@@ -10,6 +10,12 @@ import { DirectTransactions } from "../Db/Database.js"
 export const DUE_CHANNEL = "webhook_events_due"
 const CLAIM_LOCK_KEY = 7_311_024
 
+/**
+ * Claims and results are bookkeeping of at-least-once delivery: one lost in a crash of the
+ * database only means an event is sent again. Their commits do not wait for the disk.
+ */
+const NO_SYNC_COMMIT = "set_config('synchronous_commit', 'off', true)"
+
 /** The most due events one claim looks at (twice that many are scanned). */
 const CLAIM_WINDOW_MAX = 128
 
@@ -150,11 +156,7 @@ export class WebhookDeliveries extends Effect.Service<WebhookDeliveries>()("Webh
     const sql = yield* SqlClient.SqlClient
     // PostgreSQL: transactions of prepared statements in one round trip; PGlite serves one process
     const direct = yield* DirectTransactions
-    /**
-     * Claims and results are bookkeeping of at-least-once delivery: one lost in a crash of the
-     * database only means an event is sent again. Their commits do not wait for the disk.
-     */
-    const noSyncCommit = sql`set_config('synchronous_commit', 'off', true)`
+    const noSyncCommit = sql.literal(NO_SYNC_COMMIT)
 
     /**
      * Leases due events for this process (`owner`), oldest due first: at most `perMerchant` held
@@ -192,7 +194,7 @@ export class WebhookDeliveries extends Effect.Service<WebhookDeliveries>()("Webh
           ? Effect.promise(() =>
             direct.value((session) =>
               session.queriesAndCommit([
-                ["SELECT pg_advisory_xact_lock($1), set_config('synchronous_commit', 'off', true)", [CLAIM_LOCK_KEY]],
+                [`SELECT pg_advisory_xact_lock($1), ${NO_SYNC_COMMIT}`, [CLAIM_LOCK_KEY]],
                 [text, params]
               ])
             )
