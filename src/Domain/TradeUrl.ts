@@ -34,6 +34,9 @@ const sameLengthRange = (lo: string, hi: string): string => {
 /** A regular expression (without anchors) for the decimal numbers lo..hi (lo >= 1) without leading zeros. */
 export const numberRangePattern = (lo: bigint, hi: bigint): string => {
   const [low, high] = [String(lo), String(hi)]
+  // one length: the digit-by-digit range (the parts below need the ends' lengths to differ, or a
+  // whole length between them)
+  if (low.length === high.length) return sameLengthRange(low, high)
   const parts: Array<string> = []
   // every number of a whole length between the two ends: one part for all of them
   const wholeFrom = low === `1${"0".repeat(low.length - 1)}` ? low.length : low.length + 1

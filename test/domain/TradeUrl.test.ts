@@ -35,6 +35,8 @@ describe("trade URLs and SteamID64 (CONTRACT 5.1)", () => {
       }),
       { numRuns: 2_000 }
     )
+    // found by the property above: a range of one length whose low end is a power of ten
+    expect(new RegExp(`^${numberRangePattern(10n ** 12n, 10n ** 12n)}$`).test("1000000000000")).toBe(true)
     // the edges of the SteamID64 range, and every number of digits around them
     for (const edge of [BASE, BASE + 1n, BASE + MAX_ACCOUNT, BASE + MAX_ACCOUNT + 1n]) {
       for (const n of [edge - 1n, edge, edge + 1n]) expect([String(n), isSteamId64(String(n))]).toEqual([String(n), n > BASE && n <= BASE + MAX_ACCOUNT])
