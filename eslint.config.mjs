@@ -13,6 +13,8 @@ export default tseslint.config(
   // TypeScript checks names itself; the plain JavaScript (scripts, benches) runs on Node
   { files: ["**/*.ts"], rules: { "no-undef": "off" } },
   { files: ["**/*.mjs", "**/*.js"], languageOptions: { globals: globals.node } },
+  // the cabinet's page module runs in browsers
+  { files: ["web/**/*.js"], languageOptions: { globals: globals.browser } },
   // tests read JSON answers loosely on purpose: an unexpected shape fails the assertion, not the compile
   { files: ["test/**", "bench/**"], rules: { "@typescript-eslint/no-explicit-any": "off" } },
   {

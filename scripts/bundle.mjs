@@ -6,6 +6,7 @@
  * it loads its WebAssembly and data files from its own package directory.
  */
 import { build } from "esbuild"
+import { copyFileSync } from "node:fs"
 
 const common = {
   minifyWhitespace: true,
@@ -34,3 +35,17 @@ await build({
 
 // one file: a CLI run parses it in about a third of the time its hundreds of modules take
 await build({ ...common, entryPoints: { cli: "src/cli.ts" }, outdir: "dist/bundle", outExtension: { ".js": ".mjs" } })
+
+// the merchant cabinet's page (web/cabinet): its module with the QR code library, for browsers;
+// the HTML and styles beside it. The service serves dist/cabinet (src/Cabinet/Page.ts).
+await build({
+  entryPoints: { app: "web/cabinet/app.js" },
+  outdir: "dist/cabinet",
+  bundle: true,
+  minify: true,
+  platform: "browser",
+  format: "esm",
+  target: "es2022",
+  logLevel: "warning"
+})
+for (const file of ["index.html", "app.css"]) copyFileSync(`web/cabinet/${file}`, `dist/cabinet/${file}`)

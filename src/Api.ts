@@ -1,6 +1,7 @@
-/** The public merchant API: every group under /api/v1/merchant. OpenAPI is generated from it. */
+/** The public merchant API: every group under /api/v1/merchant, and the cabinet's under /cabinet/api. OpenAPI is generated from it. */
 import { HttpApi, OpenApi } from "@effect/platform"
 import { completeDocument } from "./ApiDocument.js"
+import { CabinetApi, CabinetSignInApi } from "./Cabinet/Api.js"
 import { CatalogueApi } from "./Catalogue/Api.js"
 import { DepositsApi } from "./Deposits/Api.js"
 import { Wire } from "./Domain/Errors.js"
@@ -19,6 +20,9 @@ export class MerchantApi extends HttpApi.make("merchant")
   .add(WebhooksApi)
   .addError(Wire.InternalError)
   .prefix(API_PREFIX)
+  // the cabinet's JSON endpoints sit under their own prefix (CONTRACT 7)
+  .add(CabinetSignInApi)
+  .add(CabinetApi)
   .annotateContext(OpenApi.annotations({
     title: "Merchant Purchasing API",
     version: "1.0.0",

@@ -70,7 +70,7 @@ const withoutFrameworkError = (responses: Json) => {
  * details for a body that is not JSON where a body is read.
  */
 const withHeadersAndProblems = (path: string, method: string, responses: Json, readsBody: boolean) => {
-  if (method === "post") {
+  if (method === "post" || method === "put") {
     if (readsBody) {
       const bad = (objectAt(responses, "400") ?? (responses["400"] = { description: "The request is invalid." })) as Json
       const content = (objectAt(bad, "content") ?? (bad["content"] = {})) as Json

@@ -1,5 +1,6 @@
 /** The whole service as one layer, given its Settings and the database: what main.ts runs. */
 import { Layer } from "effect"
+import { CabinetAccounts } from "./Cabinet/Accounts.js"
 import { ChangeLog } from "./Catalogue/ChangeLog.js"
 import { CatalogueDump } from "./Catalogue/Dump.js"
 import { CatalogueEngine } from "./Catalogue/Engine.js"
@@ -40,6 +41,7 @@ const Base = Layer.mergeAll(Fibers.Default, Metrics.Default, Readiness.Default, 
 const Core = Layer.mergeAll(
   Merchants.Default,
   Authenticator.Default,
+  CabinetAccounts.Default,
   Ledger.Default,
   Outbox.Default,
   WebhookEvents.Default,

@@ -62,6 +62,16 @@ const adminToken = Config.option(
   }))
 )
 
+/** The origin (`scheme://host[:port]`) of an http(s) URL, as a browser sends it in `Origin`. */
+export const originOf = (url: string): string | undefined => {
+  try {
+    const parsed = new URL(url)
+    return parsed.protocol === "http:" || parsed.protocol === "https:" ? parsed.origin : undefined
+  } catch {
+    return undefined
+  }
+}
+
 export interface AppSettings {
   readonly port: number
   readonly host: string
@@ -91,6 +101,10 @@ export interface AppSettings {
   readonly webhookConcurrency: number
   readonly walletIssuanceEnabled: boolean
   readonly walletSettlementVerified: boolean
+  readonly publicUrl: string
+  readonly cabinetAllowedOrigins: ReadonlyArray<string>
+  readonly sessionIdleMinutes: number
+  readonly sessionMaxHours: number
   readonly logLevel: string
   readonly demoMerchant: boolean
   readonly shutdownGraceSeconds: number
@@ -138,6 +152,20 @@ export const AppConfig: Config.Config<AppSettings> = Config.all({
   walletIssuanceEnabled: Config.boolean("WALLET_ISSUANCE_ENABLED").pipe(Config.withDefault(false)),
   // the operator's switch of spec 2.3's "verified settlement": off, no wallet may be deposited to or created
   walletSettlementVerified: Config.boolean("WALLET_SETTLEMENT_VERIFIED").pipe(Config.withDefault(true)),
+  publicUrl: Config.option(
+    Config.string("PUBLIC_URL").pipe(Config.validate({
+      message: "PUBLIC_URL must be an http(s) URL, e.g. https://merchants.example.com",
+      validation: (url) => originOf(url) !== undefined
+    }))
+  ),
+  cabinetAllowedOrigins: Config.option(
+    Config.string("CABINET_ALLOWED_ORIGINS").pipe(Config.validate({
+      message: "CABINET_ALLOWED_ORIGINS must be comma-separated http(s) origins, e.g. https://merchants.example.com",
+      validation: (list) => list.split(",").every((origin) => originOf(origin.trim()) === origin.trim())
+    }))
+  ),
+  sessionIdleMinutes: positive("SESSION_IDLE_MINUTES", 30),
+  sessionMaxHours: positive("SESSION_MAX_HOURS", 12),
   logLevel,
   demoMerchant: Config.boolean("DEMO_MERCHANT").pipe(Config.withDefault(true)),
   // long enough for a /buy-sync or /buy-by-name under way at the default budgets (30 s) to answer
@@ -147,11 +175,19 @@ export const AppConfig: Config.Config<AppSettings> = Config.all({
     message: "PORT and OPS_PORT must differ (one listener each)",
     validation: (c) => c.port !== c.opsPort
   }),
-  Config.map((c) => ({
-    ...c,
-    // A fixture replaces the synthetic catalogue and defaults churn to 0 (CONTRACT section 1).
-    simChurnPerSecond: Option.getOrElse(c.simChurnPerSecond, () => Option.isSome(c.simCatalogue) ? 0 : 5)
-  }))
+  Config.map((c) => {
+    const publicUrl = Option.getOrElse(c.publicUrl, () => `http://${c.host}:${c.port}`).replace(/\/+$/, "")
+    return {
+      ...c,
+      publicUrl,
+      cabinetAllowedOrigins: Option.match(c.cabinetAllowedOrigins, {
+        onNone: () => [originOf(publicUrl) ?? publicUrl],
+        onSome: (list) => list.split(",").map((origin) => origin.trim())
+      }),
+      // A fixture replaces the synthetic catalogue and defaults churn to 0 (CONTRACT section 1).
+      simChurnPerSecond: Option.getOrElse(c.simChurnPerSecond, () => Option.isSome(c.simCatalogue) ? 0 : 5)
+    }
+  })
 )
 
 /** The settings as a service, so layers and tests can read or replace them. */

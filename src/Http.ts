@@ -8,6 +8,9 @@ import { NodeHttpServer } from "@effect/platform-node"
 import { Effect, Layer } from "effect"
 import { createServer, IncomingMessage, ServerResponse } from "node:http"
 import { API_PREFIX, MerchantApi } from "./Api.js"
+import { CABINET_API_PREFIX } from "./Cabinet/Api.js"
+import { CabinetHttp, CabinetOriginLive, CabinetSignInHttp } from "./Cabinet/Http.js"
+import { CabinetPageLive } from "./Cabinet/Page.js"
 import { CatalogueFastRoutes, CatalogueHttp } from "./Catalogue/Http.js"
 import { StreamLive } from "./Catalogue/Stream.js"
 import { Settings } from "./Config.js"
@@ -15,7 +18,7 @@ import { DepositsHttp } from "./Deposits/Http.js"
 import { WalletCallbacksLive } from "./Deposits/WalletCallbacks.js"
 import { type FastLane, makeFastLane } from "./FastLane.js"
 import { DOCS_PATH, OPENAPI_PATH, PUBLIC_ROUTES, SpecErrors } from "./HttpErrors.js"
-import { AuthenticationLive } from "./Merchants/Authentication.js"
+import { AuthenticationLive, CabinetSessionLive, KeyOrSessionLive } from "./Merchants/Authentication.js"
 import { BalanceFastRoutes, BalanceHttp } from "./Merchants/Http.js"
 import { Metrics } from "./Ops/Metrics.js"
 import { Readiness } from "./Ops/Readiness.js"
@@ -90,18 +93,19 @@ export const makeNodeServer = (options: {
 }
 
 /**
- * Every body the merchant API accepts is JSON (CONTRACT 6), whatever Content-Type says: a JSON
+ * Every body the merchant API and the cabinet's JSON endpoints accept is JSON (CONTRACT 6), whatever Content-Type says: a JSON
  * body sent as text/plain (or with none) is read as JSON, and anything else is "not JSON" and gets
  * problem details, instead of being read as a string and failing as its first field.
  */
 const readBodyAsJson = (request: IncomingMessage) => {
-  if (request.method === "GET" || request.method === "HEAD" || !request.url?.startsWith(API_PREFIX)) return
+  if (request.method === "GET" || request.method === "HEAD") return
+  if (!request.url?.startsWith(API_PREFIX) && !request.url?.startsWith(CABINET_API_PREFIX)) return
   if (!request.headers["content-type"]?.startsWith("application/json")) request.headers["content-type"] = "application/json"
 }
 
 const ApiLive = HttpApiBuilder.api(MerchantApi).pipe(
-  Layer.provide([BalanceHttp, DepositsHttp, CatalogueHttp, PurchasesHttp, WebhooksHttp]),
-  Layer.provide(AuthenticationLive)
+  Layer.provide([BalanceHttp, DepositsHttp, CatalogueHttp, PurchasesHttp, WebhooksHttp, CabinetSignInHttp, CabinetHttp]),
+  Layer.provide([AuthenticationLive, KeyOrSessionLive, CabinetSessionLive, CabinetOriginLive])
 )
 
 const Docs = Layer.mergeAll(
@@ -117,7 +121,7 @@ export const HttpLive = Layer.unwrapEffect(Effect.gen(function*() {
   const responses = makeResponses("api", metrics, routes)
   const fastLane = yield* makeFastLane(responses, [...yield* BalanceFastRoutes, ...yield* CatalogueFastRoutes], yield* PurchasesFastRoutes)
   return HttpApiBuilder.serve(responses.middleware).pipe(
-    Layer.provide([Docs, SpecErrors, StreamLive, WalletCallbacksLive]),
+    Layer.provide([Docs, SpecErrors, StreamLive, WalletCallbacksLive, CabinetPageLive]),
     Layer.provide(ApiLive),
     // Per-request spans cost about a quarter of a request's CPU; traces come from service spans.
     HttpMiddleware.withTracerDisabledWhen(() => true),

@@ -8,6 +8,7 @@ import { HttpApi, HttpApiBuilder, HttpApiError, HttpServerError, HttpServerReque
 import { NodeHttpServerRequest } from "@effect/platform-node"
 import { Cause, Effect, Either, Option, type ParseResult, Schema, type SchemaAST } from "effect"
 import { API_PREFIX, MerchantApi } from "./Api.js"
+import { CABINET_PAGE_PATHS } from "./Cabinet/Page.js"
 import { STREAM_PATH } from "./Catalogue/Stream.js"
 import * as Errors from "./Domain/Errors.js"
 import { WALLET_CALLBACK_PATH } from "./Providers/Simulator/WalletProviderSim.js"
@@ -57,7 +58,13 @@ const publicRoutes = (): ReadonlyArray<Route> => {
     pathParams: new Set(),
     bodyError: undefined
   })
-  const routes = [raw("GET", STREAM_PATH), raw("GET", OPENAPI_PATH), raw("GET", DOCS_PATH), raw("POST", WALLET_CALLBACK_PATH)]
+  const routes = [
+    raw("GET", STREAM_PATH),
+    raw("GET", OPENAPI_PATH),
+    raw("GET", DOCS_PATH),
+    raw("POST", WALLET_CALLBACK_PATH),
+    ...CABINET_PAGE_PATHS.map((path) => raw("GET", path))
+  ]
   HttpApi.reflect(MerchantApi, {
     onGroup: () => undefined,
     onEndpoint: ({ endpoint, group }) => {
@@ -205,7 +212,7 @@ export const SpecErrors = HttpApiBuilder.middleware(MerchantApi, (app) =>
         // parameter failed: a body-less POST such as a wallet's reconcile)
         const field = error.issues[0]?.path[0]
         const failsPathParam = field !== undefined && route?.pathParams.has(String(field)) === true
-        if (request.method === "POST" && hasNoBody(request) && !failsPathParam) {
+        if ((request.method === "POST" || request.method === "PUT") && hasNoBody(request) && !failsPathParam) {
           return Effect.succeed(malformedBody("request body is empty: a JSON object is expected"))
         }
         return Effect.succeed(Errors.errorResponse(decodeFailure(request, route, error)))

@@ -3,7 +3,7 @@ import * as Args from "@effect/cli/Args"
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
 import { Effect, Option } from "effect"
-import { ApiKeyIssued, CreatedMerchant, CreateMerchant, MerchantView, WebhookSecretIssued } from "../Ops/AdminApi.js"
+import { ApiKeyIssued, CreatedMerchant, CreateMerchant, InviteIssued, MerchantView, WebhookSecretIssued } from "../Ops/AdminApi.js"
 import { call, checked, connection, connectionOptions, lines, report, show } from "./Admin.js"
 
 const merchantLines = (title: string, m: typeof MerchantView.Type) =>
@@ -100,6 +100,18 @@ const merchantRotateWebhookSecret = Command.make("rotate-webhook-secret", {
       ].join("\n"))
   })).pipe(Command.withDescription("issue a new webhook signing secret, optionally keeping the previous one for a while"))
 
+const merchantInvite = Command.make("invite", { ...connectionOptions, merchantId: merchantIdArg }, (flags) =>
+  Effect.gen(function*() {
+    const conn = yield* connection(flags)
+    const answer = yield* call(conn, (client) => client.merchants.inviteMerchant({ path: { id: flags.merchantId } }))
+    yield* report(conn, answer, InviteIssued, (body) =>
+      [
+        `cabinet invite for merchant ${flags.merchantId} (single use, until ${body.expires_at}):`,
+        `  ${body.invite_url}`,
+        "Any earlier unused invite of this merchant no longer works. Send the link over a channel you trust."
+      ].join("\n"))
+  })).pipe(Command.withDescription("invite a merchant to the cabinet: a single-use link to set a login, password and second factor"))
+
 export const merchant = Command.make("merchant").pipe(
   Command.withDescription("manage merchants"),
   Command.withSubcommands([
@@ -109,6 +121,7 @@ export const merchant = Command.make("merchant").pipe(
     merchantUnblock,
     merchantDeactivate,
     merchantRotateKey,
-    merchantRotateWebhookSecret
+    merchantRotateWebhookSecret,
+    merchantInvite
   ])
 )

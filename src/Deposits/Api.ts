@@ -5,7 +5,7 @@ import { IsoDateTime } from "../Domain/Db.js"
 import { failsAs, WalletNetworkInvalid, WalletNotFound, Wire } from "../Domain/Errors.js"
 import { IntegerText } from "../Domain/QueryNumbers.js"
 import { Usd } from "../Merchants/Api.js"
-import { Authentication } from "../Merchants/Authentication.js"
+import { KeyOrSession } from "../Merchants/Authentication.js"
 
 export const DepositFees = Schema.Struct({
   currency: Schema.Literal("USD"),
@@ -90,6 +90,6 @@ export class DepositsApi extends HttpApiGroup.make("deposits")
       .addError(Wire.WalletCreationNotStarted)
       .addError(Wire.WalletProviderUnavailable)
   )
-  .middleware(Authentication)
+  .middleware(KeyOrSession)
   .annotate(OpenApi.Title, "Deposits")
 {}

@@ -59,7 +59,18 @@ export class InvalidSort extends Schema.TaggedError<InvalidSort>()("InvalidSort"
 export class WalletNetworkInvalid
   extends Schema.TaggedError<WalletNetworkInvalid>()("WalletNetworkInvalid", fields, spec("MERCHANT_WALLET_NETWORK_INVALID", 400))
 {}
+export class CabinetInviteInvalid extends Schema.TaggedError<CabinetInviteInvalid>()("CabinetInviteInvalid", fields, spec("CABINET_INVITE_INVALID", 400)) {}
+export class CabinetWeakPassword extends Schema.TaggedError<CabinetWeakPassword>()("CabinetWeakPassword", fields, spec("CABINET_WEAK_PASSWORD", 400)) {}
+export class CabinetCodeInvalid extends Schema.TaggedError<CabinetCodeInvalid>()("CabinetCodeInvalid", fields, spec("CABINET_CODE_INVALID", 400)) {}
+export class CabinetWebhookUrlInvalid
+  extends Schema.TaggedError<CabinetWebhookUrlInvalid>()("CabinetWebhookUrlInvalid", fields, spec("CABINET_WEBHOOK_URL_INVALID", 400))
+{}
 // 401, 402, 403
+export class CabinetLoginFailed extends Schema.TaggedError<CabinetLoginFailed>()("CabinetLoginFailed", fields, spec("CABINET_LOGIN_FAILED", 401)) {}
+export class CabinetSessionRequired
+  extends Schema.TaggedError<CabinetSessionRequired>()("CabinetSessionRequired", fields, spec("CABINET_SESSION_REQUIRED", 401))
+{}
+export class OriginNotAllowed extends Schema.TaggedError<OriginNotAllowed>()("OriginNotAllowed", fields, spec("MERCHANT_ORIGIN_NOT_ALLOWED", 403)) {}
 export class ApiKeyMissing extends Schema.TaggedError<ApiKeyMissing>()("ApiKeyMissing", fields, spec("MERCHANT_API_KEY_MISSING", 401)) {}
 export class InsufficientBalance extends Schema.TaggedError<InsufficientBalance>()("InsufficientBalance", fields, spec("MERCHANT_INSUFFICIENT_BALANCE", 402)) {}
 export class MerchantBlocked extends Schema.TaggedError<MerchantBlocked>()("MerchantBlocked", fields, spec("MERCHANT_BLOCKED", 403)) {}
@@ -80,6 +91,7 @@ export class WalletIssuanceDisabled
 export class WalletCreationNotStarted
   extends Schema.TaggedError<WalletCreationNotStarted>()("WalletCreationNotStarted", fields, spec("WALLET_CREATION_NOT_STARTED", 409))
 {}
+export class CabinetLoginTaken extends Schema.TaggedError<CabinetLoginTaken>()("CabinetLoginTaken", fields, spec("CABINET_LOGIN_TAKEN", 409)) {}
 // 429, 5xx
 export class RateLimited extends Schema.TaggedError<RateLimited>()("RateLimited", fields, spec("MERCHANT_RATE_LIMITED", 429)) {}
 export class InternalError extends Schema.TaggedError<InternalError>()("InternalError", fields, spec("MERCHANT_INTERNAL_ERROR", 500)) {}
@@ -103,6 +115,14 @@ export const Wire = {
   InvalidStatus: wire(InvalidStatus),
   InvalidSort: wire(InvalidSort),
   WalletNetworkInvalid: wire(WalletNetworkInvalid),
+  CabinetInviteInvalid: wire(CabinetInviteInvalid),
+  CabinetWeakPassword: wire(CabinetWeakPassword),
+  CabinetCodeInvalid: wire(CabinetCodeInvalid),
+  CabinetWebhookUrlInvalid: wire(CabinetWebhookUrlInvalid),
+  CabinetLoginFailed: wire(CabinetLoginFailed),
+  CabinetSessionRequired: wire(CabinetSessionRequired),
+  OriginNotAllowed: wire(OriginNotAllowed),
+  CabinetLoginTaken: wire(CabinetLoginTaken),
   ApiKeyMissing: wire(ApiKeyMissing),
   InsufficientBalance: wire(InsufficientBalance),
   MerchantBlocked: wire(MerchantBlocked),

@@ -1,10 +1,11 @@
 /**
  * Merchants on the admin API (CONTRACT 2): creation (the key and webhook secret are shown only
  * then), reading, status and webhook URL changes, key and webhook secret rotation, and the earlier
- * provider's deposit addresses.
+ * provider's deposit addresses, and invites to the merchant cabinet.
  */
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect, Option } from "effect"
+import { CabinetAccounts } from "../Cabinet/Accounts.js"
 import type { Merchant } from "../Domain/Merchant.js"
 import { AdminApi, AdminConflict, RotateWebhookSecret } from "../Ops/AdminApi.js"
 import { found, optionalBody, storable } from "../Ops/AdminHttp.js"
@@ -23,6 +24,7 @@ export const merchantView = (m: Merchant) => ({
 export const AdminMerchantsHttp = HttpApiBuilder.group(AdminApi, "merchants", (handlers) =>
   Effect.gen(function*() {
     const merchants = yield* Merchants
+    const accounts = yield* CabinetAccounts
     return handlers
       .handle("createMerchant", ({ payload }) =>
         Effect.gen(function*() {
@@ -58,6 +60,11 @@ export const AdminMerchantsHttp = HttpApiBuilder.group(AdminApi, "merchants", (h
           ),
           Effect.flatMap(found("merchant")),
           Effect.map((secret) => ({ webhook_secret: secret }))
+        ))
+      .handle("inviteMerchant", ({ path }) =>
+        accounts.invite(path.id).pipe(
+          Effect.flatMap(found("merchant")),
+          Effect.map((invite) => ({ invite_url: invite.inviteUrl, expires_at: invite.expiresAt.toISOString() }))
         ))
       .handle("setLegacyAddresses", ({ path, payload }) =>
         storable(payload).pipe(

@@ -1,12 +1,16 @@
 /**
- * The authentication middleware of every `/api/v1/merchant` route (spec 5, CONTRACT 2 and 6):
- * Bearer key, merchant status, per-merchant rate limit with its headers on every authenticated
- * response, and a per-address budget for failed authentications.
+ * The authentication of every merchant route (spec 5, CONTRACT 2, 6 and 7): Bearer key or, where
+ * the contract allows it, the cabinet's session cookie; merchant status, per-merchant rate limit
+ * with its headers on every authenticated response, and a per-address budget for failed
+ * authentications. Three middlewares share it: `Authentication` (key only: every route but the
+ * deposit endpoints), `KeyOrSession` (the deposit endpoints) and `CabinetSession` (the cabinet's
+ * JSON endpoints).
  */
 import { HttpApiMiddleware, HttpApiSecurity, HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Clock, Context, Effect, Layer, Option, Schema } from "effect"
+import { CabinetAccounts } from "../Cabinet/Accounts.js"
 import { Settings } from "../Config.js"
-import { ApiKeyMissing, MerchantBlocked, MerchantNotActive, RateLimited, Wire } from "../Domain/Errors.js"
+import { ApiKeyMissing, CabinetSessionRequired, MerchantBlocked, MerchantNotActive, OriginNotAllowed, RateLimited, Wire } from "../Domain/Errors.js"
 import type { AuthenticatedMerchant } from "../Domain/Merchant.js"
 import { bearerToken } from "./Keys.js"
 import { Merchants } from "./Merchants.js"
@@ -21,6 +25,24 @@ export class Authentication extends HttpApiMiddleware.Tag<Authentication>()("Aut
   provides: CurrentMerchant,
   failure: Schema.Union(Wire.ApiKeyMissing, Wire.MerchantBlocked, Wire.MerchantNotActive, Wire.RateLimited),
   security: { bearer: HttpApiSecurity.bearer }
+}) {}
+
+/** The cabinet's session cookie (CONTRACT 7). */
+export const SESSION_COOKIE = "mer_session"
+const sessionSecurity = HttpApiSecurity.apiKey({ in: "cookie", key: SESSION_COOKIE })
+
+/** The deposit endpoints: a Bearer key, or the cabinet's session (the key decides when both come). */
+export class KeyOrSession extends HttpApiMiddleware.Tag<KeyOrSession>()("KeyOrSession", {
+  provides: CurrentMerchant,
+  failure: Schema.Union(Wire.ApiKeyMissing, Wire.MerchantBlocked, Wire.MerchantNotActive, Wire.RateLimited, Wire.OriginNotAllowed),
+  security: { bearer: HttpApiSecurity.bearer, session: sessionSecurity }
+}) {}
+
+/** The cabinet's JSON endpoints: the session only. */
+export class CabinetSession extends HttpApiMiddleware.Tag<CabinetSession>()("CabinetSession", {
+  provides: CurrentMerchant,
+  failure: Schema.Union(Wire.CabinetSessionRequired, Wire.MerchantNotActive, Wire.RateLimited, Wire.OriginNotAllowed),
+  security: { session: sessionSecurity }
 }) {}
 
 type AuthError = ApiKeyMissing | MerchantBlocked | MerchantNotActive | RateLimited
@@ -48,6 +70,7 @@ const refused = (error: AuthError, headers: Record<string, string>): AuthOutcome
 export class Authenticator extends Effect.Service<Authenticator>()("Authenticator", {
   effect: Effect.gen(function*() {
     const merchants = yield* Merchants
+    const accounts = yield* CabinetAccounts
     const settings = yield* Settings
     const perMerchant = makeTokenBuckets(settings.rateLimitRps, settings.rateLimitBurst)
     const failedPerAddress = makeTokenBuckets(settings.authFailureRps, settings.authFailureBurst)
@@ -108,35 +131,126 @@ export class Authenticator extends Effect.Service<Authenticator>()("Authenticato
       })
 
     /**
+     * Authenticates a request by its session cookie: the outcome, or undefined when no live
+     * session has that id (each middleware answers that with its own 401).
+     */
+    const authenticateSession = (sessionId: string, method: string, address: string): Effect.Effect<AuthOutcome | undefined> =>
+      Effect.gen(function*() {
+        const found = yield* accounts.session(sessionId)
+        return Option.isNone(found) ? undefined : decide(found.value, method, address, yield* Clock.currentTimeMillis)
+      })
+
+    /** The per-address budget of failed authentications, for the cabinet's sign-in: how long to wait (0: go on). */
+    const failureBudgetWait = (address: string, now: number) => {
+      const budget = failedPerAddress.peekAt(address, now)
+      return budget.allowed ? 0 : budget.retryAfterSeconds
+    }
+    const failedFrom = (address: string, now: number) => {
+      failedPerAddress.takeAt(address, now)
+    }
+
+    /**
      * Gives back the token an authenticated request took, for a request the fast lane passes on
      * to HttpApi after all: that path authenticates again, and one request costs one token.
      */
     const giveBack = (merchantId: string) => perMerchant.giveBack(merchantId)
 
-    return { authenticate, start, giveBack } as const
+    return { authenticate, authenticateSession, failureBudgetWait, failedFrom, start, giveBack } as const
   }),
-  dependencies: [Merchants.Default]
+  dependencies: [Merchants.Default, CabinetAccounts.Default]
 }) {}
 
-const clientAddress = (request: HttpServerRequest.HttpServerRequest) => Option.getOrElse(request.remoteAddress, () => "unknown")
+export const clientAddress = (request: HttpServerRequest.HttpServerRequest) => Option.getOrElse(request.remoteAddress, () => "unknown")
 
-const addHeaders = (headers: Record<string, string>) =>
+export const addHeaders = (headers: Record<string, string>) =>
   Object.keys(headers).length === 0
     ? Effect.void
     : HttpApp.appendPreResponseHandler((_request, response) => Effect.succeed(HttpServerResponse.setHeaders(response, headers)))
 
+/** Changes something: every method but GET and HEAD (CONTRACT 7's Origin rule). */
+const changes = (method: string) => method !== "GET" && method !== "HEAD"
+
+/** Whether a request's Origin is one the cabinet allows (CABINET_ALLOWED_ORIGINS). */
+export const makeOriginCheck = (allowed: ReadonlyArray<string>) => {
+  const origins = new Set(allowed)
+  return (request: HttpServerRequest.HttpServerRequest): Effect.Effect<void, OriginNotAllowed> => {
+    const origin = request.headers["origin"]
+    return origin !== undefined && origins.has(origin)
+      ? Effect.void
+      : Effect.fail(new OriginNotAllowed({ message: `This request needs an Origin header from an allowed origin (${[...origins].join(", ")}).` }))
+  }
+}
+
+const sessionIdOf = (request: HttpServerRequest.HttpServerRequest) => request.cookies[SESSION_COOKIE] ?? ""
+
+/** The request's merchant by its session, for the two middlewares that accept one; `none` answers a missing or dead session. */
+const bySession = <E>(authenticator: Authenticator, originAllowed: ReturnType<typeof makeOriginCheck>, none: () => E) =>
+  Effect.gen(function*() {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const sessionId = sessionIdOf(request)
+    // a cookie on a change needs an allowed Origin, checked before anything else: nothing changes
+    if (sessionId !== "" && changes(request.method)) yield* originAllowed(request)
+    const outcome = yield* authenticator.authenticateSession(sessionId, request.method, clientAddress(request))
+    if (outcome === undefined) return yield* Effect.fail(none())
+    yield* addHeaders(outcome.headers)
+    return outcome._tag === "Authenticated" ? outcome.merchant : yield* Effect.fail(outcome.error)
+  })
+
+const byKey = (authenticator: Authenticator) =>
+  Effect.gen(function*() {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const outcome = yield* authenticator.authenticate(request.headers["authorization"], request.method, clientAddress(request))
+    yield* addHeaders(outcome.headers)
+    return outcome._tag === "Authenticated" ? outcome.merchant : yield* Effect.fail(outcome.error)
+  })
+
 export const AuthenticationLive = Layer.effect(
   Authentication,
+  Effect.map(Authenticator, (authenticator) => ({ bearer: () => byKey(authenticator) }))
+)
+
+/**
+ * HttpApi tries a middleware's security schemes in turn, the next when one fails; here the first
+ * decides alone (key, else session, else the key's 401) and the second repeats its failure, kept
+ * by request, so that nothing is checked twice (a failed key takes from the address's budget once).
+ */
+const decided = new WeakMap<object, unknown>()
+
+export const KeyOrSessionLive = Layer.effect(
+  KeyOrSession,
   Effect.gen(function*() {
     const authenticator = yield* Authenticator
+    const originAllowed = makeOriginCheck((yield* Settings).cabinetAllowedOrigins)
+    const decide = Effect.gen(function*() {
+      const request = yield* HttpServerRequest.HttpServerRequest
+      const viaSession = request.headers["authorization"] === undefined && sessionIdOf(request) !== ""
+      return yield* (viaSession
+        ? bySession(authenticator, originAllowed, () => new ApiKeyMissing({ message: KEY_MISSING_MESSAGE }))
+        : byKey(authenticator)).pipe(
+          Effect.tapError((error) => Effect.sync(() => decided.set(request, error)))
+        )
+    })
+    const repeat = Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
+      Effect.fail(
+        (decided.get(request) as AuthError | OriginNotAllowed | undefined) ?? new ApiKeyMissing({ message: KEY_MISSING_MESSAGE })
+      ))
+    return { bearer: () => decide, session: () => repeat }
+  })
+)
+
+export const CabinetSessionLive = Layer.effect(
+  CabinetSession,
+  Effect.gen(function*() {
+    const authenticator = yield* Authenticator
+    const originAllowed = makeOriginCheck((yield* Settings).cabinetAllowedOrigins)
+    const required = () => new CabinetSessionRequired({ message: "Sign in to the cabinet first: no live session." })
     return {
-      bearer: () =>
-        Effect.gen(function*() {
-          const request = yield* HttpServerRequest.HttpServerRequest
-          const outcome = yield* authenticator.authenticate(request.headers["authorization"], request.method, clientAddress(request))
-          yield* addHeaders(outcome.headers)
-          return outcome._tag === "Authenticated" ? outcome.merchant : yield* Effect.fail(outcome.error)
-        })
+      session: () =>
+        bySession(authenticator, originAllowed, required).pipe(
+          // a session's merchant is never blocked (blocking ends its sessions)
+          Effect.catchTag("MerchantBlocked", () => Effect.fail(required())),
+          Effect.catchTag("ApiKeyMissing", () => Effect.fail(required()))
+        )
     }
   })
 )

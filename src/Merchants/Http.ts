@@ -18,15 +18,18 @@ const balanceOf = (row: BalanceRow): typeof Balance.Type => ({
   deposit_addresses: { trc20: row.trc20, bep20: row.bep20 }
 })
 
+/** GET /balance of the current merchant (here and in the cabinet). */
+export const getBalance = (ledger: Ledger) =>
+  Effect.gen(function*() {
+    const merchant = yield* CurrentMerchant
+    const row = yield* ledger.balance(merchant.id).pipe(Effect.orDie, Effect.flatMap(Effect.orDieWith(() => new Error("no balance row"))))
+    return balanceOf(row)
+  })
+
 export const BalanceHttp = HttpApiBuilder.group(MerchantApi, "balance", (handlers) =>
   Effect.gen(function*() {
     const ledger = yield* Ledger
-    return handlers.handle("getBalance", () =>
-      Effect.gen(function*() {
-        const merchant = yield* CurrentMerchant
-        const row = yield* ledger.balance(merchant.id).pipe(Effect.orDie, Effect.flatMap(Effect.orDieWith(() => new Error("no balance row"))))
-        return balanceOf(row)
-      }))
+    return handlers.handle("getBalance", () => getBalance(ledger))
   }))
 
 const decodeBalanceRow = Schema.decodeUnknownEither(BalanceRow)

@@ -138,10 +138,12 @@ export class Merchants extends Effect.Service<Merchants>()("Merchants", {
         if (Option.isNone(current)) return current
         const status = changes.status ?? current.value.status
         const webhookUrl = changes.webhookUrl === undefined ? current.value.webhookUrl : changes.webhookUrl
-        yield* sql.withTransaction(Effect.zipRight(
+        yield* sql.withTransaction(Effect.all([
           sql`UPDATE merchants SET status = ${status}, webhook_url = ${webhookUrl}, updated_at = now() WHERE id = ${id}`,
+          // blocking ends the merchant's cabinet sessions (CONTRACT 7)
+          status === "blocked" ? sql`DELETE FROM cabinet_sessions WHERE merchant_id = ${id}` : Effect.void,
           announce(id)
-        ))
+        ]))
         yield* Effect.sync(() => forget(id))
         return yield* get(id)
       }).pipe(Effect.orDie, Effect.withSpan("Merchants.update"))

@@ -136,6 +136,10 @@ export const AdminWallet = Schema.extend(
   Schema.Struct({ provider_wallet_id: Schema.NullOr(Schema.String), provider_status: Schema.NullOr(Schema.String) })
 ).annotations({ identifier: "AdminDepositWallet" })
 
+export const InviteIssued = Schema.Struct({
+  invite_url: Schema.String.annotations({ description: "{PUBLIC_URL}/cabinet/invite#<token>: single use, voids the merchant's earlier unused invites." }),
+  expires_at: Schema.String
+}).annotations({ identifier: "CabinetInvite" })
 export const ApiKeyIssued = Schema.Struct({ api_key: Schema.String.annotations({ description: "Shown only here." }) })
 export const WebhookSecretIssued = Schema.Struct({ webhook_secret: Schema.String.annotations({ description: "Shown only here." }) })
 export const MerchantWallets = Schema.Struct({ merchant_id: Schema.UUID, wallets: Schema.Array(AdminWallet) })
@@ -162,6 +166,14 @@ export class AdminMerchantsApi extends HttpApiGroup.make("merchants")
     HttpApiEndpoint.post("rotateWebhookSecret", "/admin/merchants/:id/webhook-secret").setPath(IdPath)
       .addSuccess(WebhookSecretIssued, { status: 201 })
       .annotate(OpenApi.Description, "Optional body: {\"previous_valid_seconds\": 0..604800}, how long the replaced secret still signs.")
+  )
+  .add(
+    HttpApiEndpoint.post("inviteMerchant", "/admin/merchants/:id/invite").setPath(IdPath)
+      .addSuccess(InviteIssued, { status: 201 })
+      .annotate(
+        OpenApi.Description,
+        "An invite to the merchant cabinet (72 h). Completing it replaces the merchant's login and second factor; the API key is kept."
+      )
   )
   .add(
     HttpApiEndpoint.put("setLegacyAddresses", "/admin/merchants/:id/legacy-addresses").setPath(IdPath).setPayload(LegacyAddresses)

@@ -169,6 +169,17 @@ const buySyncEndpoint = HttpApiEndpoint.post("buySync", "/buy-sync").setPayload(
   .addError(Wire.DuplicateCustomId).addError(Wire.ItemUnavailable).addError(Wire.PriceChanged).addError(Wire.Conflict)
   .addError(PurchaseFailedResponse)
 
+/** The filters and paging of the purchase list (spec 4.3), here and in the cabinet. */
+export const PurchaseListQuery = Schema.Struct({
+  cursor: Schema.optional(Schema.String),
+  limit: Schema.optional(PageLimit),
+  status: Schema.optional(PurchaseStatus.annotations(failsAs(InvalidStatus))),
+  custom_id: Schema.optional(StorableString),
+  target_steam_id: Schema.optional(StorableString),
+  from: Schema.optional(DateTime),
+  to: Schema.optional(DateTime)
+})
+
 export class PurchasesApi extends HttpApiGroup.make("purchases")
   .add(buyEndpoint)
   .add(buySyncEndpoint)
@@ -182,15 +193,7 @@ export class PurchasesApi extends HttpApiGroup.make("purchases")
   )
   .add(
     HttpApiEndpoint.get("listPurchases", "/purchases")
-      .setUrlParams(Schema.Struct({
-        cursor: Schema.optional(Schema.String),
-        limit: Schema.optional(PageLimit),
-        status: Schema.optional(PurchaseStatus.annotations(failsAs(InvalidStatus))),
-        custom_id: Schema.optional(StorableString),
-        target_steam_id: Schema.optional(StorableString),
-        from: Schema.optional(DateTime),
-        to: Schema.optional(DateTime)
-      }))
+      .setUrlParams(PurchaseListQuery)
       .addSuccess(PurchaseList)
       .addError(Wire.InvalidQuery)
       .addError(Wire.InvalidStatus)

@@ -8,7 +8,7 @@ import { exactForCents, topLevelNumberText } from "../Domain/Money.js"
 import { parseTradeUrl } from "../Domain/TradeUrl.js"
 import type { FastPostRoute } from "../FastLane.js"
 import { CurrentMerchant } from "../Merchants/Authentication.js"
-import { BuyRequest, PurchaseCreated, type PurchaseRejected } from "./Api.js"
+import { BuyRequest, PurchaseCreated, type PurchaseListQuery, type PurchaseRejected } from "./Api.js"
 import { BuyByName } from "./BuyByName.js"
 import { Purchases, type Recipient } from "./Purchases.js"
 import { purchaseCreated, purchaseDetail, purchaseRejected, type PurchaseRow } from "./Rows.js"
@@ -87,6 +87,22 @@ export const PurchasesFastRoutes = Effect.map(Purchases, (purchases): ReadonlyAr
 
 const FAILED_MESSAGE = "The purchase was rejected; see failure. A refund is not implied: check refunded_amount."
 
+/** GET /purchases of the current merchant (here and in the cabinet). */
+export const listPurchases = (purchases: Purchases) => ({ urlParams: q }: { readonly urlParams: typeof PurchaseListQuery.Type }) =>
+  Effect.gen(function*() {
+    const merchant = yield* CurrentMerchant
+    const page = yield* purchases.list(merchant.id, {
+      cursor: q.cursor,
+      limit: q.limit ?? 50,
+      status: q.status,
+      customId: q.custom_id,
+      targetSteamId: q.target_steam_id,
+      from: q.from === undefined ? undefined : new Date(q.from),
+      to: q.to === undefined ? undefined : new Date(q.to)
+    })
+    return { purchases: page.purchases.map(purchaseDetail), next_cursor: page.nextCursor }
+  })
+
 export const PurchasesHttp = HttpApiBuilder.group(MerchantApi, "purchases", (handlers) =>
   Effect.gen(function*() {
     const purchases = yield* Purchases
@@ -151,20 +167,7 @@ export const PurchasesHttp = HttpApiBuilder.group(MerchantApi, "purchases", (han
               return yield* purchaseRejected(outcome.purchase, failedAttemptCode(outcome.purchase), FAILED_MESSAGE)
           }
         }))
-      .handle("listPurchases", ({ urlParams: q }) =>
-        Effect.gen(function*() {
-          const merchant = yield* CurrentMerchant
-          const page = yield* purchases.list(merchant.id, {
-            cursor: q.cursor,
-            limit: q.limit ?? 50,
-            status: q.status,
-            customId: q.custom_id,
-            targetSteamId: q.target_steam_id,
-            from: q.from === undefined ? undefined : new Date(q.from),
-            to: q.to === undefined ? undefined : new Date(q.to)
-          })
-          return { purchases: page.purchases.map(purchaseDetail), next_cursor: page.nextCursor }
-        }))
+      .handle("listPurchases", listPurchases(purchases))
       .handle("getPurchase", ({ path }) =>
         Effect.gen(function*() {
           const merchant = yield* CurrentMerchant

@@ -22,15 +22,18 @@ export const WebhookEventList = Schema.Struct({
   next_cursor: Schema.NullOr(Schema.String)
 }).annotations({ identifier: "WebhookEventList" })
 
+/** The filters and paging of the webhook log (spec 4.5), here and in the cabinet. */
+export const WebhookEventQuery = Schema.Struct({
+  cursor: Schema.optional(Schema.String),
+  limit: Schema.optional(PageLimit),
+  status: Schema.optional(Schema.Literal("pending", "delivered", "failed").annotations(failsAs(InvalidStatus))),
+  order_id: Schema.optional(Schema.UUID)
+})
+
 export class WebhooksApi extends HttpApiGroup.make("webhooks")
   .add(
     HttpApiEndpoint.get("listWebhookEvents", "/webhook-events")
-      .setUrlParams(Schema.Struct({
-        cursor: Schema.optional(Schema.String),
-        limit: Schema.optional(PageLimit),
-        status: Schema.optional(Schema.Literal("pending", "delivered", "failed").annotations(failsAs(InvalidStatus))),
-        order_id: Schema.optional(Schema.UUID)
-      }))
+      .setUrlParams(WebhookEventQuery)
       .addSuccess(WebhookEventList)
       .addError(Wire.InvalidQuery)
       .addError(Wire.InvalidStatus)

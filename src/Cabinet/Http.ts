@@ -1,0 +1,156 @@
+/**
+ * The cabinet's handlers (CONTRACT 7): invite, sign-in and sign-out set or clear the `mer_session`
+ * cookie; the session endpoints reuse the merchant API's own handlers for balance, purchases and
+ * the webhook log (the session's merchant is the CurrentMerchant they read).
+ */
+import { HttpApiBuilder, HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { Clock, Effect, Layer, Option } from "effect"
+import { MerchantApi } from "../Api.js"
+import { Settings } from "../Config.js"
+import { unstorablePath } from "../Domain/Db.js"
+import { CabinetLoginFailed, CabinetWebhookUrlInvalid, InvalidQuery, RateLimited } from "../Domain/Errors.js"
+import { Ledger } from "../Ledger/Ledger.js"
+import { addHeaders, Authenticator, clientAddress, CurrentMerchant, makeOriginCheck, SESSION_COOKIE } from "../Merchants/Authentication.js"
+import { getBalance } from "../Merchants/Http.js"
+import { Merchants } from "../Merchants/Merchants.js"
+import { listPurchases } from "../Purchases/Http.js"
+import { Purchases } from "../Purchases/Purchases.js"
+import { WebhookEvents } from "../Webhooks/Events.js"
+import { listWebhookEvents } from "../Webhooks/Http.js"
+import { CabinetAccounts, LoginLocked, type Profile } from "./Accounts.js"
+import { CabinetOrigin } from "./Api.js"
+
+const WEBHOOK_URL_MAX = 2048
+
+/** `Set-Cookie` of a session: exactly CONTRACT 7's attributes (a browser session cookie; the server ends it). */
+const sessionCookie = (id: string, secure: boolean) => `${SESSION_COOKIE}=${id}; HttpOnly; SameSite=Strict; Path=/${secure ? "; Secure" : ""}`
+const clearedCookie = (secure: boolean) => `${SESSION_COOKIE}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0${secure ? "; Secure" : ""}`
+
+const setCookie = (cookie: string) =>
+  HttpApp.appendPreResponseHandler((_request, response) => Effect.succeed(HttpServerResponse.setHeader(response, "set-cookie", cookie)))
+
+const profileView = (p: Profile) => ({
+  merchant_id: p.id,
+  name: p.name,
+  login: p.login,
+  status: p.status,
+  webhook_url: p.webhookUrl,
+  api_key_last4: p.keyLast4,
+  api_key_created_at: p.keyCreatedAt === null ? null : p.keyCreatedAt.toISOString()
+})
+
+/** A string the database can keep as it is (no NUL, no lone surrogate). */
+const storable = (value: string) => unstorablePath(value) === undefined
+
+const isWebhookUrl = (url: string) => {
+  if (url.length > WEBHOOK_URL_MAX || !storable(url)) return false
+  try {
+    const parsed = new URL(url)
+    return parsed.protocol === "https:" || parsed.protocol === "http:"
+  } catch {
+    return false
+  }
+}
+
+export const CabinetOriginLive = Layer.effect(
+  CabinetOrigin,
+  Effect.map(Settings, (settings) => {
+    const originAllowed = makeOriginCheck(settings.cabinetAllowedOrigins)
+    return Effect.flatMap(HttpServerRequest.HttpServerRequest, originAllowed)
+  })
+)
+
+export const CabinetSignInHttp = HttpApiBuilder.group(MerchantApi, "cabinetSignIn", (handlers) =>
+  Effect.gen(function*() {
+    const accounts = yield* CabinetAccounts
+    const authenticator = yield* Authenticator
+    const secure = (yield* Settings).publicUrl.startsWith("https:")
+    return handlers
+      .handle("startInvite", ({ payload }) =>
+        Effect.map(accounts.startInvite(payload.token), (started) => ({
+          merchant_name: started.merchantName,
+          totp_secret: started.totpSecret,
+          otpauth_uri: started.otpauthUri
+        })))
+      .handle("completeInvite", ({ payload }) =>
+        Effect.gen(function*() {
+          if (!storable(payload.login)) return yield* Effect.fail(new InvalidQuery({ message: "login: must be an email address" }))
+          const done = yield* accounts.completeInvite(payload)
+          yield* setCookie(sessionCookie(done.session, secure))
+          return { merchant_id: done.merchantId, login: done.login }
+        }))
+      .handle("login", ({ payload }) =>
+        Effect.gen(function*() {
+          const request = yield* HttpServerRequest.HttpServerRequest
+          const address = clientAddress(request)
+          // the address's budget of failed authentications is the API key's (CONTRACT 2)
+          const wait = authenticator.failureBudgetWait(address, yield* Clock.currentTimeMillis)
+          if (wait > 0) {
+            yield* addHeaders({ "retry-after": String(wait) })
+            return yield* Effect.fail(new RateLimited({ message: `Too many failed authentications from this address; retry after ${wait} s.` }))
+          }
+          const attempt = storable(payload.login)
+            ? accounts.signIn(payload)
+            : Effect.fail(new CabinetLoginFailed({ message: "The login, password or code is not right." }))
+          const session = yield* attempt.pipe(
+            Effect.tapError((error) =>
+              error._tag === "CabinetLoginFailed"
+                ? Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sync(() => authenticator.failedFrom(address, now)))
+                : Effect.void
+            ),
+            Effect.catchIf((error): error is LoginLocked => error instanceof LoginLocked, (locked) =>
+              Effect.zipRight(
+                addHeaders({ "retry-after": String(locked.retryAfter) }),
+                Effect.fail(new RateLimited({ message: `Too many failed sign-ins for this login; retry after ${locked.retryAfter} s.` }))
+              ))
+          )
+          yield* setCookie(sessionCookie(session, secure))
+        }))
+      .handle("logout", () =>
+        Effect.gen(function*() {
+          const request = yield* HttpServerRequest.HttpServerRequest
+          const id = request.cookies[SESSION_COOKIE]
+          if (id !== undefined && id !== "") yield* accounts.endSession(id)
+          yield* setCookie(clearedCookie(secure))
+        }))
+  }))
+
+export const CabinetHttp = HttpApiBuilder.group(MerchantApi, "cabinet", (handlers) =>
+  Effect.gen(function*() {
+    const accounts = yield* CabinetAccounts
+    const merchants = yield* Merchants
+    const ledger = yield* Ledger
+    const purchases = yield* Purchases
+    const events = yield* WebhookEvents
+    const me = Effect.flatMap(CurrentMerchant, (merchant) => Effect.map(accounts.profile(merchant.id), profileView))
+    return handlers
+      .handle("me", () => me)
+      .handle("balance", () => getBalance(ledger))
+      .handle("purchases", listPurchases(purchases))
+      .handle("webhookEvents", listWebhookEvents(events))
+      .handle("newApiKey", ({ payload }) =>
+        Effect.gen(function*() {
+          const merchant = yield* CurrentMerchant
+          yield* accounts.requireFreshCode(merchant.id, payload.code)
+          const key = yield* merchants.rotateApiKey(merchant.id)
+          return { api_key: Option.getOrThrow(key) }
+        }))
+      .handle("setWebhook", ({ payload }) =>
+        Effect.gen(function*() {
+          const merchant = yield* CurrentMerchant
+          if (payload.url !== null && !isWebhookUrl(payload.url)) {
+            return yield* Effect.fail(
+              new CabinetWebhookUrlInvalid({ message: `url: must be an http(s) URL of at most ${WEBHOOK_URL_MAX} characters, or null` })
+            )
+          }
+          yield* merchants.update(merchant.id, { webhookUrl: payload.url })
+          return yield* me
+        }))
+      .handle("newWebhookSecret", ({ payload }) =>
+        Effect.gen(function*() {
+          const merchant = yield* CurrentMerchant
+          yield* accounts.requireFreshCode(merchant.id, payload.code)
+          const secret = yield* merchants.rotateWebhookSecret(merchant.id, payload.previous_valid_seconds ?? 0)
+          return { webhook_secret: Option.getOrThrow(secret) }
+        }))
+  }))

@@ -1,0 +1,85 @@
+/**
+ * The cabinet's secrets (CONTRACT 7): passwords as scrypt hashes, invite tokens and session ids of
+ * 256 random bits kept only as SHA-256 hashes, and TOTP codes (RFC 6238: SHA-1, 6 digits, 30 s)
+ * through `otpauth`. Nothing here logs a secret.
+ */
+import { Effect } from "effect"
+import { hash, randomBytes, scrypt, timingSafeEqual } from "node:crypto"
+import * as OTPAuth from "otpauth"
+
+// ---- passwords -----------------------------------------------------------------------------------
+
+/**
+ * scrypt at N = 2^15, r = 8, p = 3: one of OWASP's equivalent minimum settings (with N = 2^17, p = 1),
+ * the one that needs 32 MiB per hash instead of 128 (about 0.2 to 0.4 s on this service's machines).
+ */
+const SCRYPT_COST = 2 ** 15
+const SCRYPT_BLOCK = 8
+const SCRYPT_PARALLEL = 3
+const KEY_BYTES = 32
+const SCRYPT_MAXMEM = 64 * 1024 * 1024
+
+const derive = (password: string, salt: Buffer, cost: number, block: number, parallel: number) =>
+  Effect.async<Buffer>((resume) => {
+    scrypt(password.normalize("NFC"), salt, KEY_BYTES, { N: cost, r: block, p: parallel, maxmem: SCRYPT_MAXMEM }, (error, key) => {
+      resume(error === null ? Effect.succeed(key) : Effect.die(error))
+    })
+  })
+
+/** `scrypt$N$r$p$salt$key` (base64url), with the parameters it was made with. */
+export const hashPassword = (password: string): Effect.Effect<string> => {
+  const salt = randomBytes(16)
+  return Effect.map(
+    derive(password, salt, SCRYPT_COST, SCRYPT_BLOCK, SCRYPT_PARALLEL),
+    (key) => ["scrypt", SCRYPT_COST, SCRYPT_BLOCK, SCRYPT_PARALLEL, salt.toString("base64url"), key.toString("base64url")].join("$")
+  )
+}
+
+/**
+ * Whether `password` matches `stored`. Without a stored hash (no such login) a hash is still
+ * computed, so that an unknown login takes as long as a wrong password.
+ */
+export const verifyPassword = (password: string, stored: string | undefined): Effect.Effect<boolean> => {
+  const parts = (stored ?? "").split("$")
+  if (parts.length !== 6 || parts[0] !== "scrypt") {
+    return Effect.as(derive(password, randomBytes(16), SCRYPT_COST, SCRYPT_BLOCK, SCRYPT_PARALLEL), false)
+  }
+  const [, cost, block, parallel, salt, key] = parts as [string, string, string, string, string, string]
+  const expected = Buffer.from(key, "base64url")
+  return Effect.map(
+    derive(password, Buffer.from(salt, "base64url"), Number(cost), Number(block), Number(parallel)),
+    (actual) => actual.length === expected.length && timingSafeEqual(actual, expected)
+  )
+}
+
+// ---- tokens --------------------------------------------------------------------------------------
+
+/** An invite token or a session id: 256 random bits. */
+export const newToken = (): string => randomBytes(32).toString("base64url")
+
+/** What is stored of a token: its SHA-256 (looked up by index, so timing reveals nothing of the token). */
+export const tokenHash = (token: string): string => hash("sha256", token, "hex")
+
+// ---- TOTP ----------------------------------------------------------------------------------------
+
+const PERIOD_SECONDS = 30
+const ISSUER = "Merchant Purchasing"
+
+const totpOf = (secret: string, label = "merchant") =>
+  new OTPAuth.TOTP({ issuer: ISSUER, label, algorithm: "SHA1", digits: 6, period: PERIOD_SECONDS, secret: OTPAuth.Secret.fromBase32(secret) })
+
+/** A new second factor's secret: 160 random bits in base32 (RFC 4226's recommended length). */
+export const newTotpSecret = (): string => new OTPAuth.Secret({ size: 20 }).base32
+
+/** The `otpauth://totp/...` URI an authenticator app reads (the QR code on the onboarding page). */
+export const otpauthUri = (secret: string, label: string): string => totpOf(secret, label).toString()
+
+/**
+ * The time step of `code` if it is the secret's code for now, the step before or the step after
+ * (clock drift between phone and server), else undefined. The caller accepts a step only once.
+ */
+export const totpStep = (secret: string, code: string, nowMs: number): number | undefined => {
+  if (!/^\d{6}$/.test(code)) return undefined
+  const delta = totpOf(secret).validate({ token: code, timestamp: nowMs, window: 1 })
+  return delta === null ? undefined : Math.floor(nowMs / 1000 / PERIOD_SECONDS) + delta
+}

@@ -1,0 +1,331 @@
+/**
+ * The merchant cabinet's JSON endpoints over real sockets (CONTRACT 7): invite onboarding with a
+ * TOTP second factor, sign-in and its lockout, the session cookie and where it is accepted, the
+ * Origin rule, key regeneration, webhook settings, and the ways a session ends.
+ */
+import pg from "pg"
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest"
+import { AuthenticatorApp, cabinet, invite, merchantApi, onboard } from "../support/cabinet.js"
+import { type RunningServer, startServer } from "../support/server.js"
+
+// a code is accepted once per merchant: a test that needs a third code waits for the clock (up to 30 s)
+vi.setConfig({ testTimeout: 120_000 })
+
+let server: RunningServer
+beforeAll(async () => {
+  server = await startServer({ env: { WALLET_ISSUANCE_ENABLED: "true" } })
+})
+afterAll(async () => {
+  await server?.stop()
+})
+
+const errorCode = (res: { json: any }) => res.json?.error?.code
+
+describe("onboarding by invite", () => {
+  it("an invite gives one secret on every start; completing signs in with exactly the contract's cookie and keeps the API key", async () => {
+    const merchant = await server.createMerchant()
+    const issued = await server.admin(`/admin/merchants/${merchant.id}/invite`, { method: "POST" })
+    expect(issued.status).toBe(201)
+    expect(issued.json.invite_url).toMatch(new RegExp(`^${server.baseUrl}/cabinet/invite#[A-Za-z0-9_-]{43,}$`))
+    expect(Date.parse(issued.json.expires_at) - Date.now()).toBeGreaterThan(71.9 * 3600_000)
+    const token = String(issued.json.invite_url).split("#")[1]!
+
+    const first = await cabinet(server, "/invite/start", { method: "POST", body: { token } })
+    const second = await cabinet(server, "/invite/start", { method: "POST", body: { token } })
+    expect(first.status, first.text).toBe(200)
+    expect(first.json.totp_secret).toMatch(/^[A-Z2-7]{32}$/)
+    expect(second.json).toEqual(first.json)
+    expect(first.json.otpauth_uri).toMatch(/^otpauth:\/\/totp\/.*secret=[A-Z2-7]+.*/)
+    expect(first.json.otpauth_uri).toContain("algorithm=SHA1")
+
+    const app = new AuthenticatorApp(first.json.totp_secret)
+    const done = await cabinet(server, "/invite/complete", {
+      method: "POST",
+      body: { token, login: "Owner@Shop.example", password: "twelve chars!", code: await app.code() }
+    })
+    expect(done.status, done.text).toBe(201)
+    expect(done.json).toEqual({ merchant_id: merchant.id, login: "Owner@Shop.example" })
+    const setCookie = done.headers.getSetCookie()
+    expect(setCookie).toHaveLength(1)
+    expect(setCookie[0]).toMatch(/^mer_session=[A-Za-z0-9_-]{43}; HttpOnly; SameSite=Strict; Path=\/$/)
+
+    const me = await cabinet(server, "/me", { cookie: done.cookie })
+    expect(me.status, me.text).toBe(200)
+    expect(me.json).toMatchObject({
+      merchant_id: merchant.id,
+      login: "Owner@Shop.example",
+      status: "active",
+      api_key_last4: merchant.apiKey.slice(-4)
+    })
+    expect(Object.keys(me.json).sort()).toEqual(["api_key_created_at", "api_key_last4", "login", "merchant_id", "name", "status", "webhook_url"])
+    // the API key is not changed by onboarding
+    expect((await server.api("/balance", { key: merchant.apiKey })).status).toBe(200)
+    // single use
+    const reused = await cabinet(server, "/invite/start", { method: "POST", body: { token } })
+    expect([reused.status, errorCode(reused)]).toEqual([400, "CABINET_INVITE_INVALID"])
+  })
+
+  it("refuses unknown and voided invites, weak passwords, wrong codes and a login another merchant has, and stores only hashes", async () => {
+    const unknown = await cabinet(server, "/invite/start", { method: "POST", body: { token: "not-a-token" } })
+    expect([unknown.status, errorCode(unknown)]).toEqual([400, "CABINET_INVITE_INVALID"])
+
+    const taken = await onboard(server)
+    const merchant = await server.createMerchant()
+    const voided = await invite(server, merchant.id)
+    const token = await invite(server, merchant.id)
+    const old = await cabinet(server, "/invite/start", { method: "POST", body: { token: voided } })
+    expect([old.status, errorCode(old)]).toEqual([400, "CABINET_INVITE_INVALID"])
+    const started = await cabinet(server, "/invite/start", { method: "POST", body: { token } })
+    const app = new AuthenticatorApp(started.json.totp_secret)
+    const complete = (body: object) => cabinet(server, "/invite/complete", { method: "POST", body: { token, ...body } })
+
+    const weak = await complete({ login: "a@b.example", password: "short", code: await app.code() })
+    expect([weak.status, errorCode(weak)]).toEqual([400, "CABINET_WEAK_PASSWORD"])
+    const wrongCode = await complete({ login: "a@b.example", password: "long enough password", code: app.wrong() })
+    expect([wrongCode.status, errorCode(wrongCode)]).toEqual([400, "CABINET_CODE_INVALID"])
+    const stale = await complete({ login: "a@b.example", password: "long enough password", code: app.stale() })
+    expect([stale.status, errorCode(stale)]).toEqual([400, "CABINET_CODE_INVALID"])
+    const notEmail = await complete({ login: "not an email", password: "long enough password", code: app.last() })
+    expect([notEmail.status, errorCode(notEmail)]).toEqual([400, "MERCHANT_INVALID_QUERY"])
+    const sameLogin = await complete({ login: taken.login.toUpperCase(), password: "long enough password", code: app.last() })
+    expect([sameLogin.status, errorCode(sameLogin)]).toEqual([409, "CABINET_LOGIN_TAKEN"])
+    // none of the refusals used the invite up
+    const done = await complete({ login: "b@b.example", password: "long enough password", code: app.last() })
+    expect(done.status, done.text).toBe(201)
+
+    const db = await databaseRows(
+      `SELECT l.password_hash, s.id_hash FROM cabinet_logins l JOIN cabinet_sessions s USING (merchant_id) WHERE l.merchant_id = '${merchant.id}'`
+    )
+    if (db !== undefined) {
+      expect(db[0].password_hash).toMatch(/^scrypt\$32768\$8\$3\$/)
+      expect(db[0].password_hash).not.toContain("long enough password")
+      expect(db[0].id_hash).not.toBe(done.cookie!.split("=")[1])
+      expect(db[0].id_hash).toMatch(/^[0-9a-f]{64}$/)
+    }
+  })
+})
+
+/** Rows from the server's database when it is PostgreSQL (PGlite's is held by the server process). */
+const databaseRows = async (query: string): Promise<Array<any> | undefined> => {
+  if (server.database.url === undefined) return undefined
+  const client = new pg.Client({ connectionString: server.database.url })
+  await client.connect()
+  try {
+    return (await client.query(query)).rows
+  } finally {
+    await client.end()
+  }
+}
+
+describe("signing in", () => {
+  it("password and a fresh code sign in; a replayed code, a wrong password and an unknown login get one identical 401", async () => {
+    const m = await onboard(server)
+    const login = (body: object) => cabinet(server, "/login", { method: "POST", body })
+    const ok = await login({ login: m.login.toUpperCase(), password: m.password, code: await m.app.code() })
+    expect(ok.status, ok.text).toBe(204)
+    expect(ok.cookie).toMatch(/^mer_session=/)
+    expect((await cabinet(server, "/me", { cookie: ok.cookie })).status).toBe(200)
+
+    const replayed = await login({ login: m.login, password: m.password, code: m.app.last() })
+    const wrongPassword = await login({ login: m.login, password: "not the password", code: await m.app.code() })
+    const unknown = await login({ login: "nobody@nowhere.example", password: m.password, code: "123456" })
+    for (const res of [replayed, wrongPassword, unknown]) {
+      expect(res.status).toBe(401)
+      expect(res.cookie).toBeUndefined()
+    }
+    expect(replayed.text).toBe(unknown.text)
+    expect(wrongPassword.text).toBe(unknown.text)
+    expect(errorCode(unknown)).toBe("CABINET_LOGIN_FAILED")
+    // the wrong password did not use its code up
+    const after = await login({ login: m.login, password: m.password, code: m.app.last() })
+    expect(after.status, after.text).toBe(204)
+  })
+
+  it("five failures for one login lock it with 429 and Retry-After, even for the right password", async () => {
+    const m = await onboard(server)
+    for (let i = 0; i < 5; i++) {
+      const res = await cabinet(server, "/login", { method: "POST", body: { login: m.login, password: `wrong password ${i}`, code: "000000" } })
+      expect(res.status).toBe(401)
+    }
+    const locked = await cabinet(server, "/login", { method: "POST", body: { login: m.login, password: m.password, code: await m.app.code() } })
+    expect([locked.status, errorCode(locked)]).toEqual([429, "MERCHANT_RATE_LIMITED"])
+    expect(Number(locked.headers.get("retry-after"))).toBeGreaterThanOrEqual(1)
+    expect(Number(locked.headers.get("retry-after"))).toBeLessThanOrEqual(900)
+    // another login is not locked
+    const other = await onboard(server)
+    const fine = await cabinet(server, "/login", { method: "POST", body: { login: other.login, password: other.password, code: await other.app.code() } })
+    expect(fine.status, fine.text).toBe(204)
+  })
+
+  it("a blocked merchant gets 403 MERCHANT_BLOCKED, and blocking ends its sessions", async () => {
+    const m = await onboard(server)
+    expect((await cabinet(server, "/me", { cookie: m.cookie })).status).toBe(200)
+    await server.admin(`/admin/merchants/${m.merchant.id}`, { method: "PATCH", body: { status: "blocked" } })
+    const me = await cabinet(server, "/me", { cookie: m.cookie })
+    expect([me.status, errorCode(me)]).toEqual([401, "CABINET_SESSION_REQUIRED"])
+    const login = await cabinet(server, "/login", { method: "POST", body: { login: m.login, password: m.password, code: await m.app.code() } })
+    expect([login.status, errorCode(login)]).toEqual([403, "MERCHANT_BLOCKED"])
+  })
+})
+
+describe("the Origin rule", () => {
+  it("sign-in, sign-out and invite calls need an allowed Origin, with or without a cookie; nothing changes without one", async () => {
+    const m = await onboard(server)
+    for (const origin of [null, "https://evil.example", `${server.baseUrl}.evil.example`]) {
+      const login = await cabinet(server, "/login", { method: "POST", origin, body: { login: m.login, password: m.password, code: m.app.wrong() } })
+      expect([login.status, errorCode(login)]).toEqual([403, "MERCHANT_ORIGIN_NOT_ALLOWED"])
+      expect(login.cookie).toBeUndefined()
+      const logout = await cabinet(server, "/logout", { method: "POST", origin, cookie: m.cookie })
+      expect([logout.status, errorCode(logout)]).toEqual([403, "MERCHANT_ORIGIN_NOT_ALLOWED"])
+      const start = await cabinet(server, "/invite/start", { method: "POST", origin, body: { token: "x" } })
+      expect([start.status, errorCode(start)]).toEqual([403, "MERCHANT_ORIGIN_NOT_ALLOWED"])
+    }
+    // the session lived through the refused logouts
+    expect((await cabinet(server, "/me", { cookie: m.cookie, origin: null })).status).toBe(200)
+  })
+
+  it("a cookie-authenticated change needs an allowed Origin (a wallet request creates nothing without one); reads do not", async () => {
+    const m = await onboard(server)
+    const refused = await merchantApi(server, "/deposits/wallets", { method: "POST", origin: null, cookie: m.cookie, body: { network: "tron" } })
+    expect([refused.status, errorCode(refused)]).toEqual([403, "MERCHANT_ORIGIN_NOT_ALLOWED"])
+    const webhook = await cabinet(server, "/webhook", { method: "PUT", origin: "https://evil.example", cookie: m.cookie, body: { url: "https://x.example/h" } })
+    expect([webhook.status, errorCode(webhook)]).toEqual([403, "MERCHANT_ORIGIN_NOT_ALLOWED"])
+    const listed = await merchantApi(server, "/deposits/wallets", { origin: null, cookie: m.cookie })
+    expect(listed.status, listed.text).toBe(200)
+    expect(listed.json.wallets).toEqual([])
+    expect((await cabinet(server, "/me", { origin: null, cookie: m.cookie })).json.webhook_url).toBeNull()
+    // with the Origin, the same request is made (200, or 502 for the merchants whose creation answer the simulator loses)
+    const made = await merchantApi(server, "/deposits/wallets", { method: "POST", cookie: m.cookie, body: { network: "tron" } })
+    expect([200, 502], made.text).toContain(made.status)
+    expect((await merchantApi(server, "/deposits/wallets", { cookie: m.cookie })).json.wallets).toMatchObject([{ network: "tron" }])
+  })
+})
+
+describe("where the session is accepted", () => {
+  it("on the deposit endpoints and the cabinet only; elsewhere the cookie is ignored, and a key decides when both come", async () => {
+    const m = await onboard(server)
+    for (const path of ["/deposits", "/deposits/fees", "/deposits/wallets"]) {
+      const res = await merchantApi(server, path, { cookie: m.cookie })
+      expect(res.status, `${path}: ${res.text}`).toBe(200)
+    }
+    for (const path of ["/balance", "/items?limit=1", "/purchases", "/webhook-events"]) {
+      const res = await merchantApi(server, path, { cookie: m.cookie })
+      expect([res.status, errorCode(res)], path).toEqual([401, "MERCHANT_API_KEY_MISSING"])
+    }
+    const wrongKey = await merchantApi(server, "/deposits", { cookie: m.cookie, key: "mer_live_0000000000000000000000000000000A" })
+    expect([wrongKey.status, errorCode(wrongKey)]).toEqual([401, "MERCHANT_API_KEY_MISSING"])
+    const noSession = await merchantApi(server, "/deposits", { cookie: "mer_session=forged" })
+    expect([noSession.status, errorCode(noSession)]).toEqual([401, "MERCHANT_API_KEY_MISSING"])
+    // the cabinet's own endpoints take the session only
+    const byKey = await cabinet(server, "/me", { key: m.merchant.apiKey })
+    expect([byKey.status, errorCode(byKey)]).toEqual([401, "CABINET_SESSION_REQUIRED"])
+  })
+
+  it("the cabinet's balance, purchases and webhook log are the merchant API's, for the session's merchant", async () => {
+    const m = await onboard(server)
+    await server.deposit(m.merchant.id, 102.5)
+    const viaSession = await cabinet(server, "/balance", { cookie: m.cookie })
+    const viaKey = await server.api("/balance", { key: m.merchant.apiKey })
+    expect(viaSession.status).toBe(200)
+    expect(viaSession.json).toEqual(viaKey.json)
+    const events = await cabinet(server, "/webhook-events?limit=5", { cookie: m.cookie })
+    expect(events.status).toBe(200)
+    expect(events.json.events.map((e: any) => e.event_type)).toEqual(["balance.deposited"])
+    const purchases = await cabinet(server, "/purchases?status=completed", { cookie: m.cookie })
+    expect([purchases.status, purchases.json]).toEqual([200, { purchases: [], next_cursor: null }])
+    const badFilter = await cabinet(server, "/purchases?status=nope", { cookie: m.cookie })
+    expect([badFilter.status, errorCode(badFilter)]).toEqual([400, "MERCHANT_INVALID_STATUS"])
+  })
+})
+
+describe("keys, webhook settings and the end of a session", () => {
+  it("a new API key needs a fresh code, is shown once, and stops the previous key at once", async () => {
+    const m = await onboard(server)
+    const noCode = await cabinet(server, "/api-key", { method: "POST", cookie: m.cookie, body: { code: m.app.last() } })
+    expect([noCode.status, errorCode(noCode)]).toEqual([400, "CABINET_CODE_INVALID"])
+    expect((await server.api("/balance", { key: m.merchant.apiKey })).status).toBe(200)
+    const issued = await cabinet(server, "/api-key", { method: "POST", cookie: m.cookie, body: { code: await m.app.code() } })
+    expect(issued.status, issued.text).toBe(201)
+    expect(issued.json.api_key).toMatch(/^mer_live_[A-Za-z0-9_-]{32}$/)
+    expect((await server.api("/balance", { key: m.merchant.apiKey })).status).toBe(401)
+    expect((await server.api("/balance", { key: issued.json.api_key })).status).toBe(200)
+    expect((await cabinet(server, "/me", { cookie: m.cookie })).json.api_key_last4).toBe(issued.json.api_key.slice(-4))
+  })
+
+  it("the webhook URL is checked and saved; a new secret needs a fresh code and may keep the previous one", async () => {
+    const m = await onboard(server)
+    for (const url of ["ftp://x.example/h", "not a url", `https://x.example/${"a".repeat(2048)}`]) {
+      const res = await cabinet(server, "/webhook", { method: "PUT", cookie: m.cookie, body: { url } })
+      expect([res.status, errorCode(res)], url.slice(0, 20)).toEqual([400, "CABINET_WEBHOOK_URL_INVALID"])
+    }
+    const set = await cabinet(server, "/webhook", { method: "PUT", cookie: m.cookie, body: { url: "https://hooks.shop.example/skins" } })
+    expect([set.status, set.json.webhook_url]).toEqual([200, "https://hooks.shop.example/skins"])
+    const cleared = await cabinet(server, "/webhook", { method: "PUT", cookie: m.cookie, body: { url: null } })
+    expect([cleared.status, cleared.json.webhook_url]).toEqual([200, null])
+
+    const secret = await cabinet(server, "/webhook-secret", {
+      method: "POST",
+      cookie: m.cookie,
+      body: { code: await m.app.code(), previous_valid_seconds: 60 }
+    })
+    expect(secret.status, secret.text).toBe(201)
+    expect(secret.json.webhook_secret).toMatch(/^whsec_/)
+    expect(secret.json.webhook_secret).not.toBe(m.merchant.webhookSecret)
+    const replay = await cabinet(server, "/webhook-secret", { method: "POST", cookie: m.cookie, body: { code: m.app.last() } })
+    expect([replay.status, errorCode(replay)]).toEqual([400, "CABINET_CODE_INVALID"])
+  })
+
+  it("logout ends the session; a new invite completed ends every session but keeps the key", async () => {
+    const m = await onboard(server)
+    const second = await cabinet(server, "/login", { method: "POST", body: { login: m.login, password: m.password, code: await m.app.code() } })
+    expect(second.status).toBe(204)
+    const out = await cabinet(server, "/logout", { method: "POST", cookie: second.cookie })
+    expect(out.status).toBe(204)
+    expect(out.headers.getSetCookie()[0]).toMatch(/^mer_session=; .*Max-Age=0/)
+    expect(errorCode(await cabinet(server, "/me", { cookie: second.cookie }))).toBe("CABINET_SESSION_REQUIRED")
+    expect((await cabinet(server, "/me", { cookie: m.cookie })).status).toBe(200)
+
+    const token = await invite(server, m.merchant.id)
+    const started = await cabinet(server, "/invite/start", { method: "POST", body: { token } })
+    const app = new AuthenticatorApp(started.json.totp_secret)
+    const done = await cabinet(server, "/invite/complete", {
+      method: "POST",
+      body: { token, login: m.login, password: "a brand new password", code: await app.code() }
+    })
+    expect(done.status, done.text).toBe(201)
+    expect(errorCode(await cabinet(server, "/me", { cookie: m.cookie }))).toBe("CABINET_SESSION_REQUIRED")
+    expect((await cabinet(server, "/me", { cookie: done.cookie })).status).toBe(200)
+    expect((await server.api("/balance", { key: m.merchant.apiKey })).status).toBe(200)
+    // the old password no longer signs in
+    const old = await cabinet(server, "/login", { method: "POST", body: { login: m.login, password: m.password, code: await app.code() } })
+    expect(old.status).toBe(401)
+  })
+})
+
+describe("session lifetimes", () => {
+  it("a session idle longer than SESSION_IDLE_MINUTES ends; one in use lives until SESSION_MAX_HOURS", async () => {
+    // idle 0.1 min (6 s), lifetime 0.003 h (10.8 s)
+    const short = await startServer({ env: { SESSION_IDLE_MINUTES: "0.1", SESSION_MAX_HOURS: "0.003" } })
+    try {
+      const m = await onboard(short)
+      const born = Date.now()
+      const idle = await cabinet(short, "/login", { method: "POST", body: { login: m.login, password: m.password, code: await m.app.code() } })
+      expect(idle.status).toBe(204)
+      // the onboarding session is used every second: it outlives the idle limit
+      while (Date.now() - born < 8_000) {
+        expect((await cabinet(short, "/me", { cookie: m.cookie })).status).toBe(200)
+        await new Promise((resolve) => setTimeout(resolve, 1_000))
+      }
+      expect(errorCode(await cabinet(short, "/me", { cookie: idle.cookie }))).toBe("CABINET_SESSION_REQUIRED")
+      // and still ends at its lifetime, however busy
+      let last = 200
+      while (Date.now() - born < 13_000 && last === 200) {
+        last = (await cabinet(short, "/me", { cookie: m.cookie })).status
+        await new Promise((resolve) => setTimeout(resolve, 1_000))
+      }
+      expect(errorCode(await cabinet(short, "/me", { cookie: m.cookie }))).toBe("CABINET_SESSION_REQUIRED")
+    } finally {
+      await short.stop()
+    }
+  })
+})

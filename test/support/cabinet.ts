@@ -1,0 +1,125 @@
+/**
+ * The merchant cabinet from a client's side: its JSON endpoints with Origin and the session
+ * cookie, an authenticator app that never gives one code twice, and onboarding by invite.
+ */
+import * as OTPAuth from "otpauth"
+import type { RunningServer } from "./server.js"
+
+export interface CabinetResponse {
+  readonly status: number
+  readonly headers: Headers
+  readonly text: string
+  readonly json: any
+  /** The `mer_session=...` pair of a Set-Cookie, if one came. */
+  readonly cookie: string | undefined
+}
+
+export interface CabinetInit {
+  readonly method?: string
+  readonly body?: unknown
+  /** `Cookie: mer_session=...` */
+  readonly cookie?: string | undefined
+  /** The Origin header: the server's own by default, null for none. */
+  readonly origin?: string | null
+  readonly key?: string
+}
+
+export const request = async (url: string, server: RunningServer, init: CabinetInit = {}): Promise<CabinetResponse> => {
+  const headers: Record<string, string> = {}
+  const origin = init.origin === undefined ? server.baseUrl : init.origin
+  if (origin !== null) headers["origin"] = origin
+  if (init.cookie !== undefined) headers["cookie"] = init.cookie
+  if (init.key !== undefined) headers["authorization"] = `Bearer ${init.key}`
+  if (init.body !== undefined) headers["content-type"] = "application/json"
+  const response = await fetch(url, {
+    method: init.method ?? "GET",
+    headers,
+    ...(init.body !== undefined ? { body: JSON.stringify(init.body) } : {})
+  })
+  const text = await response.text()
+  let json: unknown
+  try {
+    json = text === "" ? undefined : JSON.parse(text)
+  } catch {
+    json = undefined
+  }
+  const setCookie = response.headers.getSetCookie().find((c) => c.startsWith("mer_session="))
+  return { status: response.status, headers: response.headers, text, json, cookie: setCookie?.split(";")[0] }
+}
+
+/** A request to /cabinet/api{path}. */
+export const cabinet = (server: RunningServer, path: string, init: CabinetInit = {}) => request(`${server.baseUrl}/cabinet/api${path}`, server, init)
+
+/** A request to the merchant API (/api/v1/merchant{path}) with the cabinet's cookie and Origin rules. */
+export const merchantApi = (server: RunningServer, path: string, init: CabinetInit = {}) => request(`${server.baseUrl}/api/v1/merchant${path}`, server, init)
+
+const PERIOD_MS = 30_000
+
+/** An authenticator app that gives each time step's code once, waiting for the clock when it must. */
+export class AuthenticatorApp {
+  private readonly totp: OTPAuth.TOTP
+  private lastStep = -1
+  constructor(readonly secret: string) {
+    this.totp = new OTPAuth.TOTP({ secret: OTPAuth.Secret.fromBase32(secret), algorithm: "SHA1", digits: 6, period: 30 })
+  }
+  /**
+   * A code the server has not seen: the current step's, or the next one's (the server accepts one
+   * step either side), so that a request crossing a step boundary still lands in the window.
+   */
+  async code(): Promise<string> {
+    for (;;) {
+      const current = Math.floor(Date.now() / PERIOD_MS)
+      const step = Math.max(this.lastStep + 1, current)
+      if (step <= current + 1) {
+        this.lastStep = step
+        return this.totp.generate({ timestamp: step * PERIOD_MS })
+      }
+      await new Promise((resolve) => setTimeout(resolve, (step - 1) * PERIOD_MS - Date.now() + 50))
+    }
+  }
+  /** The code last given (for replays). */
+  last(): string {
+    return this.totp.generate({ timestamp: this.lastStep * PERIOD_MS })
+  }
+  /** Six digits that are no code of the window around now. */
+  wrong(): string {
+    const now = Date.now()
+    const valid = new Set([-2, -1, 0, 1, 2].map((k) => this.totp.generate({ timestamp: now + k * PERIOD_MS })))
+    for (let n = 0;; n++) {
+      const candidate = String(n).padStart(6, "0")
+      if (!valid.has(candidate)) return candidate
+    }
+  }
+  /** A code of a step two behind the clock: outside the server's window. */
+  stale(): string {
+    return this.totp.generate({ timestamp: Date.now() - 2 * PERIOD_MS })
+  }
+}
+
+export interface Onboarded {
+  readonly merchant: { id: string; apiKey: string; webhookSecret: string }
+  readonly login: string
+  readonly password: string
+  readonly app: AuthenticatorApp
+  readonly cookie: string
+}
+
+/** An invite's token, from the admin API's invite_url (`.../cabinet/invite#<token>`). */
+export const invite = async (server: RunningServer, merchantId: string): Promise<string> => {
+  const res = await server.admin(`/admin/merchants/${merchantId}/invite`, { method: "POST" })
+  if (res.status !== 201) throw new Error(`invite: ${res.status} ${res.text}`)
+  return String(res.json.invite_url).split("#")[1]!
+}
+
+/** A merchant through onboarding: invite, start, complete; signed in. */
+export const onboard = async (server: RunningServer, login = `ops-${Math.random().toString(36).slice(2, 10)}@merchant.example`): Promise<Onboarded> => {
+  const merchant = await server.createMerchant()
+  const token = await invite(server, merchant.id)
+  const started = await cabinet(server, "/invite/start", { method: "POST", body: { token } })
+  if (started.status !== 200) throw new Error(`invite start: ${started.status} ${started.text}`)
+  const app = new AuthenticatorApp(started.json.totp_secret)
+  const password = "correct horse battery staple"
+  const done = await cabinet(server, "/invite/complete", { method: "POST", body: { token, login, password, code: await app.code() } })
+  if (done.status !== 201 || done.cookie === undefined) throw new Error(`invite complete: ${done.status} ${done.text}`)
+  return { merchant, login, password, app, cookie: done.cookie }
+}
