@@ -315,6 +315,7 @@ describe("the admin API's OpenAPI document", () => {
       "POST /admin/deposits",
       "POST /admin/merchants",
       "POST /admin/merchants/{id}/api-key",
+      "POST /admin/merchants/{id}/invite",
       "POST /admin/merchants/{id}/webhook-events/recover",
       "POST /admin/merchants/{id}/webhook-secret",
       "POST /admin/simulator/wallets/{id}/payments",

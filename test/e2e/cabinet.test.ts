@@ -302,6 +302,36 @@ describe("keys, webhook settings and the end of a session", () => {
   })
 })
 
+describe("hostile input", () => {
+  it("text the database cannot hold, bodies that are not JSON and oversized fields get the Error shape and change nothing", async () => {
+    const m = await onboard(server)
+    const nulLogin = await cabinet(server, "/login", { method: "POST", body: { login: "a\u0000@b.example", password: m.password, code: "123456" } })
+    expect([nulLogin.status, errorCode(nulLogin)]).toEqual([401, "CABINET_LOGIN_FAILED"])
+    const surrogate = await cabinet(server, "/login", { method: "POST", body: { login: "\ud800@b.example", password: m.password, code: "123456" } })
+    expect([surrogate.status, errorCode(surrogate)]).toEqual([401, "CABINET_LOGIN_FAILED"])
+    const nulUrl = await cabinet(server, "/webhook", { method: "PUT", cookie: m.cookie, body: { url: "https://x.example/\u0000" } })
+    expect([nulUrl.status, errorCode(nulUrl)]).toEqual([400, "CABINET_WEBHOOK_URL_INVALID"])
+    const huge = await cabinet(server, "/login", { method: "POST", body: { login: m.login, password: "p".repeat(5_000), code: "123456" } })
+    expect([huge.status, errorCode(huge)]).toEqual([400, "MERCHANT_INVALID_QUERY"])
+    const wrongType = await cabinet(server, "/api-key", { method: "POST", cookie: m.cookie, body: { code: 123456 } })
+    expect([wrongType.status, errorCode(wrongType)]).toEqual([400, "MERCHANT_INVALID_QUERY"])
+    const notJson = await fetch(`${server.baseUrl}/cabinet/api/login`, {
+      method: "POST",
+      headers: { origin: server.baseUrl, "content-type": "application/json" },
+      body: "{not json"
+    })
+    expect(notJson.status).toBe(400)
+    expect((await notJson.json()).error.code).toBe("MERCHANT_MALFORMED_JSON")
+    const empty = await cabinet(server, "/webhook", { method: "PUT", cookie: m.cookie })
+    expect([empty.status, errorCode(empty)]).toEqual([400, "MERCHANT_MALFORMED_JSON"])
+    const me = await cabinet(server, "/me", { cookie: m.cookie })
+    expect([me.status, me.json.webhook_url, me.json.api_key_last4]).toEqual([200, null, m.merchant.apiKey.slice(-4)])
+    // still signs in: none of it counted as five failures of this login (two did, for other logins)
+    const ok = await cabinet(server, "/login", { method: "POST", body: { login: m.login, password: m.password, code: await m.app.code() } })
+    expect(ok.status, ok.text).toBe(204)
+  })
+})
+
 describe("session lifetimes", () => {
   it("a session idle longer than SESSION_IDLE_MINUTES ends; one in use lives until SESSION_MAX_HOURS", async () => {
     // idle 0.1 min (6 s), lifetime 0.003 h (10.8 s)

@@ -138,7 +138,7 @@ interface Operation {
   readonly operation: any
 }
 /** How the report names an operation: `GET /purchases/{purchaseId}`. */
-const label = (op: Operation) => `${op.method.toUpperCase()} ${op.template.slice(PREFIX.length)}`
+const label = (op: Operation) => `${op.method.toUpperCase()} ${op.template.startsWith(PREFIX) ? op.template.slice(PREFIX.length) : op.template}`
 /** The parts of the operation's pointer in the document. */
 const opPath = (op: Operation) => ["paths", op.template, op.method]
 
@@ -478,7 +478,7 @@ const operationArb = (op: Operation, hints: Hints, keys: { good: string }): fc.A
         delete values[`query:${mutation.param.name}`]
         notes.push(`missing query ${mutation.param.name}`)
       }
-      let path = `${PREFIX}${op.template.slice(PREFIX.length)}`
+      let path = op.template
       const query: Array<[string, string]> = []
       const headers: Record<string, string> = {}
       for (const p of parameters) {
@@ -529,9 +529,23 @@ const parsesAsJson = (text: string) => {
   }
 }
 
+/**
+ * Whether a request carries what one of its operation's security requirements names: a Bearer key,
+ * or the cabinet's session cookie (which generated requests never have). No requirement: any request.
+ */
+const meetsSecurity = (g: Generated): boolean => {
+  const requirements: Array<Record<string, unknown>> = g.op.operation.security ?? []
+  if (requirements.length === 0) return true
+  return requirements.some((requirement) =>
+    Object.keys(requirement).every((scheme) =>
+      scheme === "bearer" ? /^Bearer\s.+$/.test(g.headers["authorization"] ?? "") : /(^|;\s*)mer_session=/.test(g.headers["cookie"] ?? "")
+    )
+  )
+}
+
 /** Whether a generated request conforms to the document, by our validators (Prism is expected to agree). */
 const conformsToDocument = (g: Generated): boolean => {
-  if (!/^Bearer\s.+$/.test(g.headers["authorization"] ?? "")) return false
+  if (!meetsSecurity(g)) return false
   const url = new URL(g.path, "http://x")
   const templateParts = g.op.template.split("/")
   const pathParts = url.pathname.split("/")

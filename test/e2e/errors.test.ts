@@ -274,20 +274,60 @@ describe("OpenAPI and docs", () => {
       "/api/v1/merchant/deposits",
       "/api/v1/merchant/deposits/fees"
     ]))
-    for (const path of Object.keys(doc.paths)) expect(path.startsWith("/api/v1/merchant/")).toBe(true)
-    expect(doc.components.securitySchemes).toMatchObject({ bearer: { type: "http", scheme: "bearer" } })
+    for (const path of Object.keys(doc.paths)) expect(path.startsWith("/api/v1/merchant/") || path.startsWith("/cabinet/api/"), path).toBe(true)
+    expect(doc.components.securitySchemes).toMatchObject({
+      bearer: { type: "http", scheme: "bearer" },
+      session: { type: "apiKey", in: "cookie", name: "mer_session" }
+    })
   })
 
-  it("every operation requires the bearer key and lists 401, 403 and 429 with their codes (spec 4)", () => {
+  it("every merchant API operation requires the bearer key (the deposit endpoints or the cabinet's session) and lists 401, 403 and 429 with their codes (spec 4, 5.6)", () => {
     for (const [path, item] of Object.entries(doc.paths) as Array<[string, any]>) {
+      if (!path.startsWith("/api/v1/merchant/")) continue
       for (const [method, operation] of Object.entries(item) as Array<[string, any]>) {
         const where = `${method.toUpperCase()} ${path}`
-        expect({ where, security: operation.security }).toEqual({ where, security: [{ bearer: [] }] })
+        const security = path.startsWith("/api/v1/merchant/deposits") ? [{ bearer: [] }, { session: [] }] : [{ bearer: [] }]
+        expect({ where, security: operation.security }).toEqual({ where, security })
         expect({ where, codes: responseCodes(operation, "401") }).toEqual({ where, codes: ["MERCHANT_API_KEY_MISSING"] })
         expect({ where, codes: responseCodes(operation, "403") }).toMatchObject({ where, codes: expect.arrayContaining(["MERCHANT_BLOCKED"]) })
         expect({ where, codes: responseCodes(operation, "429") }).toEqual({ where, codes: ["MERCHANT_RATE_LIMITED"] })
       }
     }
+  })
+
+  it("the cabinet's operations: the session ones take the cookie and list 401 CABINET_SESSION_REQUIRED; every one lists 403 MERCHANT_ORIGIN_NOT_ALLOWED (CONTRACT 7)", () => {
+    const cabinet = Object.entries(doc.paths).filter(([path]) => path.startsWith("/cabinet/api/")) as Array<[string, any]>
+    expect(cabinet.map(([path]) => path).sort()).toEqual([
+      "/cabinet/api/api-key",
+      "/cabinet/api/balance",
+      "/cabinet/api/invite/complete",
+      "/cabinet/api/invite/start",
+      "/cabinet/api/login",
+      "/cabinet/api/logout",
+      "/cabinet/api/me",
+      "/cabinet/api/purchases",
+      "/cabinet/api/webhook",
+      "/cabinet/api/webhook-events",
+      "/cabinet/api/webhook-secret"
+    ])
+    const signIn = ["/cabinet/api/invite/complete", "/cabinet/api/invite/start", "/cabinet/api/login", "/cabinet/api/logout"]
+    for (const [path, item] of cabinet) {
+      for (const [method, operation] of Object.entries(item) as Array<[string, any]>) {
+        const where = `${method.toUpperCase()} ${path}`
+        if (signIn.includes(path)) {
+          expect({ where, security: operation.security ?? [] }).toEqual({ where, security: [] })
+          expect({ where, codes: responseCodes(operation, "403") }).toMatchObject({ where, codes: expect.arrayContaining(["MERCHANT_ORIGIN_NOT_ALLOWED"]) })
+        } else {
+          expect({ where, security: operation.security }).toEqual({ where, security: [{ session: [] }] })
+          expect({ where, codes: responseCodes(operation, "401") }).toEqual({ where, codes: ["CABINET_SESSION_REQUIRED"] })
+          if (method !== "get") {
+            expect({ where, codes: responseCodes(operation, "403") }).toMatchObject({ where, codes: expect.arrayContaining(["MERCHANT_ORIGIN_NOT_ALLOWED"]) })
+          }
+        }
+      }
+    }
+    expect(responseCodes(doc.paths["/cabinet/api/login"].post, "401")).toEqual(["CABINET_LOGIN_FAILED"])
+    expect(responseCodes(doc.paths["/cabinet/api/invite/complete"].post, "409")).toEqual(["CABINET_LOGIN_TAKEN"])
   })
 
   it("GET /deposits lists 400 MERCHANT_INVALID_QUERY, and no framework decode error anywhere", () => {
