@@ -41,7 +41,7 @@ export class KeyOrSession extends HttpApiMiddleware.Tag<KeyOrSession>()("KeyOrSe
 /** The cabinet's JSON endpoints: the session only. */
 export class CabinetSession extends HttpApiMiddleware.Tag<CabinetSession>()("CabinetSession", {
   provides: CurrentMerchant,
-  failure: Schema.Union(Wire.CabinetSessionRequired, Wire.MerchantNotActive, Wire.RateLimited, Wire.OriginNotAllowed),
+  failure: Schema.Union(Wire.CabinetSessionRequired, Wire.RateLimited, Wire.OriginNotAllowed),
   security: { session: sessionSecurity }
 }) {}
 
@@ -184,13 +184,19 @@ export const makeOriginCheck = (allowed: ReadonlyArray<string>) => {
 const sessionIdOf = (request: HttpServerRequest.HttpServerRequest) => request.cookies[SESSION_COOKIE] ?? ""
 
 /** The request's merchant by its session, for the two middlewares that accept one; `none` answers a missing or dead session. */
-const bySession = <E>(authenticator: Authenticator, originAllowed: ReturnType<typeof makeOriginCheck>, none: () => E) =>
+const bySession = <E>(
+  authenticator: Authenticator,
+  originAllowed: ReturnType<typeof makeOriginCheck>,
+  none: () => E,
+  /** Whether an inactive merchant's changes are refused (the API's rule), or only blocked merchants (the cabinet's own settings). */
+  inactiveRefused: boolean
+) =>
   Effect.gen(function*() {
     const request = yield* HttpServerRequest.HttpServerRequest
     const sessionId = sessionIdOf(request)
     // a cookie on a change needs an allowed Origin, checked before anything else: nothing changes
     if (sessionId !== "" && changes(request.method)) yield* originAllowed(request)
-    const outcome = yield* authenticator.authenticateSession(sessionId, request.method, clientAddress(request))
+    const outcome = yield* authenticator.authenticateSession(sessionId, inactiveRefused ? request.method : "GET", clientAddress(request))
     if (outcome === undefined) return yield* Effect.fail(none())
     yield* addHeaders(outcome.headers)
     return outcome._tag === "Authenticated" ? outcome.merchant : yield* Effect.fail(outcome.error)
@@ -225,7 +231,7 @@ export const KeyOrSessionLive = Layer.effect(
       const request = yield* HttpServerRequest.HttpServerRequest
       const viaSession = request.headers["authorization"] === undefined && sessionIdOf(request) !== ""
       return yield* (viaSession
-        ? bySession(authenticator, originAllowed, () => new ApiKeyMissing({ message: KEY_MISSING_MESSAGE }))
+        ? bySession(authenticator, originAllowed, () => new ApiKeyMissing({ message: KEY_MISSING_MESSAGE }), true)
         : byKey(authenticator)).pipe(
           Effect.tapError((error) => Effect.sync(() => decided.set(request, error)))
         )
@@ -246,9 +252,9 @@ export const CabinetSessionLive = Layer.effect(
     const required = () => new CabinetSessionRequired({ message: "Sign in to the cabinet first: no live session." })
     return {
       session: () =>
-        bySession(authenticator, originAllowed, required).pipe(
-          // a session's merchant is never blocked (blocking ends its sessions)
-          Effect.catchTag("MerchantBlocked", () => Effect.fail(required())),
+        bySession(authenticator, originAllowed, required, false).pipe(
+          // a session's merchant is never blocked (blocking ends its sessions), and an inactive one may manage its key and webhooks
+          Effect.catchTags({ MerchantBlocked: () => Effect.fail(required()), MerchantNotActive: () => Effect.fail(required()) }),
           Effect.catchTag("ApiKeyMissing", () => Effect.fail(required()))
         )
     }

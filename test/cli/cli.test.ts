@@ -231,6 +231,26 @@ describe("operator CLI", () => {
     }
   })
 
+  it("merchant invite prints a single-use cabinet link; a second invite voids the first", async () => {
+    const m = json(await cli("merchant", "create", `cli-invite-${Date.now()}`, "--json"))
+    const first = json(await cli("merchant", "invite", m.merchant_id, "--json"))
+    expect(first.invite_url).toMatch(new RegExp(`^${server.baseUrl}/cabinet/invite#[A-Za-z0-9_-]{43}$`))
+    const second = await cli("merchant", "invite", m.merchant_id)
+    expect(second.code).toBe(0)
+    expect(second.stdout).toContain("/cabinet/invite#")
+    expect(second.stdout).toContain("earlier unused invite of this merchant no longer works")
+    const start = (url: string) =>
+      fetch(`${server.baseUrl}/cabinet/api/invite/start`, {
+        method: "POST",
+        headers: { origin: server.baseUrl, "content-type": "application/json" },
+        body: JSON.stringify({ token: url.split("#")[1] })
+      }).then((r) => r.status)
+    expect(await start(first.invite_url)).toBe(400)
+    expect(await start(second.stdout.match(/\S+\/cabinet\/invite#\S+/)![0])).toBe(200)
+    const unknown = await cli("merchant", "invite", "00000000-0000-4000-8000-000000000000")
+    expect([unknown.code, unknown.stderr]).toEqual([1, expect.stringContaining("ADMIN_NOT_FOUND")])
+  })
+
   it("merchant rotate-webhook-secret --keep-previous keeps the old secret signing for that long", async () => {
     const m = json(await cli("merchant", "create", `cli-rot-${Date.now()}`, "--json"))
     const result = await cli("merchant", "rotate-webhook-secret", m.merchant_id, "--keep-previous", "3600")

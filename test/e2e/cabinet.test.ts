@@ -4,6 +4,7 @@
  * Origin rule, key regeneration, webhook settings, and the ways a session ends.
  */
 import pg from "pg"
+import { WebSocket } from "ws"
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest"
 import { AuthenticatorApp, cabinet, invite, merchantApi, onboard } from "../support/cabinet.js"
 import { type RunningServer, startServer } from "../support/server.js"
@@ -20,6 +21,21 @@ afterAll(async () => {
 })
 
 const errorCode = (res: { json: any }) => res.json?.error?.code
+
+/** The status a WebSocket upgrade is answered with (101: opened, then closed at once). */
+const upgradeStatus = (url: string, headers: Record<string, string>) =>
+  new Promise<number>((resolve, reject) => {
+    const socket = new WebSocket(url, { headers })
+    socket.once("upgrade", () => {
+      socket.terminate()
+      resolve(101)
+    })
+    socket.once("unexpected-response", (_request, response) => {
+      resolve(response.statusCode ?? 0)
+      response.resume()
+    })
+    socket.once("error", reject)
+  })
 
 describe("onboarding by invite", () => {
   it("an invite gives one secret on every start; completing signs in with exactly the contract's cookie and keeps the API key", async () => {
@@ -157,6 +173,17 @@ describe("signing in", () => {
     expect(fine.status, fine.text).toBe(204)
   })
 
+  it("an inactive merchant signs in and manages its key in the cabinet, but its wallet requests through the session get 403", async () => {
+    const m = await onboard(server)
+    await server.admin(`/admin/merchants/${m.merchant.id}`, { method: "PATCH", body: { status: "inactive" } })
+    const wallet = await merchantApi(server, "/deposits/wallets", { method: "POST", cookie: m.cookie, body: { network: "tron" } })
+    expect([wallet.status, errorCode(wallet)]).toEqual([403, "MERCHANT_NOT_ACTIVE"])
+    expect((await merchantApi(server, "/deposits/wallets", { cookie: m.cookie })).json.wallets).toEqual([])
+    const key = await cabinet(server, "/api-key", { method: "POST", cookie: m.cookie, body: { code: await m.app.code() } })
+    expect(key.status, key.text).toBe(201)
+    expect((await cabinet(server, "/me", { cookie: m.cookie })).json.status).toBe("inactive")
+  })
+
   it("a blocked merchant gets 403 MERCHANT_BLOCKED, and blocking ends its sessions", async () => {
     const m = await onboard(server)
     expect((await cabinet(server, "/me", { cookie: m.cookie })).status).toBe(200)
@@ -216,6 +243,12 @@ describe("where the session is accepted", () => {
     expect([wrongKey.status, errorCode(wrongKey)]).toEqual([401, "MERCHANT_API_KEY_MISSING"])
     const noSession = await merchantApi(server, "/deposits", { cookie: "mer_session=forged" })
     expect([noSession.status, errorCode(noSession)]).toEqual([401, "MERCHANT_API_KEY_MISSING"])
+    // the feed's upgrade takes neither the cookie nor a key in the query string
+    for (const [query, headers] of [["", { cookie: m.cookie }], [`?api_key=${m.merchant.apiKey}`, {}], [`?key=${m.merchant.apiKey}`, {}]] as const) {
+      expect(await upgradeStatus(`${server.baseUrl.replace("http", "ws")}/api/v1/merchant/items/stream${query}`, headers)).toBe(401)
+    }
+    // the same upgrade with the key passes authentication (and is refused for its missing cursor)
+    expect(await upgradeStatus(`${server.baseUrl.replace("http", "ws")}/api/v1/merchant/items/stream`, { authorization: `Bearer ${m.merchant.apiKey}` })).toBe(400)
     // the cabinet's own endpoints take the session only
     const byKey = await cabinet(server, "/me", { key: m.merchant.apiKey })
     expect([byKey.status, errorCode(byKey)]).toEqual([401, "CABINET_SESSION_REQUIRED"])
@@ -321,7 +354,7 @@ describe("hostile input", () => {
       body: "{not json"
     })
     expect(notJson.status).toBe(400)
-    expect((await notJson.json()).error.code).toBe("MERCHANT_MALFORMED_JSON")
+    expect(((await notJson.json()) as any).error.code).toBe("MERCHANT_MALFORMED_JSON")
     const empty = await cabinet(server, "/webhook", { method: "PUT", cookie: m.cookie })
     expect([empty.status, errorCode(empty)]).toEqual([400, "MERCHANT_MALFORMED_JSON"])
     const me = await cabinet(server, "/me", { cookie: m.cookie })
