@@ -4,8 +4,8 @@
  * Origin rule, key regeneration, webhook settings, and the ways a session ends.
  */
 import pg from "pg"
-import { WebSocket } from "ws"
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest"
+import { WebSocket } from "ws"
 import { AuthenticatorApp, cabinet, invite, merchantApi, onboard } from "../support/cabinet.js"
 import { type RunningServer, startServer } from "../support/server.js"
 
@@ -248,7 +248,9 @@ describe("where the session is accepted", () => {
       expect(await upgradeStatus(`${server.baseUrl.replace("http", "ws")}/api/v1/merchant/items/stream${query}`, headers)).toBe(401)
     }
     // the same upgrade with the key passes authentication (and is refused for its missing cursor)
-    expect(await upgradeStatus(`${server.baseUrl.replace("http", "ws")}/api/v1/merchant/items/stream`, { authorization: `Bearer ${m.merchant.apiKey}` })).toBe(400)
+    expect(await upgradeStatus(`${server.baseUrl.replace("http", "ws")}/api/v1/merchant/items/stream`, { authorization: `Bearer ${m.merchant.apiKey}` })).toBe(
+      400
+    )
     // the cabinet's own endpoints take the session only
     const byKey = await cabinet(server, "/me", { key: m.merchant.apiKey })
     expect([byKey.status, errorCode(byKey)]).toEqual([401, "CABINET_SESSION_REQUIRED"])
