@@ -1,12 +1,13 @@
 /**
  * First start in embedded mode: create the `demo` merchant funded with 1000.00 USD (through the
  * real crediting path: 1010.10 USDT sent, 1 % commission) and save its credentials to
- * DATA_DIR/demo-merchant.json; print the start-up banner.
+ * DATA_DIR/demo-merchant.json, with an invite to the merchant cabinet; print the start-up banner.
  */
 import { SqlClient } from "@effect/sql"
 import { Console, Effect, Layer, Option } from "effect"
 import { writeFileSync } from "node:fs"
 import { join } from "node:path"
+import { CabinetAccounts } from "../Cabinet/Accounts.js"
 import { Settings } from "../Config.js"
 import { Deposits } from "../Deposits/Deposits.js"
 import { AdminToken } from "../Ops/AdminToken.js"
@@ -15,15 +16,22 @@ import { Merchants } from "./Merchants.js"
 const DEMO_FUNDING_USDT = 1010.1
 const DEMO_FUNDING_TX = "demo-initial-funding"
 
+interface DemoMerchant {
+  readonly apiKey: string
+  readonly webhookSecret: string
+  readonly invite: Option.Option<string>
+}
+
 const createDemoMerchant = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   const merchants = yield* Merchants
   const deposits = yield* Deposits
   const settings = yield* Settings
+  const accounts = yield* CabinetAccounts
   const empty = yield* sql`SELECT 1 FROM merchants LIMIT 1`.pipe(Effect.map((rows) => rows.length === 0))
-  if (!empty) return Option.none<{ apiKey: string; webhookSecret: string }>()
+  if (!empty) return Option.none<DemoMerchant>()
   const maybeCreated = yield* merchants.create({ name: "demo", webhookUrl: null })
-  if (Option.isNone(maybeCreated)) return Option.none<{ apiKey: string; webhookSecret: string }>()
+  if (Option.isNone(maybeCreated)) return Option.none<DemoMerchant>()
   const created = maybeCreated.value
   yield* deposits.credit({ merchantId: created.merchant.id, network: "tron", amount: DEMO_FUNDING_USDT, txId: DEMO_FUNDING_TX })
   const file = join(settings.dataDir, "demo-merchant.json")
@@ -41,7 +49,9 @@ const createDemoMerchant = Effect.gen(function*() {
     ) + "\n",
     { mode: 0o600 }
   )
-  return Option.some({ apiKey: created.apiKey, webhookSecret: created.webhookSecret })
+  // the demo's way into the cabinet: an invite (72 h, single use; `cli merchant invite` makes another)
+  const invite = yield* accounts.invite(created.merchant.id).pipe(Effect.map(Option.map((i) => i.inviteUrl)))
+  return Option.some({ apiKey: created.apiKey, webhookSecret: created.webhookSecret, invite })
 })
 
 export const StartupBannerLive = Layer.effectDiscard(Effect.gen(function*() {
@@ -55,6 +65,7 @@ export const StartupBannerLive = Layer.effectDiscard(Effect.gen(function*() {
     "Merchant Purchasing API is running",
     `  API:   ${api}/api/v1/merchant`,
     `  Docs:  ${api}/docs  (OpenAPI: ${api}/api/v1/merchant/openapi.json)`,
+    `  Merchant cabinet: ${settings.publicUrl}/cabinet`,
     `  Ops:   http://${settings.opsHost}:${settings.opsPort}  (/health /ready /metrics /ops/fibers /admin)`,
     `  Database: ${embedded ? `embedded PGlite in ${join(settings.dataDir, "pg")}` : "PostgreSQL (DATABASE_URL)"}`
   ]
@@ -68,6 +79,9 @@ export const StartupBannerLive = Layer.effectDiscard(Effect.gen(function*() {
       `    Webhook secret: ${demo.value.webhookSecret}`,
       `  Try: curl -H "Authorization: Bearer ${demo.value.apiKey}" ${api}/api/v1/merchant/balance`
     )
+    if (Option.isSome(demo.value.invite)) {
+      lines.push(`  The demo's cabinet invite (72 h, single use): ${demo.value.invite.value}`)
+    }
   }
   yield* Console.log(lines.join("\n") + "\n")
 }))
