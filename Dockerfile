@@ -20,6 +20,9 @@ RUN sha256sum package.json package-lock.json > /tmp/lock.sha256 \
 
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
+# the bundler (scripts/bundle.mjs) and the cabinet page's sources it builds into dist/cabinet
+COPY scripts ./scripts
+COPY web ./web
 RUN npm run build \
  && npm prune --omit=dev --ignore-scripts
 

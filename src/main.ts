@@ -21,7 +21,17 @@ const LoggingLive = Layer.unwrapEffect(Effect.map(Settings, (settings) =>
     )
   )))
 
+/** A log line now, outside the running program (a signal's arrival), with its logger and level. */
+const logNow = (message: string, annotations: Record<string, unknown>) =>
+  Effect.runFork(Effect.logInfo(message).pipe(Effect.annotateLogs(annotations), Effect.provide(LoggingLive), Effect.provide(Settings.Default)))
+
+// runMain interrupts the service on these; say so at once (the drain can take SHUTDOWN_GRACE_SECONDS)
+for (const signal of ["SIGTERM", "SIGINT"] as const) {
+  process.once(signal, () => logNow("shutting down: the API stops taking connections and drains, then the background work stops", { signal }))
+}
+
 Layer.launch(Layer.provide(AppLive, DatabaseLive)).pipe(
+  Effect.onInterrupt(() => Effect.logInfo("stopped")),
   // No trace exporter is configured: spans would be built for nothing on every query and request.
   Effect.provide(Layer.setTracerEnabled(false)),
   Effect.provide(LoggingLive),

@@ -208,7 +208,11 @@ export class CabinetAccounts extends Effect.Service<CabinetAccounts>()("CabinetA
         const found = Option.getOrUndefined(yield* findLogin(login).pipe(Effect.orDie))
         const passwordMatches = yield* verifyPassword(input.password, found?.passwordHash)
         const step = found === undefined ? undefined : totpStep(found.totpSecret, input.code, yield* Clock.currentTimeMillis)
-        const fail = Effect.zipRight(sql`INSERT INTO cabinet_login_failures (login) VALUES (${login})`, Effect.fail(loginFailed))
+        // failures older than the window count no more: dropped as new ones come, so the table stays small
+        const fail = sql`DELETE FROM cabinet_login_failures WHERE failed_at < now() - make_interval(secs => ${LOCKOUT_WINDOW_SECONDS})`.pipe(
+          Effect.zipRight(sql`INSERT INTO cabinet_login_failures (login) VALUES (${login})`),
+          Effect.zipRight(Effect.fail(loginFailed))
+        )
         if (found === undefined || !passwordMatches || step === undefined) return yield* fail
         // refused for another reason: the code is not used up
         if (found.status === "blocked") return yield* Effect.fail(new MerchantBlocked({ message: "This merchant account is blocked." }))
@@ -233,6 +237,9 @@ export class CabinetAccounts extends Effect.Service<CabinetAccounts>()("CabinetA
     const startSession = (merchantId: string) =>
       Effect.gen(function*() {
         const id = newToken()
+        // sessions that ended by time are dropped as new ones start
+        yield* sql`DELETE FROM cabinet_sessions
+                   WHERE expires_at < now() OR last_seen_at < now() - make_interval(secs => ${idleMinutes * 60})`
         yield* sql`INSERT INTO cabinet_sessions (id_hash, merchant_id, expires_at)
                    VALUES (${tokenHash(id)}, ${merchantId}, now() + make_interval(secs => ${maxHours * 3600}))`
         return id

@@ -1,10 +1,19 @@
-/** `merchant ...`: create, show, block, unblock, deactivate, rotate the key or the webhook secret. */
+/** `merchant ...`: create, list, show, block, unblock, deactivate, rotate the key or the webhook secret, invite. */
 import * as Args from "@effect/cli/Args"
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
-import { Effect, Option } from "effect"
-import { ApiKeyIssued, CreatedMerchant, CreateMerchant, InviteIssued, MerchantView, WebhookSecretIssued } from "../Ops/AdminApi.js"
-import { call, checked, connection, connectionOptions, lines, report, show } from "./Admin.js"
+import { Effect, Option, Schema } from "effect"
+import {
+  ApiKeyIssued,
+  CreatedMerchant,
+  CreateMerchant,
+  InviteIssued,
+  MerchantList,
+  MerchantListQuery,
+  MerchantView,
+  WebhookSecretIssued
+} from "../Ops/AdminApi.js"
+import { call, checked, CliFailure, connection, connectionOptions, lines, report, show } from "./Admin.js"
 
 const merchantLines = (title: string, m: typeof MerchantView.Type) =>
   lines(title, [
@@ -41,12 +50,50 @@ const merchantCreate = Command.make("create", {
       ].join("\n"))
   })).pipe(Command.withDescription("create a merchant; prints its API key and webhook secret once"))
 
-const merchantShow = Command.make("show", { ...connectionOptions, merchantId: merchantIdArg }, (flags) =>
+const merchantShow = Command.make("show", {
+  ...connectionOptions,
+  merchant: Args.text({ name: "MERCHANT" }).pipe(Args.withDescription("the merchant's id, or its exact name"))
+}, (flags) =>
   Effect.gen(function*() {
     const conn = yield* connection(flags)
-    const answer = yield* call(conn, (client) => client.merchants.getMerchant({ path: { id: flags.merchantId } }))
+    const byId = Schema.is(Schema.UUID)(flags.merchant)
+    const answer = byId
+      ? yield* call(conn, (client) => client.merchants.getMerchant({ path: { id: flags.merchant } }))
+      : yield* call(conn, (client) => client.merchants.listMerchants({ urlParams: { name: flags.merchant, limit: 200 } })).pipe(
+        Effect.map((page) => page.merchants.find((m) => m.name === flags.merchant)),
+        Effect.flatMap((found) =>
+          found === undefined
+            ? Effect.fail(new CliFailure({ message: `ADMIN_NOT_FOUND: no merchant named ${JSON.stringify(flags.merchant)}` }))
+            : Effect.succeed(found)
+        )
+      )
     yield* report(conn, answer, MerchantView, (m) => merchantLines(`merchant ${m.name}`, m))
-  })).pipe(Command.withDescription("show a merchant (without key or secret)"))
+  })).pipe(Command.withDescription("show a merchant (without key or secret), by id or by name"))
+
+const merchantList = Command.make("list", {
+  ...connectionOptions,
+  name: Options.text("name").pipe(Options.withDescription("only names containing this text (any case)"), Options.optional),
+  after: Options.text("after").pipe(Options.withDescription("the next page: the last name of the page before"), Options.optional),
+  limit: Options.integer("limit").pipe(Options.withDescription("merchants a page, 1 to 200"), Options.withDefault(50))
+}, (flags) =>
+  Effect.gen(function*() {
+    const conn = yield* connection(flags)
+    const urlParams = yield* checked(MerchantListQuery, {
+      name: Option.getOrUndefined(flags.name),
+      after: Option.getOrUndefined(flags.after),
+      limit: String(flags.limit)
+    })
+    const answer = yield* call(conn, (client) => client.merchants.listMerchants({ urlParams }))
+    yield* report(conn, answer, MerchantList, (page) => {
+      if (page.merchants.length === 0) return "no merchants"
+      const width = Math.max(...page.merchants.map((m) => m.name.length), 4)
+      return [
+        `${"NAME".padEnd(width)}  ${"STATUS".padEnd(8)}  ID`,
+        ...page.merchants.map((m) => `${m.name.padEnd(width)}  ${m.status.padEnd(8)}  ${m.merchant_id}`),
+        ...(page.next_after === null ? [] : [`more: npm run cli -- merchant list --after ${JSON.stringify(page.next_after)}`])
+      ].join("\n")
+    })
+  })).pipe(Command.withDescription("list merchants by name (A to Z), optionally those whose name contains --name"))
 
 const setStatus = (name: string, status: "active" | "blocked" | "inactive", description: string) =>
   Command.make(name, { ...connectionOptions, merchantId: merchantIdArg }, (flags) =>
@@ -116,6 +163,7 @@ export const merchant = Command.make("merchant").pipe(
   Command.withDescription("manage merchants"),
   Command.withSubcommands([
     merchantCreate,
+    merchantList,
     merchantShow,
     merchantBlock,
     merchantUnblock,

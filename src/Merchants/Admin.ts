@@ -44,6 +44,11 @@ export const AdminMerchantsHttp = HttpApiBuilder.group(AdminApi, "merchants", (h
             webhook_url: created.merchant.webhookUrl
           }
         }))
+      .handle("listMerchants", ({ urlParams }) =>
+        storable(urlParams).pipe(
+          Effect.flatMap((q) => merchants.list({ name: q.name, after: q.after, limit: q.limit ?? 50 })),
+          Effect.map((page) => ({ merchants: page.merchants.map(merchantView), next_after: page.nextAfter }))
+        ))
       .handle("getMerchant", ({ path }) => merchants.get(path.id).pipe(Effect.flatMap(found("merchant")), Effect.map(merchantView)))
       .handle("updateMerchant", ({ path, payload }) =>
         storable(payload).pipe(

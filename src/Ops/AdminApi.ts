@@ -131,6 +131,16 @@ export const MerchantView = Schema.Struct({
   updated_at: Schema.String
 }).annotations({ identifier: "AdminMerchant" })
 
+export const MerchantListQuery = Schema.Struct({
+  name: Schema.optional(Schema.String.pipe(Schema.maxLength(100))).annotations({ description: "Part of the name, in any case." }),
+  after: Schema.optional(Schema.String.pipe(Schema.maxLength(100))).annotations({ description: "The next page: the last name of the page before." }),
+  limit: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 200)))
+})
+export const MerchantList = Schema.Struct({
+  merchants: Schema.Array(MerchantView),
+  next_after: Schema.NullOr(Schema.String).annotations({ description: "Pass as `after` for the next page; null on the last." })
+}).annotations({ identifier: "AdminMerchantList" })
+
 export const AdminWallet = Schema.extend(
   DepositWallet,
   Schema.Struct({ provider_wallet_id: Schema.NullOr(Schema.String), provider_status: Schema.NullOr(Schema.String) })
@@ -155,6 +165,10 @@ const IdPath = Schema.Struct({ id: Schema.String })
 
 export class AdminMerchantsApi extends HttpApiGroup.make("merchants")
   .add(HttpApiEndpoint.post("createMerchant", "/admin/merchants").setPayload(CreateMerchant).addSuccess(CreatedMerchant, { status: 201 }))
+  .add(
+    HttpApiEndpoint.get("listMerchants", "/admin/merchants").setUrlParams(MerchantListQuery).addSuccess(MerchantList)
+      .annotate(OpenApi.Description, "Merchants by name (A to Z), optionally those whose name contains `name`; 50 a page by default.")
+  )
   .add(HttpApiEndpoint.get("getMerchant", "/admin/merchants/:id").setPath(IdPath).addSuccess(MerchantView))
   .add(HttpApiEndpoint.patch("updateMerchant", "/admin/merchants/:id").setPath(IdPath).setPayload(PatchMerchant).addSuccess(MerchantView))
   .add(

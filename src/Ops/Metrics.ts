@@ -21,12 +21,14 @@ export class Metrics extends Effect.Service<Metrics>()("Metrics", {
       labelNames: ["kind"] as const,
       registers
     })
-    const supervisedRestarts = new Gauge({
-      name: "supervised_fiber_restarts",
+    // a counter (it only grows), brought up to the registry's count at each scrape
+    const supervisedRestarts = new Counter({
+      name: "supervised_fiber_restarts_total",
       help: "Restarts of each supervised fiber since the process started",
       labelNames: ["fiber"] as const,
       registers
     })
+    const restartsCounted = new Map<string, number>()
     const supervisedRunning = new Gauge({
       name: "supervised_fiber_running",
       help: "1 while the supervised fiber is running, 0 while it waits to restart or has stopped",
@@ -49,7 +51,8 @@ export class Metrics extends Effect.Service<Metrics>()("Metrics", {
         effectFibers.set({ kind }, state.count)
       }
       for (const fiber of fibers.list()) {
-        supervisedRestarts.set({ fiber: fiber.name }, fiber.restarts)
+        supervisedRestarts.inc({ fiber: fiber.name }, fiber.restarts - (restartsCounted.get(fiber.name) ?? 0))
+        restartsCounted.set(fiber.name, fiber.restarts)
         supervisedRunning.set({ fiber: fiber.name }, fiber.state === "running" ? 1 : 0)
       }
     })

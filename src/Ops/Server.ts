@@ -14,6 +14,19 @@ import { Fibers } from "./Fibers.js"
 import { Metrics } from "./Metrics.js"
 import { Readiness } from "./Readiness.js"
 
+/** What GET / answers: the listener's routes, for an operator finding their way. */
+const OPS_INDEX = {
+  service: "merchant-purchasing-service, ops listener",
+  endpoints: [
+    { method: "GET", path: "/health", description: "200 while the process runs" },
+    { method: "GET", path: "/ready", description: "200 when every readiness check passes, else 503 with the checks" },
+    { method: "GET", path: "/metrics", description: "Prometheus text" },
+    { method: "GET", path: "/ops/fibers", description: "each supervised fiber: state, restarts, last error, last heartbeat" },
+    { method: "*", path: "/admin/*", description: "the admin API, under Authorization: Bearer <ADMIN_TOKEN>" },
+    { method: "GET", path: ADMIN_OPENAPI_PATH, description: "the admin API's OpenAPI document (under the admin token)" }
+  ]
+} as const
+
 export const OpsServerLive = Layer.unwrapScoped(Effect.gen(function*() {
   const settings = yield* Settings
   const metrics = yield* Metrics
@@ -29,6 +42,7 @@ export const OpsServerLive = Layer.unwrapScoped(Effect.gen(function*() {
       ? Effect.succeed(adminToken.verify(request.headers["authorization"]) ? HttpServerResponse.unsafeJson(admin.openApi()) : unauthorized)
       : admin.app)
   const router = HttpRouter.empty.pipe(
+    HttpRouter.get("/", Effect.succeed(HttpServerResponse.unsafeJson(OPS_INDEX))),
     HttpRouter.get("/health", Effect.succeed(HttpServerResponse.unsafeJson({ status: "ok" }))),
     HttpRouter.get("/ready", Effect.map(readiness.report, (report) => HttpServerResponse.unsafeJson(report, { status: report.ready ? 200 : 503 }))),
     HttpRouter.get("/metrics", Effect.map(metrics.render, (text) => HttpServerResponse.text(text, { contentType: metrics.contentType }))),
@@ -39,8 +53,8 @@ export const OpsServerLive = Layer.unwrapScoped(Effect.gen(function*() {
     const isAdmin = request.url === "/admin" || request.url.startsWith("/admin/") || request.url.startsWith("/admin?")
     // all of /admin/* is under the token (CONTRACT 2), its unknown routes too: without it, nothing is told
     if (isAdmin && !adminToken.verify(request.headers["authorization"])) return unauthorized
-    // the admin API's own code for its unknown routes (README, "Admin API")
-    return HttpServerResponse.text(errorBody(isAdmin ? "ADMIN_NOT_FOUND" : "NOT_FOUND", `No route for ${request.method} ${request.url}`), {
+    // the ops listener's code set is the admin API's (README, "Admin API"): GET / lists the routes
+    return HttpServerResponse.text(errorBody("ADMIN_NOT_FOUND", `No route for ${request.method} ${request.url}; GET / lists the routes`), {
       status: 404,
       contentType: "application/json"
     })

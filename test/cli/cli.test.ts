@@ -231,6 +231,32 @@ describe("operator CLI", () => {
     }
   })
 
+  it("merchant list finds merchants by part of the name, page by page; merchant show takes a name too", async () => {
+    const tag = `Lst${Date.now()}`
+    for (const suffix of ["a", "b", "c"]) expect((await cli("merchant", "create", `${tag}-${suffix}`)).code).toBe(0)
+    await cli("merchant", "create", `other-100%_${tag}`)
+    const first = json(await cli("merchant", "list", "--name", tag.toLowerCase(), "--limit", "2", "--json"))
+    expect(first.merchants.map((m: any) => m.name)).toEqual([`${tag}-a`, `${tag}-b`])
+    expect(first.next_after).toBe(`${tag}-b`)
+    const second = json(await cli("merchant", "list", "--name", tag.toLowerCase(), "--limit", "2", "--after", first.next_after, "--json"))
+    expect(second.merchants.map((m: any) => m.name)).toEqual([`${tag}-c`, `other-100%_${tag}`])
+    expect(second.next_after).toBeNull()
+    // LIKE's wildcards are matched as themselves
+    const literal = json(await cli("merchant", "list", "--name", "100%_", "--json"))
+    expect(literal.merchants.map((m: any) => m.name)).toContain(`other-100%_${tag}`)
+    expect(literal.merchants.every((m: any) => m.name.includes("100%_"))).toBe(true)
+    const table = await cli("merchant", "list", "--name", tag)
+    expect(table.stdout.split("\n")[0]).toMatch(/^NAME\s+STATUS\s+ID$/)
+    expect(table.stdout).toContain(`${tag}-c`)
+
+    const shown = json(await cli("merchant", "show", `${tag}-b`, "--json"))
+    expect(shown).toMatchObject({ name: `${tag}-b`, status: "active" })
+    const missing = await cli("merchant", "show", `${tag}-zzz`)
+    expect([missing.code, missing.stderr]).toEqual([1, expect.stringContaining("ADMIN_NOT_FOUND")])
+    const badLimit = await cli("merchant", "list", "--limit", "500")
+    expect([badLimit.code, badLimit.stderr]).toEqual([1, expect.stringContaining("ADMIN_INVALID_REQUEST")])
+  })
+
   it("merchant invite prints a single-use cabinet link; a second invite voids the first", async () => {
     const m = json(await cli("merchant", "create", `cli-invite-${Date.now()}`, "--json"))
     const first = json(await cli("merchant", "invite", m.merchant_id, "--json"))

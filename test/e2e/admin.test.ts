@@ -309,6 +309,7 @@ describe("the admin API's OpenAPI document", () => {
       .flatMap(([path, methods]) => Object.entries(methods).map(([method, operation]) => ({ route: `${method.toUpperCase()} ${path}`, operation })))
     expect(operations.map((o) => o.route).sort()).toEqual([
       "DELETE /admin/catalogue/items/{id}",
+      "GET /admin/merchants",
       "GET /admin/merchants/{id}",
       "GET /admin/merchants/{id}/wallets",
       "PATCH /admin/merchants/{id}",

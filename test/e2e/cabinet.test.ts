@@ -211,6 +211,34 @@ describe("the Origin rule", () => {
     expect((await cabinet(server, "/me", { cookie: m.cookie, origin: null })).status).toBe(200)
   })
 
+  it("every change the cookie can make is refused without an allowed Origin, before its body or code is looked at", async () => {
+    const m = await onboard(server)
+    const walletId = "6f2b0c1e-8d4a-4b7e-9c3f-2a1d5e6f7a8b"
+    const changes: Array<[string, string, unknown, "cabinet" | "api"]> = [
+      ["POST", "/api-key", { code: await m.app.code() }, "cabinet"],
+      ["PUT", "/webhook", { url: "https://x.example/h" }, "cabinet"],
+      ["POST", "/webhook-secret", { code: m.app.last() }, "cabinet"],
+      ["POST", "/logout", undefined, "cabinet"],
+      ["POST", "/invite/start", { token: "t" }, "cabinet"],
+      ["POST", "/invite/complete", { token: "t", login: "a@b.example", password: "long enough password", code: m.app.last() }, "cabinet"],
+      ["POST", "/login", { login: m.login, password: m.password, code: m.app.last() }, "cabinet"],
+      ["POST", "/deposits/wallets", { network: "bsc" }, "api"],
+      ["POST", `/deposits/wallets/${walletId}/reconcile`, undefined, "api"]
+    ]
+    for (const [method, path, body, where] of changes) {
+      for (const origin of [null, "http://127.0.0.1:1"]) {
+        const send = where === "cabinet" ? cabinet : merchantApi
+        const res = await send(server, path, { method, origin, cookie: m.cookie, ...(body !== undefined ? { body } : {}) })
+        expect([res.status, errorCode(res)], `${method} ${path} from ${origin}`).toEqual([403, "MERCHANT_ORIGIN_NOT_ALLOWED"])
+      }
+    }
+    // nothing changed, and the code sent with the refused key request is still unused
+    expect((await server.api("/balance", { key: m.merchant.apiKey })).status).toBe(200)
+    expect((await cabinet(server, "/me", { cookie: m.cookie })).json.webhook_url).toBeNull()
+    const key = await cabinet(server, "/api-key", { method: "POST", cookie: m.cookie, body: { code: m.app.last() } })
+    expect(key.status, key.text).toBe(201)
+  })
+
   it("a cookie-authenticated change needs an allowed Origin (a wallet request creates nothing without one); reads do not", async () => {
     const m = await onboard(server)
     const refused = await merchantApi(server, "/deposits/wallets", { method: "POST", origin: null, cookie: m.cookie, body: { network: "tron" } })
@@ -364,6 +392,23 @@ describe("hostile input", () => {
     // still signs in: none of it counted as five failures of this login (two did, for other logins)
     const ok = await cabinet(server, "/login", { method: "POST", body: { login: m.login, password: m.password, code: await m.app.code() } })
     expect(ok.status, ok.text).toBe(204)
+  })
+})
+
+describe("the per-address budget of failed authentications", () => {
+  it("applies to sign-ins: past it, an address gets 429 with Retry-After whatever login it tries", async () => {
+    const strict = await startServer({ env: { AUTH_FAILURE_BURST: "3", AUTH_FAILURE_RPS: "0.01" } })
+    try {
+      for (let i = 0; i < 3; i++) {
+        const res = await cabinet(strict, "/login", { method: "POST", body: { login: `nobody${i}@x.example`, password: "wrong password!", code: "123456" } })
+        expect(res.status).toBe(401)
+      }
+      const refused = await cabinet(strict, "/login", { method: "POST", body: { login: "someone@x.example", password: "wrong password!", code: "123456" } })
+      expect([refused.status, errorCode(refused)]).toEqual([429, "MERCHANT_RATE_LIMITED"])
+      expect(Number(refused.headers.get("retry-after"))).toBeGreaterThanOrEqual(1)
+    } finally {
+      await strict.stop()
+    }
   })
 })
 

@@ -102,8 +102,16 @@ describe("ops endpoints", () => {
     for (const check of Object.values(res.json.checks) as Array<{ ok: boolean }>) expect(check.ok).toBe(true)
   })
 
-  it("an unknown ops route is 404 in the Error shape", async () => {
-    expectErrorShape(await raw(`${server.opsUrl}/no-such-route`), 404)
+  it("an unknown ops route is 404 in the Error shape, with the admin API's code; GET / lists the routes", async () => {
+    const unknown = await raw(`${server.opsUrl}/no-such-route`)
+    expectErrorShape(unknown, 404)
+    expect(unknown.json.error.code).toBe("ADMIN_NOT_FOUND")
+    const index = await raw(`${server.opsUrl}/`)
+    expect(index.status).toBe(200)
+    const listed = index.json.endpoints.map((e: any) => e.path)
+    expect(listed).toEqual(expect.arrayContaining(["/health", "/ready", "/metrics", "/ops/fibers", "/admin/*"]))
+    // every listed GET route answers
+    for (const path of ["/health", "/metrics", "/ops/fibers"]) expect((await raw(`${server.opsUrl}${path}`)).status, path).toBe(200)
   })
 
   describe("/metrics", () => {
@@ -185,9 +193,9 @@ describe("ops endpoints", () => {
       const { samples } = await scrape()
       expect(find(samples, "effect_fibers", { kind: "started" })?.value).toBeGreaterThan(0)
       expect(find(samples, "effect_fibers", { kind: "active" })?.value).toBeGreaterThan(0)
-      const restarts = samples.filter((s) => s.name === "supervised_fiber_restarts")
+      const restarts = samples.filter((s) => s.name === "supervised_fiber_restarts_total")
       expect(restarts.map((s) => s.labels["fiber"])).toContain("merchant-auth-invalidation")
-      expect(find(samples, "supervised_fiber_restarts", { fiber: "merchant-auth-invalidation" })?.value).toBe(0)
+      expect(find(samples, "supervised_fiber_restarts_total", { fiber: "merchant-auth-invalidation" })?.value).toBe(0)
     })
   })
 
