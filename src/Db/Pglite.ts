@@ -8,6 +8,7 @@ import * as Reactivity from "@effect/experimental/Reactivity"
 import { SqlClient, type SqlConnection, SqlError, Statement } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer, Scope, Stream } from "effect"
+import { existsSync } from "node:fs"
 import { createRequire } from "node:module"
 import { pathToFileURL } from "node:url"
 import { Worker } from "node:worker_threads"
@@ -105,10 +106,15 @@ const openThread = (dataDir: string) =>
 
 export const make = (dataDir: string) =>
   Effect.gen(function*() {
+    // the open is most of a cold start (a new database: its files are created first); say so
+    const created = !existsSync(`${dataDir}/PG_VERSION`)
+    yield* Effect.logInfo(created ? "creating the embedded database" : "opening the embedded database").pipe(Effect.annotateLogs({ directory: dataDir }))
+    const started = Date.now()
     const db = yield* Effect.acquireRelease(
       Effect.tryPromise({ try: () => openThread(dataDir), catch: fail("PGlite: failed to open") }),
       (db) => Effect.promise(() => db.close())
     )
+    yield* Effect.logInfo("embedded database open").pipe(Effect.annotateLogs({ millis: Date.now() - started }))
     const semaphore = yield* Effect.makeSemaphore(1)
     const lock = Effect.uninterruptibleMask((restore) =>
       Effect.zipRight(
