@@ -3,7 +3,7 @@
  * stream bytes (added by later features), and the request middleware every response passes
  * through (X-Request-Id, metrics); HttpErrors.ts answers what no handler answered.
  */
-import { HttpApiBuilder, HttpApiScalar, HttpMiddleware, HttpServer } from "@effect/platform"
+import { HttpApiBuilder, HttpMiddleware, HttpServer } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { Effect, Layer } from "effect"
 import { createServer, IncomingMessage, ServerResponse } from "node:http"
@@ -16,8 +16,9 @@ import { StreamLive } from "./Catalogue/Stream.js"
 import { Settings } from "./Config.js"
 import { DepositsHttp } from "./Deposits/Http.js"
 import { WalletCallbacksLive } from "./Deposits/WalletCallbacks.js"
+import { DocsLive } from "./Docs.js"
 import { type FastLane, makeFastLane } from "./FastLane.js"
-import { DOCS_PATH, OPENAPI_PATH, PUBLIC_ROUTES, SpecErrors } from "./HttpErrors.js"
+import { PUBLIC_ROUTES, SpecErrors } from "./HttpErrors.js"
 import { AuthenticationLive, CabinetSessionLive, KeyOrSessionLive } from "./Merchants/Authentication.js"
 import { BalanceFastRoutes, BalanceHttp } from "./Merchants/Http.js"
 import { Metrics } from "./Ops/Metrics.js"
@@ -108,11 +109,6 @@ const ApiLive = HttpApiBuilder.api(MerchantApi).pipe(
   Layer.provide([AuthenticationLive, KeyOrSessionLive, CabinetSessionLive, CabinetOriginLive])
 )
 
-const Docs = Layer.mergeAll(
-  HttpApiBuilder.middlewareOpenApi({ path: OPENAPI_PATH }),
-  HttpApiScalar.layer({ path: DOCS_PATH })
-)
-
 export const HttpLive = Layer.unwrapEffect(Effect.gen(function*() {
   const settings = yield* Settings
   const metrics = yield* Metrics
@@ -121,7 +117,7 @@ export const HttpLive = Layer.unwrapEffect(Effect.gen(function*() {
   const responses = makeResponses("api", metrics, routes)
   const fastLane = yield* makeFastLane(responses, [...yield* BalanceFastRoutes, ...yield* CatalogueFastRoutes], yield* PurchasesFastRoutes)
   return HttpApiBuilder.serve(responses.middleware).pipe(
-    Layer.provide([Docs, SpecErrors, StreamLive, WalletCallbacksLive, CabinetPageLive]),
+    Layer.provide([DocsLive, SpecErrors, StreamLive, WalletCallbacksLive, CabinetPageLive]),
     Layer.provide(ApiLive),
     // Per-request spans cost about a quarter of a request's CPU; traces come from service spans.
     HttpMiddleware.withTracerDisabledWhen(() => true),

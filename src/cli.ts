@@ -13,6 +13,7 @@ import { Console, Effect, Layer } from "effect"
 import { root } from "./Cli/Admin.js"
 import { catalogue } from "./Cli/Catalogue.js"
 import { deposit } from "./Cli/Deposit.js"
+import { withReadableConsole } from "./Cli/HelpConsole.js"
 import { merchant } from "./Cli/Merchant.js"
 import { wallet } from "./Cli/Wallet.js"
 import { webhook } from "./Cli/Webhook.js"
@@ -25,6 +26,7 @@ const cli = root.pipe(
 const MainLive = Layer.mergeAll(NodeContext.layer, NodeHttpClient.layer)
 
 cli(process.argv).pipe(
+  withReadableConsole,
   // Our failures are printed here; the CLI's own validation errors are printed by @effect/cli.
   Effect.tapError((error) => error._tag === "CliFailure" ? Console.error(`error: ${error.message}`) : Effect.void),
   Effect.provide(MainLive),

@@ -15,14 +15,18 @@ interface CliResult {
   readonly stderr: string
 }
 
-/** The environment without the variables the CLI reads, plus `env`. */
-const cleanEnv = (env: Record<string, string>) => {
+/** The environment without the variables the CLI reads, plus `env` (an undefined value removes one). */
+const cleanEnv = (env: Record<string, string | undefined>) => {
   const base: Record<string, string> = { ...process.env as Record<string, string>, NO_COLOR: "1" }
   for (const name of ["OPS_URL", "ADMIN_TOKEN", "DATA_DIR"]) delete base[name]
-  return { ...base, ...env }
+  for (const [name, value] of Object.entries(env)) {
+    if (value === undefined) delete base[name]
+    else base[name] = value
+  }
+  return base
 }
 
-const runCli = (args: ReadonlyArray<string>, env: Record<string, string> = {}): Promise<CliResult> =>
+const runCli = (args: ReadonlyArray<string>, env: Record<string, string | undefined> = {}): Promise<CliResult> =>
   new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ["dist/bundle/cli.mjs", ...args], {
       cwd: ROOT,
@@ -255,6 +259,20 @@ describe("operator CLI", () => {
     expect([missing.code, missing.stderr]).toEqual([1, expect.stringContaining("ADMIN_NOT_FOUND")])
     const badLimit = await cli("merchant", "list", "--limit", "500")
     expect([badLimit.code, badLimit.stderr]).toEqual([1, expect.stringContaining("ADMIN_INVALID_REQUEST")])
+  })
+
+  it("help reads well when piped: no ANSI codes, no generic filler, usage lines as typed", async () => {
+    for (const args of [["--help"], ["merchant", "create", "--help"], ["webhook", "replay", "--help"]]) {
+      // NO_COLOR unset: the output is a pipe, and that alone must turn colours off
+      const help = await runCli(args, { NO_COLOR: undefined })
+      expect(help.code, args.join(" ")).toBe(0)
+      expect(help.stdout).not.toContain("\u001b[")
+      expect(help.stdout).not.toContain("This setting is optional.")
+      expect(help.stdout).not.toContain("A true or false value.")
+      const usage = help.stdout.split("\n").find((line) => line.startsWith("$ "))
+      const typed = args.filter((a) => !a.startsWith("-")).join(" ")
+      expect(usage, args.join(" ")).toMatch(new RegExp(`^\\$ npm run cli -- ${typed}`.trimEnd()))
+    }
   })
 
   it("merchant invite prints a single-use cabinet link; a second invite voids the first", async () => {

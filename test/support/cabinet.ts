@@ -54,6 +54,8 @@ export const cabinet = (server: RunningServer, path: string, init: CabinetInit =
 export const merchantApi = (server: RunningServer, path: string, init: CabinetInit = {}) => request(`${server.baseUrl}/api/v1/merchant${path}`, server, init)
 
 const PERIOD_MS = 30_000
+/** How long a code given out stays acceptable at least (a request's time, on a loaded machine). */
+const MARGIN_MS = 10_000
 
 /** An authenticator app that gives each time step's code once, waiting for the clock when it must. */
 export class AuthenticatorApp {
@@ -63,18 +65,22 @@ export class AuthenticatorApp {
     this.totp = new OTPAuth.TOTP({ secret: OTPAuth.Secret.fromBase32(secret), algorithm: "SHA1", digits: 6, period: 30 })
   }
   /**
-   * A code the server has not seen: the current step's, or the next one's (the server accepts one
-   * step either side), so that a request crossing a step boundary still lands in the window.
+   * A code the server has not seen, of the earliest step the server still accepts for at least
+   * 10 s more (it takes the step before its clock's, its clock's and the next): several codes in a
+   * row seldom wait for the clock, and a request never crosses out of its code's window.
    */
   async code(): Promise<string> {
     for (;;) {
-      const current = Math.floor(Date.now() / PERIOD_MS)
-      const step = Math.max(this.lastStep + 1, current)
+      const now = Date.now()
+      const current = Math.floor(now / PERIOD_MS)
+      // step s is accepted until the clock reaches step s + 2
+      const earliest = Math.ceil((now + MARGIN_MS) / PERIOD_MS) - 2
+      const step = Math.max(this.lastStep + 1, earliest)
       if (step <= current + 1) {
         this.lastStep = step
         return this.totp.generate({ timestamp: step * PERIOD_MS })
       }
-      await new Promise((resolve) => setTimeout(resolve, (step - 1) * PERIOD_MS - Date.now() + 50))
+      await new Promise((resolve) => setTimeout(resolve, (step - 1) * PERIOD_MS - now + 50))
     }
   }
   /** The code last given (for replays). */

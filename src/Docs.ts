@@ -1,0 +1,36 @@
+/**
+ * The API reference at /docs (Scalar, served whole by the service: no CDN, no web fonts) and its
+ * OpenAPI document. The page is about 3.4 MB of HTML and script: it is sent gzip-compressed to
+ * clients that accept it (compressed once, on the first such request).
+ */
+import { HttpApiBuilder, HttpApiScalar, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { Effect, Layer } from "effect"
+import { gzipSync } from "node:zlib"
+import { DOCS_PATH, OPENAPI_PATH } from "./HttpErrors.js"
+
+const acceptsGzip = (request: HttpServerRequest.HttpServerRequest) => /\bgzip\b/i.test(request.headers["accept-encoding"] ?? "")
+
+const DocsCompression = HttpApiBuilder.middleware(Effect.sync(() => {
+  let compressed: Uint8Array | undefined
+  return (app) =>
+    Effect.gen(function*() {
+      const request = yield* HttpServerRequest.HttpServerRequest
+      const response = yield* app
+      if (request.method !== "GET" || request.url.split("?")[0] !== DOCS_PATH || response.status !== 200 || response.body._tag !== "Uint8Array") {
+        return response
+      }
+      if (!acceptsGzip(request)) return HttpServerResponse.setHeader(response, "vary", "Accept-Encoding")
+      compressed ??= gzipSync(response.body.body)
+      return HttpServerResponse.uint8Array(compressed, {
+        status: 200,
+        contentType: response.body.contentType,
+        headers: { ...response.headers, "content-encoding": "gzip", vary: "Accept-Encoding" }
+      })
+    })
+}))
+
+export const DocsLive = Layer.mergeAll(
+  HttpApiBuilder.middlewareOpenApi({ path: OPENAPI_PATH }),
+  HttpApiScalar.layer({ path: DOCS_PATH, scalar: { withDefaultFonts: false } }),
+  DocsCompression
+)
