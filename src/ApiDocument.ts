@@ -1,10 +1,12 @@
 /**
  * What HttpApi's generated OpenAPI document cannot say by itself, added to it: the response
  * headers (X-Request-Id on every answer, the rate-limit headers, Retry-After on 429, the dump's
- * snapshot headers), the problem details of an unparsable body, and open objects (spec 9: clients
- * accept new fields; CONTRACT 6: unknown request fields are ignored). HttpApi's own decode error is
- * taken out: decode failures are answered with the spec's per-field codes.
+ * snapshot headers), the problem details of an unparsable body, open objects (clients accept new
+ * fields; unknown request fields are ignored), and the reference texts of ApiReference.ts
+ * (summaries, descriptions, tags, the webhooks). HttpApi's own decode error is taken out: decode
+ * failures are answered with the per-field codes.
  */
+import { OPERATIONS, PARAMETERS, TAGS, webhooks } from "./ApiReference.js"
 import { API_BODY_MAX_BYTES } from "./RequestBody.js"
 
 type Json = { [key: string]: unknown }
@@ -119,11 +121,27 @@ const schemasWithoutFrameworkError = (spec: Json): Json => {
   return schemas
 }
 
+/** The reference texts (ApiReference.ts): summaries, descriptions, parameters, tags, webhooks. */
+const withReference = (spec: Json, operation: Json) => {
+  const texts = OPERATIONS[String(operation["operationId"])]
+  if (texts !== undefined) [operation["summary"], operation["description"]] = texts
+  for (const parameter of Array.isArray(operation["parameters"]) ? operation["parameters"] : []) {
+    if (isObject(parameter) && parameter["description"] === undefined && PARAMETERS[String(parameter["name"])] !== undefined) {
+      parameter["description"] = PARAMETERS[String(parameter["name"])]
+    }
+  }
+  for (const tag of Array.isArray(spec["tags"]) ? spec["tags"] : []) {
+    if (isObject(tag) && TAGS[String(tag["name"])] !== undefined) tag["description"] = TAGS[String(tag["name"])]
+  }
+}
+
 export const completeDocument = (spec: Json): Json => {
   eachOperation(spec, (path, method, operation, responses) => {
     withoutFrameworkError(responses)
     withHeadersAndProblems(path, method, responses, objectAt(operation, "requestBody") !== undefined)
+    withReference(spec, operation)
   })
+  spec["webhooks"] = webhooks()
   schemasWithoutFrameworkError(spec)["ProblemDetails"] = PROBLEM_DETAILS
   opened(spec)
   return spec

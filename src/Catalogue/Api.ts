@@ -81,11 +81,6 @@ export class CatalogueApi extends HttpApiGroup.make("catalogue")
       .addSuccess(CatalogFullDump)
       .addSuccess(Schema.Void.pipe(HttpApiSchema.asEmpty({ status: 304, decode: () => undefined })))
       .addError(Wire.FeedNotReady)
-      .annotate(
-        OpenApi.Description,
-        "The whole catalogue, regenerated about every two minutes; gzip when accepted. " +
-          "ETag (weak), Last-Modified, X-Items-Count, X-Catalog-Cursor and X-Catalog-Epoch per spec 4.2."
-      )
   )
   .middleware(Authentication)
   .annotate(OpenApi.Title, "Catalogue")

@@ -338,6 +338,38 @@ describe("OpenAPI and docs", () => {
     expect(responseCodes(doc.paths["/cabinet/api/invite/complete"].post, "409")).toEqual(["CABINET_LOGIN_TAKEN"])
   })
 
+  it("teaches: every operation has a summary and a description, every parameter a description, every tag a description", () => {
+    for (const [path, item] of Object.entries(doc.paths) as Array<[string, any]>) {
+      for (const [method, operation] of Object.entries(item) as Array<[string, any]>) {
+        const where = `${method.toUpperCase()} ${path}`
+        expect(typeof operation.summary === "string" && operation.summary.length > 0, `${where} summary`).toBe(true)
+        expect(typeof operation.description === "string" && operation.description.length > 20, `${where} description`).toBe(true)
+        for (const parameter of operation.parameters ?? []) expect(parameter.description, `${where} ${parameter.name}`).toMatch(/\S/)
+      }
+    }
+    for (const tag of doc.tags) expect(tag.description, tag.name).toMatch(/\S/)
+    expect(JSON.stringify(doc)).not.toMatch(/CONTRACT|\.\.\/shared/)
+  })
+
+  it("describes the eight webhook events under OpenAPI 3.1 webhooks, with their signed headers and payloads", () => {
+    expect(Object.keys(doc.webhooks).sort()).toEqual([
+      "balance.deposited",
+      "purchase.completed",
+      "purchase.created",
+      "purchase.failed",
+      "purchase.processing",
+      "purchase.refunded",
+      "purchase.reverted",
+      "purchase.sent_to_steam"
+    ])
+    for (const [type, item] of Object.entries(doc.webhooks) as Array<[string, any]>) {
+      expect(item.post.parameters.map((p: any) => p.name)).toEqual(expect.arrayContaining(["X-Signature", "X-Timestamp", "X-Event-Id", "X-Event"]))
+      const body = item.post.requestBody.content["application/json"].schema
+      expect(body.properties.event_type.enum).toEqual([type])
+      expect(body.required).toEqual(["event_id", "event_type", "created_at", "data"])
+    }
+  })
+
   it("GET /deposits lists 400 MERCHANT_INVALID_QUERY, and no framework decode error anywhere", () => {
     const list = doc.paths["/api/v1/merchant/deposits"].get
     expect(responseCodes(list, "400")).toEqual(["MERCHANT_INVALID_QUERY"])
