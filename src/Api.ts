@@ -1,6 +1,7 @@
 /** The public merchant API: every group under /api/v1/merchant, and the cabinet's under /cabinet/api. OpenAPI is generated from it. */
 import { HttpApi, OpenApi } from "@effect/platform"
 import { completeDocument } from "./ApiDocument.js"
+import { OVERVIEW } from "./ApiReference.js"
 import { CabinetApi, CabinetSignInApi } from "./Cabinet/Api.js"
 import { CatalogueApi } from "./Catalogue/Api.js"
 import { DepositsApi } from "./Deposits/Api.js"
@@ -26,7 +27,7 @@ export class MerchantApi extends HttpApi.make("merchant")
   .annotateContext(OpenApi.annotations({
     title: "Merchant Purchasing API",
     version: "1.0.0",
-    description: "Browse the live skin catalogue, buy items delivered by trade offer, and follow balance and deposits.",
+    description: OVERVIEW,
     transform: completeDocument
   }))
 {}

@@ -8,6 +8,45 @@
 
 type Json = Record<string, unknown>
 
+/** The document's introduction (Markdown): what the operations alone do not show. */
+export const OVERVIEW = `Browse the live skin catalogue, buy items delivered by trade offer, and follow balance and deposits.
+
+Every request sends \`Authorization: Bearer <API_KEY>\` (keys start with \`mer_live_\`). Errors are
+\`{"error": {"code", "message"}}\`: match on \`code\`. Every answer carries \`X-Request-Id\`;
+authenticated ones \`X-RateLimit-Limit\` and \`X-RateLimit-Remaining\`, and a 429 \`Retry-After\`.
+
+## Realtime catalogue feed (WebSocket)
+
+\`GET /api/v1/merchant/items/stream?cursor=<X-Catalog-Cursor>&epoch=<X-Catalog-Epoch>\` with the
+WebSocket upgrade and the same \`Authorization\` header (never a key in the query string). Take the
+full dump first: its \`X-Catalog-Cursor\` and \`X-Catalog-Epoch\` are where the feed starts.
+Before the upgrade the usual HTTP errors apply (400 \`MERCHANT_INVALID_QUERY\` for a missing or
+malformed cursor or epoch). Every message is one JSON text frame:
+
+- \`{"type":"hello","epoch":E,"cursor":C}\`: the resume point, accepted.
+- \`{"type":"changes","epoch":E,"cursor":C,"changes":[...]}\`: the changes after the previous
+  message's cursor, in order; each \`{"op":"upsert","item":CatalogItem}\` or
+  \`{"op":"remove","id":uuid}\`. \`C\` is the cursor after the last one: store it once applied.
+- \`{"type":"heartbeat","epoch":E,"cursor":C}\`: at least every 15 s when nothing changes.
+- \`{"type":"reset","reason":"cursor_expired"|"cursor_invalid"|"epoch_changed"}\`, then close 4409:
+  take a new dump and start again.
+
+Close 4408: you read too slowly; reconnect from your last applied cursor. Close 1001: the service
+is shutting down; reconnect from your last applied cursor (any instance resumes any cursor).
+
+## Webhooks
+
+Signed POSTs of every purchase state change and credited deposit (see *Webhooks* below): verify
+\`X-Signature\` (HMAC-SHA256 of \`X-Timestamp + "." + body\` with your webhook secret) in constant
+time, refuse timestamps more than 300 s away, dedupe on \`X-Event-Id\`, answer 2xx fast.
+
+## Test mode
+
+In the simulator the trade URL's \`token\` picks a purchase's outcome: any ordinary token completes;
+\`declined\`, \`expired0\`, \`private0\`, \`badtoken\`, \`slowack0\`, \`topup000\`, \`revbuyer\`,
+\`revselr0\` and \`review00\` take the other paths (the repository's docs/integration.md has the
+table).`
+
 /** Summary and description of each operation, by its operationId (group.endpoint). */
 export const OPERATIONS: Record<string, readonly [summary: string, description: string]> = {
   "balance.getBalance": [

@@ -1,5 +1,6 @@
 /**
- * The API reference at /docs (Scalar, served whole by the service: no CDN, no web fonts) and its
+ * The API reference at /docs (Scalar, served whole by the service: no CDN, no web fonts, no menus
+ * into the vendor's cloud) and its
  * OpenAPI document. The page is about 3.4 MB of HTML and script: it is sent gzip-compressed to
  * clients that accept it (compressed once, on the first such request).
  */
@@ -29,8 +30,20 @@ const DocsCompression = HttpApiBuilder.middleware(Effect.sync(() => {
     })
 }))
 
+/**
+ * The page's settings: no web fonts, the Bearer key selected for "try it", and none of the menus
+ * and buttons that lead to the docs vendor's cloud (the last three are Scalar's own settings, beyond
+ * the typed subset HttpApiScalar names).
+ */
+const SCALAR = {
+  withDefaultFonts: false,
+  authentication: { preferredSecurityScheme: "bearer" },
+  showToolbar: "never",
+  hideClientButton: true
+} as HttpApiScalar.ScalarConfig
+
 export const DocsLive = Layer.mergeAll(
   HttpApiBuilder.middlewareOpenApi({ path: OPENAPI_PATH }),
-  HttpApiScalar.layer({ path: DOCS_PATH, scalar: { withDefaultFonts: false } }),
+  HttpApiScalar.layer({ path: DOCS_PATH, scalar: SCALAR }),
   DocsCompression
 )

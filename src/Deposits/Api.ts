@@ -49,7 +49,21 @@ export const DepositWallet = Schema.Struct({
   }),
   created_at: IsoDateTime,
   updated_at: IsoDateTime
-}).annotations({ identifier: "DepositWallet" })
+}).annotations({
+  identifier: "DepositWallet",
+  examples: [{
+    id: "5c2e8f1a-3b4d-4c6e-9f7a-8b1c2d3e4f50",
+    provider: "walletpay",
+    currency: "USDT",
+    network: "tron",
+    status: "bound",
+    address: "TJRabPrwbZy45sbavfcjinPJC18kjpRTv8",
+    memo: null,
+    can_deposit: true,
+    created_at: "2026-11-27T12:00:00.000Z",
+    updated_at: "2026-11-27T12:00:01.000Z"
+  }]
+})
 
 export const DepositWalletList = Schema.Struct({
   issuance_enabled: Schema.Boolean.annotations({ description: "Provider routing for new merchant wallets." }),

@@ -52,7 +52,15 @@ export const BuyRequest = Schema.Struct({
       Schema.filter(isSteamId64, { message: () => "target_steam_id must be a SteamID64" })
     ).annotations({ jsonSchema: { pattern: STEAM_ID64_PATTERN }, ...failsAs(InvalidSteamId) })
   ))
-}).annotations({ identifier: "BuyRequest" })
+}).annotations({
+  identifier: "BuyRequest",
+  examples: [{
+    item_id: "3f8a2c1e-5b7d-4e9f-a1c2-6d8e0b4f2a91",
+    max_price: 12.5,
+    custom_id: "order-2026-11-0001",
+    target_trade_url: "https://steamcommunity.com/tradeoffer/new/?partner=12345678&token=abcdEFGH"
+  }]
+})
 
 export const BuyByNameRequest = Schema.Struct({
   market_hash_name: StorableString.pipe(Schema.minLength(1), Schema.maxLength(200)).annotations(failsAs(InvalidMarketHashName)),
@@ -80,7 +88,17 @@ export const PurchaseCreated = Schema.Struct({
   }),
   balance_after: Usd,
   created_at: IsoDateTime
-}).annotations({ identifier: "PurchaseCreated" })
+}).annotations({
+  identifier: "PurchaseCreated",
+  examples: [{
+    purchase_id: "9b1d4c2e-7a3f-4e8b-b5c6-1f2e3d4c5b6a",
+    custom_id: "order-2026-11-0001",
+    status: "created",
+    item: { market_hash_name: "AK-47 | Redline (Field-Tested)", price: 12.34, delivery_type: "instant", estimated_delivery_minutes: null },
+    balance_after: 987.66,
+    created_at: "2026-11-27T12:00:00.000Z"
+  }]
+})
 
 const Accepted = PurchaseCreated.annotations(HttpApiSchema.annotations({ status: 202 }))
 
