@@ -7,12 +7,13 @@
  * to .tmp/screenshots/ (not committed) for a person to look at.
  */
 import jsQRModule from "jsqr"
-import { existsSync, mkdirSync } from "node:fs"
+import { mkdirSync } from "node:fs"
 import { createServer, type Server } from "node:http"
-import { type Browser, chromium, type Page } from "playwright-core"
+import type { Browser, Page } from "playwright-core"
 import { PNG } from "pngjs"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { losesCreationAnswer } from "../../src/Providers/Simulator/WalletProviderSim.js"
+import { hasBrowser, launchChromium } from "../support/browser.js"
 import { AuthenticatorApp, invite } from "../support/cabinet.js"
 import { ROOT } from "../support/paths.js"
 import { buy, buyBody, loadItem, PURCHASE_ENV } from "../support/purchases.js"
@@ -21,10 +22,7 @@ import { freePort, type RunningServer, startServer } from "../support/server.js"
 // jsqr is CommonJS: its default export arrives as the module itself or as its `default`
 const jsQR = ((jsQRModule as unknown as { default?: unknown }).default ?? jsQRModule) as unknown as typeof jsQRModule.default
 
-const CHROMIUM = "/usr/bin/chromium"
 const SHOTS = `${ROOT}/.tmp/screenshots`
-// CI installs chromium (.ci/run); elsewhere the page tests need it installed (apt-get install chromium)
-const hasBrowser = existsSync(CHROMIUM) || process.env["CI"] !== undefined
 
 let server: RunningServer
 let browser: Browser
@@ -32,19 +30,7 @@ beforeAll(async () => {
   if (!hasBrowser) return
   mkdirSync(SHOTS, { recursive: true })
   server = await startServer({ env: { ...PURCHASE_ENV, WALLET_ISSUANCE_ENABLED: "true" } })
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    // without the background-networking flags chromium keeps trying to reach outside hosts
-    args: [
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-quic",
-      "--no-first-run",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync"
-    ]
-  })
+  browser = await launchChromium()
 }, 120_000)
 afterAll(async () => {
   await browser?.close()

@@ -2,14 +2,10 @@
  * The API reference at /docs: served whole by the service, gzip-compressed for clients that accept
  * it, and loaded in a real browser (Debian's chromium) without a single request to another origin.
  */
-import { existsSync } from "node:fs"
 import { gunzipSync } from "node:zlib"
-import { chromium } from "playwright-core"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { hasBrowser, launchChromium } from "../support/browser.js"
 import { type RunningServer, startServer } from "../support/server.js"
-
-const CHROMIUM = "/usr/bin/chromium"
-const hasBrowser = existsSync(CHROMIUM) || process.env["CI"] !== undefined
 
 let server: RunningServer
 beforeAll(async () => {
@@ -40,18 +36,7 @@ describe("/docs", () => {
   })
 
   it.skipIf(!hasBrowser)("loads in a browser with no request to another origin", async () => {
-    const browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync"
-      ]
-    })
+    const browser = await launchChromium()
     try {
       const page = await browser.newPage()
       const elsewhere: Array<string> = []
