@@ -23,6 +23,9 @@ const CHANGE_WINDOW = "50 millis"
  */
 const pruneIntervalMs = (retentionHours: number) => Math.min(60_000, Math.max(1_000, (retentionHours * 3_600_000) / 10))
 
+/** How often a long reconciliation logs its progress. */
+const PROGRESS_EVERY_MS = 5_000
+
 export const SyncLive = Layer.scopedDiscard(Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   const settings = yield* Settings
@@ -36,11 +39,25 @@ export const SyncLive = Layer.scopedDiscard(Effect.gen(function*() {
   const reconcile = Effect.gen(function*() {
     const seen = new Set<string>()
     let logged = 0
+    const total = yield* supplier.size
+    const started = Date.now()
+    let reportedAt = started
     yield* supplier.snapshot.pipe(Stream.runForEach((page) =>
       Effect.gen(function*() {
         for (const listing of page) seen.add(listing.item.id)
         const changed = yield* changeLog.differing(page)
         logged += yield* changeLog.apply(changed.map((listing) => ({ op: "upsert" as const, listing })))
+        // a large catalogue takes a while: its progress, every few seconds
+        const now = Date.now()
+        if (now - reportedAt >= PROGRESS_EVERY_MS) {
+          reportedAt = now
+          yield* Effect.logInfo("reconciling the catalogue with the supplier").pipe(Effect.annotateLogs({
+            listings: seen.size,
+            of: total,
+            percent: total > 0 ? Math.floor((seen.size / total) * 100) : 100,
+            per_second: Math.round(seen.size / ((now - started) / 1000))
+          }))
+        }
       })
     ))
     const gone = (yield* changeLog.activeSupplierIds).filter((id) => !seen.has(id))
