@@ -5,7 +5,7 @@
  */
 import { SqlClient } from "@effect/sql"
 import { Console, Effect, Layer, Option } from "effect"
-import { writeFileSync } from "node:fs"
+import { existsSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { CabinetAccounts } from "../Cabinet/Accounts.js"
 import { Settings } from "../Config.js"
@@ -71,7 +71,11 @@ export const StartupBannerLive = Layer.effectDiscard(Effect.gen(function*() {
   ]
   if (Option.isSome(adminToken.generatedNow)) {
     lines.push(`  Admin token (shown once, saved to ${join(settings.dataDir, "admin-token")}): ${adminToken.generatedNow.value}`)
+  } else {
+    lines.push(`  Admin token: ${Option.isSome(settings.adminToken) ? "ADMIN_TOKEN" : `in ${join(settings.dataDir, "admin-token")}`}`)
   }
+  const demoFile = join(settings.dataDir, "demo-merchant.json")
+  if (Option.isNone(demo) && embedded && existsSync(demoFile)) lines.push(`  Demo merchant \`demo\`: its API key and webhook secret are in ${demoFile}`)
   if (Option.isSome(demo)) {
     lines.push(
       `  Demo merchant \`demo\` created with 1000.00 USD (shown once, saved to ${join(settings.dataDir, "demo-merchant.json")}):`,
