@@ -29,7 +29,7 @@ export const PASSWORD_MAX = 256
 const LOGIN_MAX = 254
 
 /** One message for every refused sign-in, so the bodies are byte-identical whatever was wrong. */
-const LOGIN_FAILED_MESSAGE = "The login, password or code is not right."
+export const LOGIN_FAILED_MESSAGE = "The login, password or code is not right."
 const INVITE_INVALID_MESSAGE = "This invite link is unknown, used or expired: ask your operator for a new one."
 
 /** An email address as far as a login needs one: one `@`, no spaces, a dot in the domain. */

@@ -17,7 +17,7 @@ import { listPurchases } from "../Purchases/Http.js"
 import { Purchases } from "../Purchases/Purchases.js"
 import { WebhookEvents } from "../Webhooks/Events.js"
 import { listWebhookEvents } from "../Webhooks/Http.js"
-import { CabinetAccounts, LoginLocked, type Profile } from "./Accounts.js"
+import { CabinetAccounts, LOGIN_FAILED_MESSAGE, LoginLocked, type Profile } from "./Accounts.js"
 import { CabinetOrigin } from "./Api.js"
 
 const WEBHOOK_URL_MAX = 2048
@@ -91,7 +91,7 @@ export const CabinetSignInHttp = HttpApiBuilder.group(MerchantApi, "cabinetSignI
           }
           const attempt = storable(payload.login)
             ? accounts.signIn(payload)
-            : Effect.fail(new CabinetLoginFailed({ message: "The login, password or code is not right." }))
+            : Effect.fail(new CabinetLoginFailed({ message: LOGIN_FAILED_MESSAGE }))
           const session = yield* attempt.pipe(
             Effect.tapError((error) =>
               error._tag === "CabinetLoginFailed"

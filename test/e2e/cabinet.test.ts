@@ -368,6 +368,8 @@ describe("hostile input", () => {
     const m = await onboard(server)
     const nulLogin = await cabinet(server, "/login", { method: "POST", body: { login: "a\u0000@b.example", password: m.password, code: "123456" } })
     expect([nulLogin.status, errorCode(nulLogin)]).toEqual([401, "CABINET_LOGIN_FAILED"])
+    const unknown = await cabinet(server, "/login", { method: "POST", body: { login: "nobody@b.example", password: m.password, code: "123456" } })
+    expect(nulLogin.text).toBe(unknown.text)
     const surrogate = await cabinet(server, "/login", { method: "POST", body: { login: "\ud800@b.example", password: m.password, code: "123456" } })
     expect([surrogate.status, errorCode(surrogate)]).toEqual([401, "CABINET_LOGIN_FAILED"])
     const nulUrl = await cabinet(server, "/webhook", { method: "PUT", cookie: m.cookie, body: { url: "https://x.example/\u0000" } })
