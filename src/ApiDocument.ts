@@ -121,8 +121,8 @@ const schemasWithoutFrameworkError = (spec: Json): Json => {
   return schemas
 }
 
-/** The reference texts (ApiReference.ts): summaries, descriptions, parameters, tags, webhooks. */
-const withReference = (spec: Json, operation: Json) => {
+/** An operation's reference texts (ApiReference.ts): its summary, description and parameters'. */
+const withReference = (operation: Json) => {
   const texts = OPERATIONS[String(operation["operationId"])]
   if (texts !== undefined) [operation["summary"], operation["description"]] = texts
   for (const parameter of Array.isArray(operation["parameters"]) ? operation["parameters"] : []) {
@@ -130,17 +130,17 @@ const withReference = (spec: Json, operation: Json) => {
       parameter["description"] = PARAMETERS[String(parameter["name"])]
     }
   }
-  for (const tag of Array.isArray(spec["tags"]) ? spec["tags"] : []) {
-    if (isObject(tag) && TAGS[String(tag["name"])] !== undefined) tag["description"] = TAGS[String(tag["name"])]
-  }
 }
 
 export const completeDocument = (spec: Json): Json => {
   eachOperation(spec, (path, method, operation, responses) => {
     withoutFrameworkError(responses)
     withHeadersAndProblems(path, method, responses, objectAt(operation, "requestBody") !== undefined)
-    withReference(spec, operation)
+    withReference(operation)
   })
+  for (const tag of Array.isArray(spec["tags"]) ? spec["tags"] : []) {
+    if (isObject(tag) && TAGS[String(tag["name"])] !== undefined) tag["description"] = TAGS[String(tag["name"])]
+  }
   spec["webhooks"] = webhooks()
   schemasWithoutFrameworkError(spec)["ProblemDetails"] = PROBLEM_DETAILS
   opened(spec)

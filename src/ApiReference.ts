@@ -5,6 +5,7 @@
  * with their payloads and headers). The document's schemas and codes come from the contract
  * (`Api.ts` of each feature); `completeDocument` (ApiDocument.ts) adds these.
  */
+import type { EventType } from "./Domain/EventType.js"
 
 type Json = Record<string, unknown>
 
@@ -225,42 +226,45 @@ const WEBHOOK_HEADERS = {
   "X-Event": header("The event type.")
 }
 
-const EVENTS: ReadonlyArray<readonly [string, string, Json]> = [
-  ["purchase.created", "A purchase was created and its price debited.", PURCHASE_DATA],
-  ["purchase.processing", "The supplier acknowledged the purchase.", PURCHASE_DATA],
-  ["purchase.sent_to_steam", "The trade offer was sent to the buyer.", PURCHASE_DATA],
-  ["purchase.completed", "The buyer accepted the trade offer.", PURCHASE_DATA],
-  ["purchase.failed", "The purchase failed; `failure_code` says why. Confirm refunds from `purchase.refunded` or the balance.", PURCHASE_DATA],
-  ["purchase.refunded", "The price was credited back.", PURCHASE_DATA],
-  ["purchase.reverted", "A completed trade was reversed by the game platform.", PURCHASE_DATA],
-  ["balance.deposited", "A deposit was credited.", DEPOSIT_DATA]
-]
+/** Each event the outbox writes (Domain/EventType.ts), with what it means and its payload: a type missing here does not compile. */
+const EVENTS: Record<EventType, readonly [description: string, data: Json]> = {
+  "purchase.created": ["A purchase was created and its price debited.", PURCHASE_DATA],
+  "purchase.processing": ["The supplier acknowledged the purchase.", PURCHASE_DATA],
+  "purchase.sent_to_steam": ["The trade offer was sent to the buyer.", PURCHASE_DATA],
+  "purchase.completed": ["The buyer accepted the trade offer.", PURCHASE_DATA],
+  "purchase.failed": ["The purchase failed; `failure_code` says why. Confirm refunds from `purchase.refunded` or the balance.", PURCHASE_DATA],
+  "purchase.refunded": ["The price was credited back.", PURCHASE_DATA],
+  "purchase.reverted": ["A completed trade was reversed by the game platform.", PURCHASE_DATA],
+  "balance.deposited": ["A deposit was credited.", DEPOSIT_DATA]
+}
 
 /** OpenAPI 3.1 `webhooks`: one POST per event type, with its body and headers. */
 export const webhooks = (): Json =>
-  Object.fromEntries(EVENTS.map(([type, description, data]) => [type, {
-    post: {
-      summary: type,
-      description: `${description} Answer 2xx within the timeout; anything else is retried on the schedule (about 27.5 hours).`,
-      operationId: `webhook.${type}`,
-      parameters: Object.entries(WEBHOOK_HEADERS).map(([name, h]) => ({ name, in: "header", ...h })),
-      requestBody: {
-        required: true,
-        content: {
-          "application/json": {
-            schema: {
-              type: "object",
-              required: ["event_id", "event_type", "created_at", "data"],
-              properties: {
-                event_id: { type: "string", format: "uuid" },
-                event_type: { type: "string", enum: [type] },
-                created_at: { type: "string", format: "date-time" },
-                data
+  Object.fromEntries(
+    Object.entries(EVENTS).map(([type, [description, data]]) => [type, {
+      post: {
+        summary: type,
+        description: `${description} Answer 2xx within the timeout; anything else is retried on the schedule (about 27.5 hours).`,
+        operationId: `webhook.${type}`,
+        parameters: Object.entries(WEBHOOK_HEADERS).map(([name, h]) => ({ name, in: "header", ...h })),
+        requestBody: {
+          required: true,
+          content: {
+            "application/json": {
+              schema: {
+                type: "object",
+                required: ["event_id", "event_type", "created_at", "data"],
+                properties: {
+                  event_id: { type: "string", format: "uuid" },
+                  event_type: { type: "string", enum: [type] },
+                  created_at: { type: "string", format: "date-time" },
+                  data
+                }
               }
             }
           }
-        }
-      },
-      responses: { "200": { description: "Received (any 2xx)." } }
-    }
-  }]))
+        },
+        responses: { "200": { description: "Received (any 2xx)." } }
+      }
+    }])
+  )

@@ -3,6 +3,7 @@
  * Nothing else in the program reads the environment.
  */
 import { Config, ConfigError, Effect, Either, Option, Redacted } from "effect"
+import { httpOrigin } from "./Domain/HttpUrl.js"
 
 const nonNegative = (name: string) =>
   Config.number(name).pipe(Config.validate({
@@ -61,16 +62,6 @@ const adminToken = Config.option(
     validation: (token) => /^[\x21-\x7e]+$/.test(Redacted.value(token))
   }))
 )
-
-/** The origin (`scheme://host[:port]`) of an http(s) URL, as a browser sends it in `Origin`. */
-export const originOf = (url: string): string | undefined => {
-  try {
-    const parsed = new URL(url)
-    return parsed.protocol === "http:" || parsed.protocol === "https:" ? parsed.origin : undefined
-  } catch {
-    return undefined
-  }
-}
 
 export interface AppSettings {
   readonly port: number
@@ -155,13 +146,13 @@ export const AppConfig: Config.Config<AppSettings> = Config.all({
   publicUrl: Config.option(
     Config.string("PUBLIC_URL").pipe(Config.validate({
       message: "PUBLIC_URL must be an http(s) URL, e.g. https://merchants.example.com",
-      validation: (url) => originOf(url) !== undefined
+      validation: (url) => httpOrigin(url) !== undefined
     }))
   ),
   cabinetAllowedOrigins: Config.option(
     Config.string("CABINET_ALLOWED_ORIGINS").pipe(Config.validate({
       message: "CABINET_ALLOWED_ORIGINS must be comma-separated http(s) origins, e.g. https://merchants.example.com",
-      validation: (list) => list.split(",").every((origin) => originOf(origin.trim()) === origin.trim())
+      validation: (list) => list.split(",").every((origin) => httpOrigin(origin.trim()) === origin.trim())
     }))
   ),
   sessionIdleMinutes: positive("SESSION_IDLE_MINUTES", 30),
@@ -181,7 +172,7 @@ export const AppConfig: Config.Config<AppSettings> = Config.all({
       ...c,
       publicUrl,
       cabinetAllowedOrigins: Option.match(c.cabinetAllowedOrigins, {
-        onNone: () => [originOf(publicUrl) ?? publicUrl],
+        onNone: () => [httpOrigin(publicUrl) ?? publicUrl],
         onSome: (list) => list.split(",").map((origin) => origin.trim())
       }),
       // A fixture replaces the synthetic catalogue and defaults churn to 0 (CONTRACT section 1).

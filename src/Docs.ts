@@ -11,23 +11,22 @@ import { DOCS_PATH, OPENAPI_PATH } from "./HttpErrors.js"
 
 const acceptsGzip = (request: HttpServerRequest.HttpServerRequest) => /\bgzip\b/i.test(request.headers["accept-encoding"] ?? "")
 
+const isDocs = (request: HttpServerRequest.HttpServerRequest) => request.method === "GET" && request.url.split("?")[0] === DOCS_PATH
+
+/** Every other request passes straight through (one check of its URL). */
 const DocsCompression = HttpApiBuilder.middleware(Effect.sync(() => {
   let compressed: Uint8Array | undefined
-  return (app) =>
-    Effect.gen(function*() {
-      const request = yield* HttpServerRequest.HttpServerRequest
-      const response = yield* app
-      if (request.method !== "GET" || request.url.split("?")[0] !== DOCS_PATH || response.status !== 200 || response.body._tag !== "Uint8Array") {
-        return response
-      }
-      if (!acceptsGzip(request)) return HttpServerResponse.setHeader(response, "vary", "Accept-Encoding")
-      compressed ??= gzipSync(response.body.body)
-      return HttpServerResponse.uint8Array(compressed, {
-        status: 200,
-        contentType: response.body.contentType,
-        headers: { ...response.headers, "content-encoding": "gzip", vary: "Accept-Encoding" }
-      })
+  const compress = (request: HttpServerRequest.HttpServerRequest) => (response: HttpServerResponse.HttpServerResponse) => {
+    if (response.status !== 200 || response.body._tag !== "Uint8Array") return response
+    if (!acceptsGzip(request)) return HttpServerResponse.setHeader(response, "vary", "Accept-Encoding")
+    compressed ??= gzipSync(response.body.body)
+    return HttpServerResponse.uint8Array(compressed, {
+      status: 200,
+      contentType: response.body.contentType,
+      headers: { ...response.headers, "content-encoding": "gzip", vary: "Accept-Encoding" }
     })
+  }
+  return (app) => Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => isDocs(request) ? Effect.map(app, compress(request)) : app)
 }))
 
 /**
@@ -35,12 +34,16 @@ const DocsCompression = HttpApiBuilder.middleware(Effect.sync(() => {
  * and buttons that lead to the docs vendor's cloud (the last three are Scalar's own settings, beyond
  * the typed subset HttpApiScalar names).
  */
-const SCALAR = {
+const SCALAR: HttpApiScalar.ScalarConfig & {
+  readonly authentication: { readonly preferredSecurityScheme: string }
+  readonly showToolbar: "never"
+  readonly hideClientButton: boolean
+} = {
   withDefaultFonts: false,
   authentication: { preferredSecurityScheme: "bearer" },
   showToolbar: "never",
   hideClientButton: true
-} as HttpApiScalar.ScalarConfig
+}
 
 export const DocsLive = Layer.mergeAll(
   HttpApiBuilder.middlewareOpenApi({ path: OPENAPI_PATH }),

@@ -24,8 +24,8 @@ const INVITE_HOURS = 72
 /** The per-login lockout: this many failures within the window lock the login until the oldest leaves it. */
 const LOCKOUT_FAILURES = 5
 const LOCKOUT_WINDOW_SECONDS = 15 * 60
-export const PASSWORD_MIN = 12
-export const PASSWORD_MAX = 256
+const PASSWORD_MIN = 12
+const PASSWORD_MAX = 256
 const LOGIN_MAX = 254
 
 /** One message for every refused sign-in, so the bodies are byte-identical whatever was wrong. */

@@ -23,13 +23,13 @@ export class CabinetOrigin extends HttpApiMiddleware.Tag<CabinetOrigin>()("Cabin
 const Text = Schema.String.pipe(Schema.maxLength(1024))
 const Code = Schema.String.annotations({ description: "The current 6-digit code of the authenticator app; each code works once." })
 
-export const InviteStarted = Schema.Struct({
+const InviteStarted = Schema.Struct({
   merchant_name: Schema.String,
   totp_secret: Schema.String.annotations({ description: "Base32; the same on every start of one invite." }),
   otpauth_uri: Schema.String.annotations({ description: "For an authenticator app (TOTP: SHA-1, 6 digits, 30 s)." })
 }).annotations({ identifier: "CabinetInviteStarted" })
 
-export const SignedUp = Schema.Struct({ merchant_id: Schema.UUID, login: Schema.String }).annotations({ identifier: "CabinetSignedUp" })
+const SignedUp = Schema.Struct({ merchant_id: Schema.UUID, login: Schema.String }).annotations({ identifier: "CabinetSignedUp" })
 
 export const Profile = Schema.Struct({
   merchant_id: Schema.UUID,

@@ -4,13 +4,14 @@
  * the webhook log (the session's merchant is the CurrentMerchant they read).
  */
 import { HttpApiBuilder, HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Clock, Effect, Layer, Option } from "effect"
+import { Clock, Effect, Layer, Option, Schema } from "effect"
 import { MerchantApi } from "../Api.js"
 import { Settings } from "../Config.js"
 import { unstorablePath } from "../Domain/Db.js"
 import { CabinetLoginFailed, CabinetWebhookUrlInvalid, InvalidQuery, RateLimited } from "../Domain/Errors.js"
+import { WEBHOOK_URL_MAX, WebhookUrl } from "../Domain/HttpUrl.js"
 import { Ledger } from "../Ledger/Ledger.js"
-import { addHeaders, Authenticator, clientAddress, CurrentMerchant, makeOriginCheck, SESSION_COOKIE } from "../Merchants/Authentication.js"
+import { addHeaders, Authenticator, clientAddress, CurrentMerchant, SESSION_COOKIE } from "../Merchants/Authentication.js"
 import { getBalance } from "../Merchants/Http.js"
 import { Merchants } from "../Merchants/Merchants.js"
 import { listPurchases } from "../Purchases/Http.js"
@@ -20,11 +21,12 @@ import { listWebhookEvents } from "../Webhooks/Http.js"
 import { CabinetAccounts, LOGIN_FAILED_MESSAGE, LoginLocked, type Profile } from "./Accounts.js"
 import { CabinetOrigin } from "./Api.js"
 
-const WEBHOOK_URL_MAX = 2048
-
-/** `Set-Cookie` of a session: exactly CONTRACT 7's attributes (a browser session cookie; the server ends it). */
-const sessionCookie = (id: string, secure: boolean) => `${SESSION_COOKIE}=${id}; HttpOnly; SameSite=Strict; Path=/${secure ? "; Secure" : ""}`
-const clearedCookie = (secure: boolean) => `${SESSION_COOKIE}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0${secure ? "; Secure" : ""}`
+/**
+ * `Set-Cookie` of the session: exactly CONTRACT 7's attributes (a browser session cookie; the
+ * server ends it), or, to clear it, an empty one that expires at once.
+ */
+const sessionCookie = (id: string | undefined, secure: boolean) =>
+  `${SESSION_COOKIE}=${id ?? ""}; HttpOnly; SameSite=Strict; Path=/${id === undefined ? "; Max-Age=0" : ""}${secure ? "; Secure" : ""}`
 
 const setCookie = (cookie: string) =>
   HttpApp.appendPreResponseHandler((_request, response) => Effect.succeed(HttpServerResponse.setHeader(response, "set-cookie", cookie)))
@@ -42,22 +44,12 @@ const profileView = (p: Profile) => ({
 /** A string the database can keep as it is (no NUL, no lone surrogate). */
 const storable = (value: string) => unstorablePath(value) === undefined
 
-const isWebhookUrl = (url: string) => {
-  if (url.length > WEBHOOK_URL_MAX || !storable(url)) return false
-  try {
-    const parsed = new URL(url)
-    return parsed.protocol === "https:" || parsed.protocol === "http:"
-  } catch {
-    return false
-  }
-}
+/** A webhook URL as the admin API takes it, that the database can keep. */
+const isWebhookUrl = (url: string) => Schema.is(WebhookUrl)(url) && storable(url)
 
 export const CabinetOriginLive = Layer.effect(
   CabinetOrigin,
-  Effect.map(Settings, (settings) => {
-    const originAllowed = makeOriginCheck(settings.cabinetAllowedOrigins)
-    return Effect.flatMap(HttpServerRequest.HttpServerRequest, originAllowed)
-  })
+  Effect.map(Authenticator, (authenticator) => Effect.flatMap(HttpServerRequest.HttpServerRequest, authenticator.originAllowed))
 )
 
 export const CabinetSignInHttp = HttpApiBuilder.group(MerchantApi, "cabinetSignIn", (handlers) =>
@@ -111,7 +103,7 @@ export const CabinetSignInHttp = HttpApiBuilder.group(MerchantApi, "cabinetSignI
           const request = yield* HttpServerRequest.HttpServerRequest
           const id = request.cookies[SESSION_COOKIE]
           if (id !== undefined && id !== "") yield* accounts.endSession(id)
-          yield* setCookie(clearedCookie(secure))
+          yield* setCookie(sessionCookie(undefined, secure))
         }))
   }))
 

@@ -9,9 +9,18 @@ import { Effect, Layer } from "effect"
 import { existsSync, readFileSync } from "node:fs"
 import { fileURLToPath } from "node:url"
 
-export const CABINET_PAGE_PATHS = ["/cabinet", "/cabinet/invite", "/cabinet/app.js", "/cabinet/app.css"] as const
+const HTML = "text/html; charset=utf-8"
+/** Each route of the page and the file of dist/cabinet it serves. */
+const PAGE_FILES: ReadonlyArray<readonly [path: `/${string}`, file: string, contentType: string]> = [
+  ["/cabinet", "index.html", HTML],
+  ["/cabinet/invite", "index.html", HTML],
+  ["/cabinet/app.js", "app.js", "text/javascript; charset=utf-8"],
+  ["/cabinet/app.css", "app.css", "text/css; charset=utf-8"]
+]
 
-export const CONTENT_SECURITY_POLICY = [
+export const CABINET_PAGE_PATHS = PAGE_FILES.map(([path]) => path)
+
+const CONTENT_SECURITY_POLICY = [
   "default-src 'self'",
   "script-src 'self'",
   "style-src 'self'",
@@ -41,21 +50,11 @@ const pageDirectory = (): string | undefined => {
 
 export const CabinetPageLive = Layer.unwrapEffect(Effect.sync(() => {
   const dir = pageDirectory()
-  const file = (name: string, contentType: string) => {
-    const body = dir === undefined ? undefined : readFileSync(`${dir}${name}`)
-    return Effect.succeed(
-      body === undefined
+  const answer = (name: string, contentType: string) =>
+    Effect.succeed(
+      dir === undefined
         ? HttpServerResponse.text("The cabinet page is not built: run npm run build.", { status: 503, headers: SECURITY_HEADERS })
-        : HttpServerResponse.uint8Array(body, { contentType, headers: SECURITY_HEADERS })
+        : HttpServerResponse.uint8Array(readFileSync(`${dir}${name}`), { contentType, headers: SECURITY_HEADERS })
     )
-  }
-  const html = file("index.html", "text/html; charset=utf-8")
-  return HttpApiBuilder.Router.use((router) =>
-    Effect.all([
-      router.get("/cabinet", html),
-      router.get("/cabinet/invite", html),
-      router.get("/cabinet/app.js", file("app.js", "text/javascript; charset=utf-8")),
-      router.get("/cabinet/app.css", file("app.css", "text/css; charset=utf-8"))
-    ])
-  )
+  return HttpApiBuilder.Router.use((router) => Effect.forEach(PAGE_FILES, ([path, name, contentType]) => router.get(path, answer(name, contentType))))
 }))

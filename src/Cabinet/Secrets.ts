@@ -40,11 +40,9 @@ export const hashPassword = (password: string): Effect.Effect<string> => {
  * computed, so that an unknown login takes as long as a wrong password.
  */
 export const verifyPassword = (password: string, stored: string | undefined): Effect.Effect<boolean> => {
-  const parts = (stored ?? "").split("$")
-  if (parts.length !== 6 || parts[0] !== "scrypt") {
-    return Effect.as(derive(password, randomBytes(16), SCRYPT_COST, SCRYPT_BLOCK, SCRYPT_PARALLEL), false)
-  }
-  const [, cost, block, parallel, salt, key] = parts as [string, string, string, string, string, string]
+  const parts = (stored ?? "").match(/^scrypt\$(\d+)\$(\d+)\$(\d+)\$([\w-]+)\$([\w-]+)$/)
+  if (parts === null) return Effect.as(derive(password, randomBytes(16), SCRYPT_COST, SCRYPT_BLOCK, SCRYPT_PARALLEL), false)
+  const [, cost = "", block = "", parallel = "", salt = "", key = ""] = parts
   const expected = Buffer.from(key, "base64url")
   return Effect.map(
     derive(password, Buffer.from(salt, "base64url"), Number(cost), Number(block), Number(parallel)),

@@ -4,7 +4,7 @@
  * (`npm run cli -- …`), and carries no ANSI codes when the output is not a terminal (a pipe, a file,
  * a log).
  */
-import { type Console, Effect } from "effect"
+import { Config, type Console, Effect, Option } from "effect"
 
 /** What @effect/cli says of every value of a type: nothing an operator needs. */
 const FILLER = new Set([
@@ -47,9 +47,10 @@ export const readable = (text: string, terminal: boolean): string => {
 
 const render = (args: ReadonlyArray<unknown>, terminal: boolean) => args.map((a) => (typeof a === "string" ? readable(a, terminal) : a))
 
-const wrap = (base: Console.Console): Console.Console => {
-  const terminal = process.stdout.isTTY === true && process.env["NO_COLOR"] === undefined
-  const errTerminal = process.stderr.isTTY === true && process.env["NO_COLOR"] === undefined
+/** Colours only on a terminal, and never with NO_COLOR set. */
+const wrap = (base: Console.Console, noColor: boolean): Console.Console => {
+  const terminal = process.stdout.isTTY === true && !noColor
+  const errTerminal = process.stderr.isTTY === true && !noColor
   return {
     ...base,
     log: (...args) => base.log(...render(args, terminal)),
@@ -62,6 +63,8 @@ const wrap = (base: Console.Console): Console.Console => {
   }
 }
 
+const noColor = Config.option(Config.string("NO_COLOR")).pipe(Effect.map(Option.isSome), Effect.orElseSucceed(() => false))
+
 /** Runs `self` printing through the readable console. */
 export const withReadableConsole = <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-  Effect.consoleWith((base) => Effect.withConsole(self, wrap(base)))
+  Effect.flatMap(noColor, (off) => Effect.consoleWith((base) => Effect.withConsole(self, wrap(base, off))))

@@ -62,6 +62,17 @@ export type AuthOutcome =
 
 const refused = (error: AuthError, headers: Record<string, string>): AuthOutcome => ({ _tag: "Refused", error, headers })
 
+/** Whether a request's Origin is one the cabinet allows (CABINET_ALLOWED_ORIGINS). */
+const makeOriginCheck = (allowed: ReadonlyArray<string>) => {
+  const origins = new Set(allowed)
+  return (request: HttpServerRequest.HttpServerRequest): Effect.Effect<void, OriginNotAllowed> => {
+    const origin = request.headers["origin"]
+    return origin !== undefined && origins.has(origin)
+      ? Effect.void
+      : Effect.fail(new OriginNotAllowed({ message: `This request needs an Origin header from an allowed origin (${[...origins].join(", ")}).` }))
+  }
+}
+
 /**
  * The one authentication of the merchant API, for the HttpApi middleware, the fast lane and the
  * feed's upgrade alike. `start` runs synchronously on what is in memory and either decides or asks
@@ -74,9 +85,12 @@ export class Authenticator extends Effect.Service<Authenticator>()("Authenticato
     const settings = yield* Settings
     const perMerchant = makeTokenBuckets(settings.rateLimitRps, settings.rateLimitBurst)
     const failedPerAddress = makeTokenBuckets(settings.authFailureRps, settings.authFailureBurst)
+    /** Fails unless the request's Origin is one the cabinet allows (CONTRACT 7's Origin rule). */
+    const originAllowed = makeOriginCheck(settings.cabinetAllowedOrigins)
 
     /** The outcome once the key's merchant is known (undefined: no merchant has it). Takes the tokens it spends. */
-    const decide = (merchant: AuthenticatedMerchant | undefined, method: string, address: string, now: number): AuthOutcome => {
+    /** `mutation`: a request an inactive merchant may not make (isMutation). */
+    const decide = (merchant: AuthenticatedMerchant | undefined, mutation: boolean, address: string, now: number): AuthOutcome => {
       if (merchant === undefined) {
         failedPerAddress.takeAt(address, now)
         return refused(new ApiKeyMissing({ message: KEY_MISSING_MESSAGE }), { "www-authenticate": "Bearer" })
@@ -90,7 +104,7 @@ export class Authenticator extends Effect.Service<Authenticator>()("Authenticato
           "retry-after": String(decision.retryAfterSeconds)
         })
       }
-      if (merchant.status === "inactive" && isMutation(method)) {
+      if (merchant.status === "inactive" && mutation) {
         return refused(new MerchantNotActive({ message: "This merchant is not active: purchases and wallet changes are refused." }), headers)
       }
       return { _tag: "Authenticated", merchant, headers }
@@ -110,7 +124,7 @@ export class Authenticator extends Effect.Service<Authenticator>()("Authenticato
     ): AuthOutcome | { readonly _tag: "Lookup"; readonly key: string } => {
       const key = bearerToken(authorization)
       const cached = key === "" ? undefined : merchants.authenticateCached(key, now)
-      if (cached !== undefined) return decide(cached, method, address, now)
+      if (cached !== undefined) return decide(cached, isMutation(method), address, now)
       const budget = failedPerAddress.peekAt(address, now)
       if (!budget.allowed) {
         return refused(new RateLimited({ message: "Too many failed authentications from this address." }), {
@@ -118,7 +132,7 @@ export class Authenticator extends Effect.Service<Authenticator>()("Authenticato
           "retry-after": String(budget.retryAfterSeconds)
         })
       }
-      return key === "" ? decide(undefined, method, address, now) : { _tag: "Lookup", key }
+      return key === "" ? decide(undefined, isMutation(method), address, now) : { _tag: "Lookup", key }
     }
 
     /** Authenticates a request from its Authorization header: `start`, then the lookup it asks for. */
@@ -127,17 +141,17 @@ export class Authenticator extends Effect.Service<Authenticator>()("Authenticato
         const started = start(authorization, method, address, yield* Clock.currentTimeMillis)
         if (started._tag !== "Lookup") return started
         const found = yield* merchants.authenticate(started.key)
-        return decide(Option.getOrUndefined(found), method, address, yield* Clock.currentTimeMillis)
+        return decide(Option.getOrUndefined(found), isMutation(method), address, yield* Clock.currentTimeMillis)
       })
 
     /**
      * Authenticates a request by its session cookie: the outcome, or undefined when no live
      * session has that id (each middleware answers that with its own 401).
      */
-    const authenticateSession = (sessionId: string, method: string, address: string): Effect.Effect<AuthOutcome | undefined> =>
+    const authenticateSession = (sessionId: string, mutation: boolean, address: string): Effect.Effect<AuthOutcome | undefined> =>
       Effect.gen(function*() {
         const found = yield* accounts.session(sessionId)
-        return Option.isNone(found) ? undefined : decide(found.value, method, address, yield* Clock.currentTimeMillis)
+        return Option.isNone(found) ? undefined : decide(found.value, mutation, address, yield* Clock.currentTimeMillis)
       })
 
     /** The per-address budget of failed authentications, for the cabinet's sign-in: how long to wait (0: go on). */
@@ -155,7 +169,7 @@ export class Authenticator extends Effect.Service<Authenticator>()("Authenticato
      */
     const giveBack = (merchantId: string) => perMerchant.giveBack(merchantId)
 
-    return { authenticate, authenticateSession, failureBudgetWait, failedFrom, start, giveBack } as const
+    return { authenticate, authenticateSession, originAllowed, failureBudgetWait, failedFrom, start, giveBack } as const
   }),
   dependencies: [Merchants.Default, CabinetAccounts.Default]
 }) {}
@@ -170,23 +184,11 @@ export const addHeaders = (headers: Record<string, string>) =>
 /** Changes something: every method but GET and HEAD (CONTRACT 7's Origin rule). */
 const changes = (method: string) => method !== "GET" && method !== "HEAD"
 
-/** Whether a request's Origin is one the cabinet allows (CABINET_ALLOWED_ORIGINS). */
-export const makeOriginCheck = (allowed: ReadonlyArray<string>) => {
-  const origins = new Set(allowed)
-  return (request: HttpServerRequest.HttpServerRequest): Effect.Effect<void, OriginNotAllowed> => {
-    const origin = request.headers["origin"]
-    return origin !== undefined && origins.has(origin)
-      ? Effect.void
-      : Effect.fail(new OriginNotAllowed({ message: `This request needs an Origin header from an allowed origin (${[...origins].join(", ")}).` }))
-  }
-}
-
 const sessionIdOf = (request: HttpServerRequest.HttpServerRequest) => request.cookies[SESSION_COOKIE] ?? ""
 
 /** The request's merchant by its session, for the two middlewares that accept one; `none` answers a missing or dead session. */
 const bySession = <E>(
   authenticator: Authenticator,
-  originAllowed: ReturnType<typeof makeOriginCheck>,
   none: () => E,
   /** Whether an inactive merchant's changes are refused (the API's rule), or only blocked merchants (the cabinet's own settings). */
   inactiveRefused: boolean
@@ -195,8 +197,8 @@ const bySession = <E>(
     const request = yield* HttpServerRequest.HttpServerRequest
     const sessionId = sessionIdOf(request)
     // a cookie on a change needs an allowed Origin, checked before anything else: nothing changes
-    if (sessionId !== "" && changes(request.method)) yield* originAllowed(request)
-    const outcome = yield* authenticator.authenticateSession(sessionId, inactiveRefused ? request.method : "GET", clientAddress(request))
+    if (sessionId !== "" && changes(request.method)) yield* authenticator.originAllowed(request)
+    const outcome = yield* authenticator.authenticateSession(sessionId, inactiveRefused && isMutation(request.method), clientAddress(request))
     if (outcome === undefined) return yield* Effect.fail(none())
     yield* addHeaders(outcome.headers)
     return outcome._tag === "Authenticated" ? outcome.merchant : yield* Effect.fail(outcome.error)
@@ -220,26 +222,25 @@ export const AuthenticationLive = Layer.effect(
  * decides alone (key, else session, else the key's 401) and the second repeats its failure, kept
  * by request, so that nothing is checked twice (a failed key takes from the address's budget once).
  */
-const decided = new WeakMap<object, unknown>()
+const decided = new WeakMap<object, AuthError | OriginNotAllowed>()
 
 export const KeyOrSessionLive = Layer.effect(
   KeyOrSession,
   Effect.gen(function*() {
     const authenticator = yield* Authenticator
-    const originAllowed = makeOriginCheck((yield* Settings).cabinetAllowedOrigins)
     const decide = Effect.gen(function*() {
       const request = yield* HttpServerRequest.HttpServerRequest
       const viaSession = request.headers["authorization"] === undefined && sessionIdOf(request) !== ""
       return yield* (viaSession
-        ? bySession(authenticator, originAllowed, () => new ApiKeyMissing({ message: KEY_MISSING_MESSAGE }), true)
+        ? bySession(authenticator, () => new ApiKeyMissing({ message: KEY_MISSING_MESSAGE }), true)
         : byKey(authenticator)).pipe(
           Effect.tapError((error) => Effect.sync(() => decided.set(request, error)))
         )
     })
-    const repeat = Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
-      Effect.fail(
-        (decided.get(request) as AuthError | OriginNotAllowed | undefined) ?? new ApiKeyMissing({ message: KEY_MISSING_MESSAGE })
-      ))
+    const repeat = Effect.flatMap(
+      HttpServerRequest.HttpServerRequest,
+      (request) => Effect.fail(decided.get(request) ?? new ApiKeyMissing({ message: KEY_MISSING_MESSAGE }))
+    )
     return { bearer: () => decide, session: () => repeat }
   })
 )
@@ -248,11 +249,10 @@ export const CabinetSessionLive = Layer.effect(
   CabinetSession,
   Effect.gen(function*() {
     const authenticator = yield* Authenticator
-    const originAllowed = makeOriginCheck((yield* Settings).cabinetAllowedOrigins)
     const required = () => new CabinetSessionRequired({ message: "Sign in to the cabinet first: no live session." })
     return {
       session: () =>
-        bySession(authenticator, originAllowed, required, false).pipe(
+        bySession(authenticator, required, false).pipe(
           // a session's merchant is never blocked (blocking ends its sessions), and an inactive one may manage its key and webhooks
           Effect.catchTags({ MerchantBlocked: () => Effect.fail(required()), MerchantNotActive: () => Effect.fail(required()) }),
           Effect.catchTag("ApiKeyMissing", () => Effect.fail(required()))

@@ -115,19 +115,32 @@ export class Merchants extends Effect.Service<Merchants>()("Merchants", {
     const get = (id: string) =>
       Schema.is(Schema.UUID)(id) ? findById(id).pipe(Effect.map(Option.map((row) => new Merchant(row))), Effect.orDie) : Effect.succeed(Option.none())
 
+    const findByName = SqlSchema.findAll({
+      Request: Schema.Struct({ pattern: Schema.optional(Schema.String), after: Schema.optional(Schema.String), limit: Schema.Number }),
+      Result: MerchantRow,
+      execute: ({ after, limit, pattern }) =>
+        sql`SELECT ${merchantColumns(sql)} FROM merchants
+          WHERE ${pattern === undefined ? sql`TRUE` : sql`name ILIKE ${pattern}`}
+            AND ${after === undefined ? sql`TRUE` : sql`name > ${after}`}
+          ORDER BY name LIMIT ${limit}`
+    })
+
     /** Merchants by name, those whose name contains `name` (any case) if given, after the name `after`. */
     const list = (query: { readonly name?: string | undefined; readonly after?: string | undefined; readonly limit: number }) =>
-      Effect.gen(function*() {
+      // one more than a page: whether there is a next one
+      findByName({
         // LIKE's wildcards in the text are matched as themselves
-        const pattern = query.name === undefined ? undefined : `%${query.name.replace(/[\\%_]/g, (c) => `\\${c}`)}%`
-        const rows = yield* sql`SELECT ${merchantColumns(sql)} FROM merchants
-          WHERE ${pattern === undefined ? sql`TRUE` : sql`name ILIKE ${pattern}`}
-            AND ${query.after === undefined ? sql`TRUE` : sql`name > ${query.after}`}
-          ORDER BY name LIMIT ${query.limit + 1}`
-        const merchants = yield* Effect.forEach(rows, (row) => Schema.decodeUnknown(MerchantRow)(row).pipe(Effect.map((m) => new Merchant(m))))
-        const page = merchants.slice(0, query.limit)
-        return { merchants: page, nextAfter: merchants.length > query.limit ? page[page.length - 1]!.name : null }
-      }).pipe(Effect.orDie, Effect.withSpan("Merchants.list"))
+        pattern: query.name === undefined ? undefined : `%${query.name.replace(/[\\%_]/g, (c) => `\\${c}`)}%`,
+        after: query.after,
+        limit: query.limit + 1
+      }).pipe(
+        Effect.map((rows) => {
+          const page = rows.slice(0, query.limit).map((row) => new Merchant(row))
+          return { merchants: page, nextAfter: rows.length > query.limit ? page[page.length - 1]!.name : null }
+        }),
+        Effect.orDie,
+        Effect.withSpan("Merchants.list")
+      )
 
     /** A new merchant with its first key and an empty balance; None if the name is taken. */
     const create = (input: { readonly name: string; readonly webhookUrl: string | null }) =>

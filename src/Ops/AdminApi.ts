@@ -12,6 +12,7 @@ import { DepositItem, DepositWallet } from "../Deposits/Api.js"
 import { CatalogItemInput } from "../Domain/CatalogItem.js"
 import { isCalendarDateTime } from "../Domain/Db.js"
 import { fields, spec, wire } from "../Domain/Errors.js"
+import { WebhookUrl } from "../Domain/HttpUrl.js"
 import { MerchantStatus } from "../Domain/Merchant.js"
 import { toUnits } from "../Domain/Money.js"
 
@@ -42,18 +43,6 @@ export class AdminAuthorization extends HttpApiMiddleware.Tag<AdminAuthorization
 }) {}
 
 // ---- bodies and answers ----------------------------------------------------------------------------
-
-const WebhookUrl = Schema.NullOr(Schema.String.pipe(
-  Schema.maxLength(2048),
-  Schema.filter((s) => {
-    try {
-      const url = new URL(s)
-      return url.protocol === "https:" || url.protocol === "http:"
-    } catch {
-      return false
-    }
-  }, { message: () => "webhook_url must be an http(s) URL" })
-)).annotations({ description: "Where webhooks are delivered (http or https), or null for none." })
 
 export const CreateMerchant = Schema.Struct({
   // a name is shown in tables, logs and the CLI: one line of printable text

@@ -7,18 +7,7 @@ import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import { randomUUID } from "node:crypto"
 import { Settings } from "../Config.js"
-
-export const EVENT_TYPES = [
-  "purchase.created",
-  "purchase.processing",
-  "purchase.sent_to_steam",
-  "purchase.completed",
-  "purchase.failed",
-  "purchase.refunded",
-  "purchase.reverted",
-  "balance.deposited"
-] as const
-export type EventType = (typeof EVENT_TYPES)[number]
+import type { EventType } from "../Domain/EventType.js"
 
 export interface NewEvent {
   readonly merchantId: string
