@@ -35,7 +35,7 @@ const CLAIM_SPACING_MS = 3
 const BY_MERCHANT_SPACING_MS = 100
 const RESULT_BATCH = 256
 /** How long the results of attempts ending together are gathered into one statement. */
-const RESULT_GATHER = "5 millis"
+const RESULT_GATHER = "10 millis"
 export const WebhookSenderLive = Layer.scopedDiscard(Effect.gen(function*() {
   const settings = yield* Settings
   const deliveries = yield* WebhookDeliveries
@@ -129,12 +129,14 @@ export const WebhookSenderLive = Layer.scopedDiscard(Effect.gen(function*() {
   }
 
   /**
-   * A claim is due when a merchant whose attempt just ended has less than half its hold waiting:
-   * its next events arrive while it still has some to send (a claim needs no result recorded first).
+   * A claim is due when a merchant whose attempt just ended has less than a quarter of its hold
+   * waiting: its next events arrive while it still has some to send (a claim needs no result
+   * recorded first), and each claim takes most of a hold (a claim's fixed cost, in this process
+   * and in PostgreSQL, is most of what a small one costs).
    */
   const claimIfShort = (merchantId: string) => {
     // (a claim already due may be waiting for room: an ended attempt makes some)
-    if (!claimDue && (waiting.get(merchantId)?.length ?? 0) >= holdPerMerchant / 2) return
+    if (!claimDue && (waiting.get(merchantId)?.length ?? 0) >= holdPerMerchant / 4) return
     claimDue = true
     Queue.unsafeOffer(wake, undefined)
   }
