@@ -5,7 +5,7 @@
  */
 import { HttpApiBuilder, HttpMiddleware, HttpServer } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Runtime } from "effect"
 import { createServer, IncomingMessage, ServerResponse } from "node:http"
 import { API_PREFIX, MerchantApi } from "./Api.js"
 import { CABINET_API_PREFIX } from "./Cabinet/Api.js"
@@ -32,6 +32,19 @@ import { WebhooksHttp } from "./Webhooks/Http.js"
 
 /** While the server closes, how often connections that became idle are closed. */
 const CLOSE_IDLE_EVERY_MS = 100
+/** While the server closes, how often what it still waits for is told (a long drain is not silent). */
+const DRAIN_PROGRESS_EVERY_MS = 2_000
+
+/** What a closing server still waits for. */
+export interface DrainProgress {
+  /** Requests received and not yet answered. */
+  readonly requests: number
+  /** Connections still open (idle ones are closed as they come). */
+  readonly connections: number
+  readonly elapsedSeconds: number
+  /** True once the server has closed. */
+  readonly done: boolean
+}
 
 /**
  * Node's server with keep-alive longer than clients' and proxies' (Node's 5 s default races
@@ -45,6 +58,8 @@ export const makeNodeServer = (options: {
   readonly bodyMaxBytes: number
   /** Called as the server begins to close (shutdown). */
   readonly onClosing?: (() => void) | undefined
+  /** Called every DRAIN_PROGRESS_EVERY_MS while it closes, and once it has. */
+  readonly onDrainProgress?: ((progress: DrainProgress) => void) | undefined
 }) => {
   const { fastLane } = options
   const server = createServer()
@@ -69,9 +84,22 @@ export const makeNodeServer = (options: {
     for (const response of unanswered) if (!response.headersSent) response.shouldKeepAlive = false
     const idle = setInterval(() => server.closeIdleConnections(), CLOSE_IDLE_EVERY_MS).unref()
     const cut = setTimeout(() => server.closeAllConnections(), options.shutdownGraceSeconds * 1000).unref()
+    const started = Date.now()
+    const tell = (done: boolean) =>
+      server.getConnections((_, connections) =>
+        options.onDrainProgress?.({
+          requests: unanswered.size,
+          connections: done ? 0 : connections,
+          elapsedSeconds: Math.round((Date.now() - started) / 100) / 10,
+          done
+        })
+      )
+    const progress = setInterval(() => tell(false), DRAIN_PROGRESS_EVERY_MS).unref()
     return close((error) => {
       clearInterval(idle)
+      clearInterval(progress)
       clearTimeout(cut)
+      tell(true)
       callback?.(error)
     })
   }) as typeof server.close
@@ -115,6 +143,18 @@ export const HttpLive = Layer.unwrapEffect(Effect.gen(function*() {
   const readiness = yield* Readiness
   const routes = [...new Set(PUBLIC_ROUTES.map((route) => route.path))]
   const responses = makeResponses("api", metrics, routes)
+  const runtime = yield* Effect.runtime<never>()
+  const logDrain = (progress: DrainProgress) =>
+    Runtime.runFork(runtime)(
+      Effect.logInfo(progress.done ? "API drained" : "API draining").pipe(
+        Effect.annotateLogs({
+          requests_unanswered: progress.requests,
+          connections_open: progress.connections,
+          elapsed_seconds: progress.elapsedSeconds,
+          grace_seconds: settings.shutdownGraceSeconds
+        })
+      )
+    )
   const fastLane = yield* makeFastLane(responses, [...yield* BalanceFastRoutes, ...yield* CatalogueFastRoutes], yield* PurchasesFastRoutes)
   return HttpApiBuilder.serve(responses.middleware).pipe(
     Layer.provide([DocsLive, SpecErrors, StreamLive, WalletCallbacksLive, CabinetPageLive]),
@@ -128,7 +168,8 @@ export const HttpLive = Layer.unwrapEffect(Effect.gen(function*() {
         shutdownGraceSeconds: settings.shutdownGraceSeconds,
         bodyMaxBytes: API_BODY_MAX_BYTES,
         // /ready answers 503 from then on: a balancer sends no more work (the ops listener stays up)
-        onClosing: readiness.markDraining
+        onClosing: readiness.markDraining,
+        onDrainProgress: logDrain
       }), {
       port: settings.port,
       host: settings.host
