@@ -196,14 +196,19 @@ const showCabinet = async () => {
   await route()
 }
 
+/** Navigations so far: a section whose data comes after a later navigation is not drawn over it. */
+let navigations = 0
+
 const route = async () => {
+  const navigation = ++navigations
   const id = location.hash.slice(1) || "overview"
   const render = { overview, wallets, deposits, purchases, webhooks, key }[id] ?? overview
   try {
-    show(await render())
+    const content = await render()
+    if (navigation === navigations) show(content)
   } catch (e) {
     if (e instanceof ApiError && e.status === 401) return showSignIn("Your session ended: sign in again.")
-    show(h("p", { class: "error", role: "alert" }, e.message))
+    if (navigation === navigations) show(h("p", { class: "error", role: "alert" }, e.message))
   }
 }
 
