@@ -16,6 +16,7 @@ import type * as HttpApiError from "@effect/platform/HttpApiError"
 import * as HttpClient from "@effect/platform/HttpClient"
 import type * as HttpClientError from "@effect/platform/HttpClientError"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
+import type * as HttpClientResponse from "@effect/platform/HttpClientResponse"
 import * as Path from "@effect/platform/Path"
 import { Config, Console, Data, Duration, Effect, Option, ParseResult, Redacted, Schema } from "effect"
 import { declaredCodeAndStatus, issueText } from "../Domain/Errors.js"
@@ -100,13 +101,17 @@ export const connection = (flags: ConnectionFlags) =>
  * The admin API's typed client (Ops/AdminApi.ts), with the connection's token on every request.
  * `body`: a JSON body for an endpoint whose body is optional, which its contract cannot state.
  */
-const clientOf = (conn: Connection, body?: unknown) =>
+const clientOf = (conn: Connection, body?: unknown, onResponse?: (response: HttpClientResponse.HttpClientResponse) => void) =>
   HttpApiClient.make(AdminApi, {
     baseUrl: conn.opsUrl,
-    transformClient: HttpClient.mapRequest((request) => {
-      const signed = HttpClientRequest.bearerToken(request, Redacted.value(conn.token))
-      return body === undefined ? signed : HttpClientRequest.bodyUnsafeJson(signed, body)
-    })
+    transformClient: (client) =>
+      client.pipe(
+        HttpClient.mapRequest((request) => {
+          const signed = HttpClientRequest.bearerToken(request, Redacted.value(conn.token))
+          return body === undefined ? signed : HttpClientRequest.bodyUnsafeJson(signed, body)
+        }),
+        HttpClient.tap((response) => Effect.sync(() => onResponse?.(response)))
+      )
   })
 
 type AdminClient = Effect.Effect.Success<ReturnType<typeof clientOf>>
@@ -130,10 +135,14 @@ const describeFailure = (
 export const call = <A, E extends AdminFailure | HttpApiError.HttpApiDecodeError | HttpClientError.HttpClientError | ParseResult.ParseError>(
   conn: Connection,
   request: (client: AdminClient) => Effect.Effect<A, E>,
-  options?: { readonly optionalBody?: unknown }
+  options?: {
+    readonly optionalBody?: unknown
+    /** Sees the answer's status and headers (what the typed client does not return). */
+    readonly onResponse?: (response: HttpClientResponse.HttpClientResponse) => void
+  }
 ) =>
   Effect.gen(function*() {
-    const client = yield* clientOf(conn, options?.optionalBody)
+    const client = yield* clientOf(conn, options?.optionalBody, options?.onResponse)
     return yield* request(client).pipe(
       Effect.mapError((error) => new CliFailure({ message: describeFailure(conn, error) })),
       Effect.timeoutFail({

@@ -5,7 +5,7 @@ import * as HelpDoc from "@effect/cli/HelpDoc"
 import * as Options from "@effect/cli/Options"
 import { Effect, Option } from "effect"
 import { DepositItem } from "../Deposits/Api.js"
-import { SimulatedDeposit } from "../Ops/AdminApi.js"
+import { IDEMPOTENT_REPLAYED, SimulatedDeposit } from "../Ops/AdminApi.js"
 import { call, checked, connection, connectionOptions, lines, report, show } from "./Admin.js"
 import { merchantIdArg } from "./Merchant.js"
 
@@ -23,7 +23,7 @@ const depositSimulate = Command.make("simulate", {
   merchantId: merchantIdArg,
   amount: usdtAmount,
   network: Options.choice("network", ["tron", "bsc"]).pipe(
-    Options.withDescription("the network the USDT came over"),
+    Options.withDescription("the network the USDT came over (default: tron)"),
     Options.withDefault("tron" as const)
   ),
   txId: Options.text("tx-id").pipe(
@@ -39,14 +39,25 @@ const depositSimulate = Command.make("simulate", {
       amount: flags.amount,
       tx_id: Option.getOrUndefined(flags.txId)
     })
-    const answer = yield* call(conn, (client) => client.deposits.creditDeposit({ payload }))
+    // a tx_id credited before answers that first deposit, with a header saying it is a repeat
+    let repeated = false
+    const answer = yield* call(conn, (client) => client.deposits.creditDeposit({ payload }), {
+      onResponse: (response) => {
+        repeated = response.headers[IDEMPOTENT_REPLAYED] === "true"
+      }
+    })
     yield* report(conn, answer, DepositItem, (d) =>
-      lines(`credited ${d.amount.toFixed(2)} ${d.currency} to merchant ${flags.merchantId}`, [
-        ["deposit", d.id],
-        ["sent", `${flags.amount} USDT over ${show(d.network)}`],
-        ["tx_id", show(d.tx_id)],
-        ["status", d.status]
-      ]))
+      lines(
+        repeated
+          ? `already credited: deposit ${d.id} (${d.amount.toFixed(2)} ${d.currency} to merchant ${flags.merchantId}); nothing credited now`
+          : `credited ${d.amount.toFixed(2)} ${d.currency} to merchant ${flags.merchantId}`,
+        [
+          ["deposit", d.id],
+          ["sent", `${flags.amount} USDT over ${show(d.network)}`],
+          ["tx_id", show(d.tx_id)],
+          ["status", d.status]
+        ]
+      ))
   })).pipe(Command.withDescription("credit a confirmed provider payment through the real crediting path"))
 
 export const deposit = Command.make("deposit").pipe(

@@ -74,7 +74,7 @@ const merchantList = Command.make("list", {
   ...connectionOptions,
   name: Options.text("name").pipe(Options.withDescription("only names containing this text (any case)"), Options.optional),
   after: Options.text("after").pipe(Options.withDescription("the next page: the last name of the page before"), Options.optional),
-  limit: Options.integer("limit").pipe(Options.withDescription("merchants a page, 1 to 200"), Options.withDefault(50))
+  limit: Options.integer("limit").pipe(Options.withDescription("merchants a page, 1 to 200 (default: 50)"), Options.withDefault(50))
 }, (flags) =>
   Effect.gen(function*() {
     const conn = yield* connection(flags)
@@ -127,7 +127,7 @@ const merchantRotateWebhookSecret = Command.make("rotate-webhook-secret", {
   ...connectionOptions,
   merchantId: merchantIdArg,
   keepPrevious: Options.integer("keep-previous").pipe(
-    Options.withDescription("seconds the replaced secret still signs deliveries (X-Signature-Previous), 0 to 604800"),
+    Options.withDescription("seconds the replaced secret still signs deliveries (X-Signature-Previous), 0 to 604800 (default: 0, none)"),
     Options.withDefault(0)
   )
 }, (flags) =>

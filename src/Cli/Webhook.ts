@@ -53,8 +53,8 @@ const describe = (body: string, eventIdHeader: string | undefined, verdict: stri
 }
 
 const webhookListen = Command.make("listen", {
-  port: Options.integer("port").pipe(Options.withDescription("port to listen on"), Options.withDefault(4000)),
-  host: Options.text("host").pipe(Options.withDescription("address to listen on"), Options.withDefault("127.0.0.1")),
+  port: Options.integer("port").pipe(Options.withDescription("port to listen on (default: 4000)"), Options.withDefault(4000)),
+  host: Options.text("host").pipe(Options.withDescription("address to listen on (default: 127.0.0.1)"), Options.withDefault("127.0.0.1")),
   secret: Options.redacted("secret").pipe(Options.withDescription("the merchant's webhook secret (whsec_...)")),
   json: Options.boolean("json").pipe(Options.withDescription("also print each delivery's body"))
 }, (flags) =>

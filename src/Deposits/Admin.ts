@@ -5,11 +5,11 @@
  * payment to a wallet (sent as the provider's signed callback), a wallet's status at the provider,
  * and the provider's availability (off: every call fails, the 502 path).
  */
-import { HttpApiBuilder } from "@effect/platform"
+import { HttpApiBuilder, HttpApp, HttpServerResponse } from "@effect/platform"
 import { Effect, Option, Schema } from "effect"
 import { toUnits } from "../Domain/Money.js"
 import { Merchants } from "../Merchants/Merchants.js"
-import { AdminApi, AdminConflict, AdminInvalidRequest } from "../Ops/AdminApi.js"
+import { AdminApi, AdminConflict, AdminInvalidRequest, IDEMPOTENT_REPLAYED } from "../Ops/AdminApi.js"
 import { notFound, storable } from "../Ops/AdminHttp.js"
 import { WalletProviderSim } from "../Providers/Simulator/WalletProviderSim.js"
 import { Deposits } from "./Deposits.js"
@@ -44,7 +44,14 @@ export const AdminDepositsHttp = HttpApiBuilder.group(AdminApi, "deposits", (han
     return handlers
       .handle("creditDeposit", ({ payload }) =>
         storable(payload).pipe(
-          Effect.flatMap((input) => deposits.credit({ merchantId: input.merchant_id, network: input.network, amount: input.amount, txId: input.tx_id })),
+          Effect.flatMap((input) => deposits.creditOnce({ merchantId: input.merchant_id, network: input.network, amount: input.amount, txId: input.tx_id })),
+          // a repeated tx_id answers the first deposit, as the contract says, and says it is a repeat
+          Effect.tap(({ credited }) =>
+            credited ?
+              Effect.void :
+              HttpApp.appendPreResponseHandler((_request, response) => Effect.succeed(HttpServerResponse.setHeader(response, IDEMPOTENT_REPLAYED, "true")))
+          ),
+          Effect.map(({ deposit }) => deposit),
           Effect.catchTags({
             DepositMerchantNotFound: () => Effect.fail(notFound("merchant")),
             DepositAmountInvalid: (e) => Effect.fail(new AdminInvalidRequest({ message: e.message })),

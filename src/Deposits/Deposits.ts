@@ -88,9 +88,10 @@ export class Deposits extends Effect.Service<Deposits>()("Deposits", {
 
     /**
      * Credits a confirmed payment once per tx_id. A repeat with the same tx_id returns the first
-     * deposit and credits nothing; the same tx_id for another merchant, network or amount is a conflict.
+     * deposit and credits nothing (`credited` false); the same tx_id for another merchant, network
+     * or amount is a conflict.
      */
-    const credit = (request: CreditRequest) =>
+    const creditOnce = (request: CreditRequest) =>
       Effect.gen(function*() {
         const sentMicros = Number.isFinite(request.amount) && request.amount > 0 && request.amount <= MAX_DEPOSIT_USDT
           ? toUnits(request.amount, 6)
@@ -107,7 +108,7 @@ export class Deposits extends Effect.Service<Deposits>()("Deposits", {
         const txId = request.txId ?? `internal-${randomUUID()}`
         const sameDeposit = (row: DepositRow) =>
           row.merchantId === request.merchantId && row.network === request.network && BigInt(row.amountSentMicros) === sentMicros
-            ? Effect.succeed(row)
+            ? Effect.succeed({ row, credited: false })
             : Effect.fail(new DepositTxIdConflict({ txId }))
 
         const existing = yield* byTxId(txId)
@@ -148,10 +149,10 @@ export class Deposits extends Effect.Service<Deposits>()("Deposits", {
               balance_after: usd(balanceAfter)
             }
           })
-          return row
+          return { row, credited: true }
         }))
       }).pipe(
-        Effect.map(toDepositItem),
+        Effect.map(({ credited, row }) => ({ deposit: toDepositItem(row), credited })),
         Effect.catchTags({ SqlError: Effect.die, ParseError: Effect.die }),
         Effect.withSpan("Deposits.credit")
       )
@@ -174,7 +175,10 @@ export class Deposits extends Effect.Service<Deposits>()("Deposits", {
         }
       }).pipe(Effect.withSpan("Deposits.list"))
 
-    return { credit, list } as const
+    /** `creditOnce`'s deposit alone: what every caller but the operator's needs. */
+    const credit = (request: CreditRequest) => Effect.map(creditOnce(request), ({ deposit }) => deposit)
+
+    return { credit, creditOnce, list } as const
   }),
   dependencies: [Ledger.Default, Outbox.Default]
 }) {}

@@ -145,6 +145,12 @@ export const MerchantWallets = Schema.Struct({ merchant_id: Schema.UUID, wallets
 export const WalletPaymentSent = Schema.Struct({ wallet_id: Schema.UUID, transfer_id: Schema.String, amount: Schema.Number })
 export const WalletStatusSet = Schema.Struct({ wallet_id: Schema.UUID, provider_status: WalletProviderStatus.fields.status })
 export const ItemsUpserted = Schema.Struct({ upserted: Schema.Int, ids: Schema.Array(Schema.String) })
+/**
+ * The header of an answer that repeats an earlier one (`POST /admin/deposits` with a tx_id already
+ * credited: the same deposit, nothing credited), so an operator's tool can say so.
+ */
+export const IDEMPOTENT_REPLAYED = "idempotent-replayed"
+
 export const EventReplayed = Schema.Struct({ event_id: Schema.UUID, delivery_status: Schema.Literal("pending") })
 export const EventsRecovered = Schema.Struct({ requeued: Schema.Int })
 

@@ -156,11 +156,14 @@ describe("operator CLI", () => {
     expect(deposit).toMatchObject({ amount: 101.47, currency: "USD", network: "bsc", tx_id: `tx-${m.name}`, status: "paid" })
     expect((await server.api("/balance", { key: m.api_key })).json.available).toBe(101.47)
 
-    // The same tx_id twice credits once.
+    // The same tx_id twice credits once, and the second run says so
     const again = await cli("deposit", "simulate", m.merchant_id, "102.50", "--network", "bsc", "--tx-id", `tx-${m.name}`)
     expect(again.code).toBe(0)
-    expect(again.stdout).toContain("credited 101.47 USD")
+    expect(again.stdout.split("\n")[0]).toBe(`already credited: deposit ${deposit.id} (101.47 USD to merchant ${m.merchant_id}); nothing credited now`)
     expect((await server.api("/balance", { key: m.api_key })).json.available).toBe(101.47)
+    // a new tx_id is a new credit, worded as one
+    const other = await cli("deposit", "simulate", m.merchant_id, "10", "--tx-id", `tx2-${m.name}`)
+    expect(other.stdout.split("\n")[0]).toBe(`credited 9.90 USD to merchant ${m.merchant_id}`)
   })
 
   it("deposit simulate rejects a malformed amount before calling the service", async () => {
@@ -273,6 +276,30 @@ describe("operator CLI", () => {
       const typed = args.filter((a) => !a.startsWith("-")).join(" ")
       expect(usage, args.join(" ")).toMatch(new RegExp(`^\\$ npm run cli -- ${typed}`.trimEnd()))
     }
+  })
+
+  it("a command word typed wrong is answered at its own level with the closest command; every refusal begins with error:", async () => {
+    const group = await runCli(["merchnt", "list"])
+    expect(group.code).toBe(1)
+    expect(group.stderr.trim()).toBe(
+      `error: unknown command "merchnt" for the CLI; did you mean "merchant"? (one of: merchant, deposit, wallet, catalogue, webhook)`
+    )
+    const command = await runCli(["merchant", "lst"])
+    expect(command.code).toBe(1)
+    expect(command.stderr).toMatch(/^error: unknown command "lst" for "merchant"; did you mean "list"\? \(one of: .*\blist\b.*\)$/m)
+    // nothing close: no guess
+    const far = await runCli(["webhook", "zzzzzz"])
+    expect(far.stderr).toMatch(/^error: unknown command "zzzzzz" for "webhook" \(one of: /m)
+    const missing = await runCli(["merchant", "create"])
+    expect(missing.code).toBe(1)
+    expect(missing.stderr.trim()).toBe("error: Missing argument <NAME>")
+  })
+
+  it("help shows each option's default, and no line that repeats its choices", async () => {
+    const help = await runCli(["deposit", "simulate", "--help"])
+    expect(help.stdout).toContain("the network the USDT came over (default: tron)")
+    expect(help.stdout).not.toContain("One of the following")
+    expect((await runCli(["webhook", "listen", "--help"])).stdout).toContain("port to listen on (default: 4000)")
   })
 
   it("merchant invite prints a single-use cabinet link; a second invite voids the first", async () => {

@@ -187,6 +187,9 @@ describe("POST /admin/deposits: crediting", () => {
     expect(first.status).toBe(201)
     expect([200, 201]).toContain(second.status)
     expect(second.json).toEqual(first.json)
+    // the repeat says it is one (the operator's CLI prints "already credited"); the first does not
+    expect(first.headers.get("idempotent-replayed")).toBeNull()
+    expect(second.headers.get("idempotent-replayed")).toBe("true")
     const b = await expectInvariant(m)
     expect(b.available).toBe(101.47)
     expect(await listAll(m)).toHaveLength(1)
