@@ -185,14 +185,14 @@ if (!Array.isArray(command) || command[0] !== "node") fail("expected CMD [\"node
 
 // ---- 3. the image's command starts and stops -------------------------------------------------
 
-const freePort = () =>
+// two ports held at once, so that they differ
+const probes = await Promise.all([0, 1].map(() =>
   new Promise((resolve) => {
-    const server = createServer().listen(0, "127.0.0.1", () => {
-      const { port } = server.address()
-      server.close(() => resolve(port))
-    })
+    const server = createServer().listen(0, "127.0.0.1", () => resolve(server))
   })
-const [port, opsPort] = [await freePort(), await freePort()]
+))
+const [port, opsPort] = probes.map((server) => server.address().port)
+await Promise.all(probes.map((server) => new Promise((resolve) => server.close(resolve))))
 const serviceEnv = {
   PATH: process.env.PATH,
   ...runEnv,

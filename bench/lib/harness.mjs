@@ -63,6 +63,19 @@ export const freePort = () =>
     })
   })
 
+/** `n` distinct free ports, each held until all are found (one after the other can repeat a port). */
+export const freePorts = async (n) => {
+  const servers = await Promise.all(Array.from({ length: n }, () =>
+    new Promise((resolve, reject) => {
+      const server = createServer()
+      server.once("error", reject)
+      server.listen(0, "127.0.0.1", () => resolve(server))
+    })))
+  const ports = servers.map((server) => server.address().port)
+  await Promise.all(servers.map((server) => new Promise((resolve) => server.close(resolve))))
+  return ports
+}
+
 export const httpOk = (url, init) => fetch(url, init).then((r) => r.arrayBuffer().then(() => r.status === 200), () => false)
 
 /** utime + stime of a process, in ms. */
@@ -326,8 +339,7 @@ export const serviceEnv = ({ port, opsPort, databaseUrl, dataDir, extra = {} }) 
  * 100,000 items), which a measurement must not include.
  */
 export const startService = async ({ databaseUrl, dataDir, nodeArgs = [], extra = {}, readyTimeoutMs = 120_000, untilIdle = false, entry = MAIN }) => {
-  const port = await freePort()
-  const opsPort = await freePort()
+  const [port, opsPort] = await freePorts(2)
   const proc = startChild([...START.nodeFlags, ...nodeArgs, entry], serviceEnv({ port, opsPort, databaseUrl, dataDir, extra }), "service")
   const deadline = Date.now() + readyTimeoutMs
   for (;;) {

@@ -3,13 +3,14 @@ import { statSync } from "node:fs"
 import { connect, createServer } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { ROOT, SERVICE_ARGS } from "../support/paths.js"
-import { freePort, type RunningServer, startServer } from "../support/server.js"
+import { freePorts, type RunningServer, startServer } from "../support/server.js"
 
 /** Starts the service with `env` on free ports, expecting it to stop by itself: its exit code (null if it ran on for 45 s) and output. */
 const startExpectingExit = async (env: Record<string, string>) => {
+  const [port, opsPort] = await freePorts(2)
   const child = spawn(process.execPath, [...SERVICE_ARGS], {
     cwd: ROOT,
-    env: { ...process.env, PORT: String(await freePort()), OPS_PORT: String(await freePort()), ...env },
+    env: { ...process.env, PORT: String(port), OPS_PORT: String(opsPort), ...env },
     stdio: ["ignore", "pipe", "pipe"]
   })
   let output = ""

@@ -18,6 +18,25 @@ export const freePort = (): Promise<number> =>
     })
   })
 
+/**
+ * `n` distinct free ports: each is held until all are found (ports taken one after the other can
+ * be the same one, released by the first probe and handed out again to the second).
+ */
+export const freePorts = async (n: number): Promise<Array<number>> => {
+  const servers = await Promise.all(Array.from({ length: n }, () =>
+    new Promise<ReturnType<typeof createServer>>((resolve, reject) => {
+      const server = createServer()
+      server.once("error", reject)
+      server.listen(0, "127.0.0.1", () => resolve(server))
+    })))
+  const ports = servers.map((server) => {
+    const address = server.address()
+    return typeof address === "object" && address !== null ? address.port : 0
+  })
+  await Promise.all(servers.map((server) => new Promise((resolve) => server.close(resolve))))
+  return ports
+}
+
 export interface StartOptions {
   /** Extra environment (settings of CONTRACT section 1). */
   readonly env?: Record<string, string>
@@ -79,7 +98,8 @@ export const startServer = async (options: StartOptions = {}): Promise<RunningSe
   // can take a port between freePort and the server's listen: then new ports are tried.
   for (let attempt = 1;; attempt++) {
     try {
-      return await startOn(database, options, await freePort(), await freePort())
+      const [port, opsPort] = await freePorts(2)
+      return await startOn(database, options, port!, opsPort!)
     } catch (error) {
       if (!(error instanceof PortTaken) || attempt === 3) throw error
     }
