@@ -56,6 +56,8 @@ export const makeNodeServer = (options: {
   readonly shutdownGraceSeconds: number
   /** The largest request body the listener reads (RequestBody.ts). */
   readonly bodyMaxBytes: number
+  /** Paths under which every body is JSON, whatever its Content-Type says (see readBodyAsJson). */
+  readonly jsonBodyPrefixes: ReadonlyArray<string>
   /** Called as the server begins to close (shutdown). */
   readonly onClosing?: (() => void) | undefined
   /** Called every DRAIN_PROGRESS_EVERY_MS while it closes, and once it has. */
@@ -113,7 +115,7 @@ export const makeNodeServer = (options: {
         response.once("close", answered)
       }
       if (request.method !== "GET" && request.method !== "HEAD") guardBody(request, options.bodyMaxBytes)
-      readBodyAsJson(request)
+      readBodyAsJson(request, options.jsonBodyPrefixes)
       if (fastLane?.handle(request, response, (passed = request) => emit(event, passed, response)) === true) return true
     }
     return emit(event, ...args)
@@ -122,13 +124,15 @@ export const makeNodeServer = (options: {
 }
 
 /**
- * Every body the merchant API and the cabinet's JSON endpoints accept is JSON (CONTRACT 6), whatever Content-Type says: a JSON
- * body sent as text/plain (or with none) is read as JSON, and anything else is "not JSON" and gets
- * problem details, instead of being read as a string and failing as its first field.
+ * Every body the merchant API, the cabinet's JSON endpoints and the admin API accept is JSON
+ * (CONTRACT 6), whatever Content-Type says: a JSON body sent as text/plain, as a form (curl's `-d`
+ * without a header) or with none is read as JSON, and anything else is "not JSON" and gets the
+ * Error shape, instead of being read as a form and answered as if it had no fields (an admin
+ * PATCH with `-d` answered 200 and changed nothing).
  */
-const readBodyAsJson = (request: IncomingMessage) => {
+const readBodyAsJson = (request: IncomingMessage, prefixes: ReadonlyArray<string>) => {
   if (request.method === "GET" || request.method === "HEAD") return
-  if (!request.url?.startsWith(API_PREFIX) && !request.url?.startsWith(CABINET_API_PREFIX)) return
+  if (!prefixes.some((prefix) => request.url?.startsWith(prefix))) return
   if (!request.headers["content-type"]?.startsWith("application/json")) request.headers["content-type"] = "application/json"
 }
 
@@ -167,6 +171,7 @@ export const HttpLive = Layer.unwrapEffect(Effect.gen(function*() {
         fastLane,
         shutdownGraceSeconds: settings.shutdownGraceSeconds,
         bodyMaxBytes: API_BODY_MAX_BYTES,
+        jsonBodyPrefixes: [API_PREFIX, CABINET_API_PREFIX],
         // /ready answers 503 from then on: a balancer sends no more work (the ops listener stays up)
         onClosing: readiness.markDraining,
         onDrainProgress: logDrain

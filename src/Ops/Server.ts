@@ -77,7 +77,12 @@ export const OpsServerLive = Layer.unwrapScoped(Effect.gen(function*() {
   ]
   return HttpServer.serve(app, makeResponses("ops", metrics, routes).middleware).pipe(
     HttpServer.withLogAddress,
-    Layer.provide(NodeHttpServer.layer(() => makeNodeServer({ shutdownGraceSeconds: settings.shutdownGraceSeconds, bodyMaxBytes: ADMIN_BODY_MAX_BYTES }), {
+    Layer.provide(NodeHttpServer.layer(() =>
+      makeNodeServer({
+        shutdownGraceSeconds: settings.shutdownGraceSeconds,
+        bodyMaxBytes: ADMIN_BODY_MAX_BYTES,
+        jsonBodyPrefixes: ["/admin/"]
+      }), {
       port: settings.opsPort,
       host: settings.opsHost
     }))

@@ -191,6 +191,27 @@ describe("GET and PATCH /admin/merchants/{id}", () => {
     expect((await server.admin(path)).json).toMatchObject({ status: "active", webhook_url: null })
   })
 
+  it("a JSON body is read as JSON whatever its Content-Type (curl's -d sends a form type); a body that is not JSON is 400 and changes nothing", async () => {
+    const m = await server.createMerchant()
+    const path = `/admin/merchants/${m.id}`
+    const patch = (body: string, contentType?: string) =>
+      fetch(`${server.opsUrl}${path}`, {
+        method: "PATCH",
+        headers: { authorization: `Bearer ${server.adminToken}`, ...(contentType ? { "content-type": contentType } : {}) },
+        body
+      })
+    const asForm = await patch(JSON.stringify({ status: "blocked" }), "application/x-www-form-urlencoded")
+    expect(asForm.status).toBe(200)
+    expect((await server.admin(path)).json.status).toBe("blocked")
+    const untyped = await patch(JSON.stringify({ status: "inactive" }))
+    expect(untyped.status).toBe(200)
+    expect((await server.admin(path)).json.status).toBe("inactive")
+    const form = await patch("status=active", "application/x-www-form-urlencoded")
+    expect(form.status).toBe(400)
+    expect(((await form.json()) as { error: { code: string } }).error.code).toBe("ADMIN_INVALID_REQUEST")
+    expect((await server.admin(path)).json.status).toBe("inactive")
+  })
+
   it("PATCH with an invalid body is 400 and changes nothing", async () => {
     const m = await server.createMerchant()
     const path = `/admin/merchants/${m.id}`
