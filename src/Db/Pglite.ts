@@ -110,6 +110,13 @@ export const make = (dataDir: string) =>
     const created = !existsSync(`${dataDir}/PG_VERSION`)
     yield* Effect.logInfo(created ? "creating the embedded database" : "opening the embedded database").pipe(Effect.annotateLogs({ directory: dataDir }))
     const started = Date.now()
+    if (created) {
+      // A new database's initdb grows PGlite's WebAssembly memory for good (several hundred MB
+      // more resident than an open): it runs in a thread of its own that then ends, taking that
+      // memory with it, and the database is opened afresh (once: about half a second more).
+      const creating = yield* Effect.tryPromise({ try: () => openThread(dataDir), catch: fail("PGlite: failed to create") })
+      yield* Effect.promise(() => creating.close())
+    }
     const db = yield* Effect.acquireRelease(
       Effect.tryPromise({ try: () => openThread(dataDir), catch: fail("PGlite: failed to open") }),
       (db) => Effect.promise(() => db.close())

@@ -45,6 +45,14 @@ const errorOf = (cause: unknown): PgliteError => {
   return { message: cause instanceof Error ? cause.message : String(cause), fields }
 }
 
+/**
+ * PostgreSQL's buffer cache inside PGlite's WebAssembly memory, which only grows: 128 MB by default,
+ * most of the process's resident memory on a small catalogue. The embedded database's working set
+ * (balances, purchases, the outbox) is small, the catalogue is read once into the engine's index,
+ * and pages beyond the cache come from the operating system's file cache.
+ */
+const SHARED_BUFFERS = "32MB"
+
 const nothing: PgliteReply = { rows: [], values: [], affectedRows: 0 }
 
 const serve = async (port: NonNullable<typeof parentPort>, dataDir: string) => {
@@ -58,7 +66,10 @@ const serve = async (port: NonNullable<typeof parentPort>, dataDir: string) => {
   let db: PGlite
   try {
     // int8 and numeric as strings, like node-postgres, so both engines hand the decoders the same types
-    db = await PGlite.create(dataDir, { parsers: { 20: (x: string) => x, 1700: (x: string) => x } })
+    db = await PGlite.create(dataDir, {
+      parsers: { 20: (x: string) => x, 1700: (x: string) => x },
+      startParams: [...PGlite.defaultStartParams, "-c", `shared_buffers=${SHARED_BUFFERS}`]
+    })
   } catch (cause) {
     post({ type: "failed", error: errorOf(cause) })
     return
