@@ -2,7 +2,7 @@
  * The SQL of webhook delivery: claiming due events with a lease, recording attempts, letting go at
  * shutdown, and the support procedures (replay, recovery).
  */
-import { SqlClient, SqlSchema } from "@effect/sql"
+import { SqlClient, SqlError, SqlSchema } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
 import { randomUUID } from "node:crypto"
 import { DirectTransactions } from "../Db/Database.js"
@@ -243,7 +243,13 @@ export class WebhookDeliveries extends Effect.Service<WebhookDeliveries>()("Webh
         results.map((r) => r.nextAttemptAt?.toISOString() ?? null)
       ]
       return (Option.isSome(direct)
-        ? Effect.promise(() => direct.value((session) => session.queriesAndCommit([[RECORD, params]])))
+        ? Effect.tryPromise({
+          try: () => direct.value((session) => session.queriesAndCommit([[RECORD, params]])),
+          catch: (cause) => new SqlError.SqlError({ cause, message: "webhook results not recorded" })
+        }).pipe(
+          // a statement that failed rolled the transaction back: a failure too (the sender retries it)
+          Effect.filterOrFail((rows) => rows !== undefined, () => new SqlError.SqlError({ cause: undefined, message: "webhook results rolled back" }))
+        )
         : sql.unsafe(RECORD, params)).pipe(Effect.asVoid, Effect.withSpan("WebhookDeliveries.record"))
     }
 
