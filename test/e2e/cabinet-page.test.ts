@@ -147,6 +147,8 @@ describe.skipIf(!hasBrowser)("the cabinet page in chromium", { timeout: 180_000 
     await page.getByRole("button", { name: "Issue a new key" }).click()
     const key = (await page.getByTestId("new-key").textContent())!.trim()
     expect(key).toMatch(/^mer_live_/)
+    // the current key's line names the new key at once
+    await page.getByText(`Current key: …${key.slice(-4)}`).waitFor()
     expect((await server.api("/balance", { key })).status).toBe(200)
     expect((await server.api("/balance", { key: merchant.apiKey })).status).toBe(401)
     await shoot(page, "7-key")

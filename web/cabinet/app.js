@@ -201,6 +201,8 @@ let navigations = 0
 
 const route = async () => {
   const navigation = ++navigations
+  // the last section's message ("Webhook URL saved.") is not this one's
+  say("")
   const id = location.hash.slice(1) || "overview"
   const render = { overview, wallets, deposits, purchases, webhooks, key }[id] ?? overview
   try {
@@ -453,9 +455,11 @@ const webhooks = async () => {
 
 const key = async () => {
   const shown = h("div")
+  const currentKey = () => h("p", {}, `Current key: …${me.api_key_last4 ?? "—"}`, h("span", { class: "muted" }, ` (issued ${when(me.api_key_created_at)})`))
+  let current = currentKey()
   return section(
     "API key",
-    h("p", {}, `Current key: …${me.api_key_last4 ?? "—"}`, h("span", { class: "muted" }, ` (issued ${when(me.api_key_created_at)})`)),
+    current,
     h("p", { class: "warning" }, "A new key replaces the current one at once: requests with the old key fail from then on."),
     form(
       { "aria-label": "New API key" },
@@ -467,6 +471,10 @@ const key = async () => {
         const issued = await call("/cabinet/api/api-key", { method: "POST", body: { code: values.code } })
         element.reset()
         me = await call("/cabinet/api/me")
+        // the line above names the key now in force
+        const next = currentKey()
+        current.replaceWith(next)
+        current = next
         shown.replaceChildren(
           h("p", {}, "New key (shown only now): ", h("span", { class: "secret", "data-testid": "new-key" }, issued.api_key), " ", copyButton(issued.api_key))
         )
