@@ -11,12 +11,12 @@
  * bench/webhooks; it needs the compiled sources (npm run build).
  */
 import { execFileSync, fork } from "node:child_process"
-import { createHmac, randomUUID } from "node:crypto"
 import http from "node:http"
 import { join } from "node:path"
 import { makeDelivery } from "../../dist/src/Webhooks/Delivery.js"
 import { systemResolve } from "../../dist/src/Webhooks/Targets.js"
 import { argOptions, log, ROOT } from "../lib/harness.mjs"
+import { barePost, depositEvent } from "../webhooks/bodies.mjs"
 
 const opts = argOptions(process.argv.slice(2), { events: 5000, concurrency: 4, rounds: 3 })
 const receiver = fork(join(ROOT, "bench/webhooks/receiver.mjs"))
@@ -29,40 +29,12 @@ try {
 const url = `http://127.0.0.1:${port}/m/0`
 const secret = `whsec_${"x".repeat(40)}`
 const makeEvent = () => {
-  const id = randomUUID()
-  const body = JSON.stringify({
-    event_id: id,
-    event_type: "balance.deposited",
-    created_at: new Date().toISOString(),
-    data: { deposit_id: randomUUID(), amount: 101.47, currency: "USD", network: "tron", tx_id: `bench-${id}`, balance_after: 1101.47 }
-  })
-  return { url, eventId: id, eventType: "balance.deposited", body, secret, previousSecret: null }
+  const { id, type, body } = depositEvent()
+  return { url, eventId: id, id, eventType: type, type, body, secret, previousSecret: null }
 }
 
 const agent = new http.Agent({ keepAlive: true, maxSockets: opts.concurrency })
-const bare = (event) =>
-  new Promise((resolve, reject) => {
-    const body = Buffer.from(event.body, "utf8")
-    const timestamp = String(Math.floor(Date.now() / 1000))
-    const request = http.request(event.url, {
-      method: "POST",
-      agent,
-      headers: {
-        "content-type": "application/json",
-        "content-length": body.length,
-        "user-agent": "bench-bare",
-        "x-event-id": event.eventId,
-        "x-event": event.eventType,
-        "x-timestamp": timestamp,
-        "x-signature": createHmac("sha256", event.secret).update(`${timestamp}.`).update(body).digest("hex")
-      }
-    }, (response) => {
-      response.resume()
-      response.on("end", resolve)
-    })
-    request.on("error", reject)
-    request.end(body)
-  })
+const bare = (event) => barePost(agent, event)
 const delivery = makeDelivery({ timeoutMs: 10_000, allowPrivateTargets: true, resolve: systemResolve })
 const service = (event) =>
   new Promise((resolve, reject) => delivery.send(event, (outcome) => (outcome.kind === "2xx" ? resolve() : reject(new Error(outcome.detail)))))

@@ -45,6 +45,7 @@ import {
   startService,
   waitQuiet
 } from "../lib/harness.mjs"
+import { depositEvent } from "./bodies.mjs"
 
 const opts = argOptions(process.argv.slice(2), {
   rounds: 3,
@@ -94,14 +95,7 @@ for (let i = 0; i < 100; i++) {
 const makeEvents = (n, count) =>
   Array.from({ length: n }, (_, i) => {
     const m = merchants[i % count]
-    const id = randomUUID()
-    const body = JSON.stringify({
-      event_id: id,
-      event_type: "balance.deposited",
-      created_at: new Date().toISOString(),
-      data: { deposit_id: randomUUID(), amount: 101.47, currency: "USD", network: "tron", tx_id: `bench-${id}`, balance_after: 1101.47 }
-    })
-    return { id, merchantId: m.id, url: m.url, secret: m.secret, type: "balance.deposited", body }
+    return { ...depositEvent(), merchantId: m.id, url: m.url, secret: m.secret }
   })
 
 const insertEvents = (events) =>
