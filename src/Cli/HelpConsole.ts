@@ -33,10 +33,13 @@ const commandPath = (command: string): string => {
   return at < 0 ? "" : ` ${words.slice(0, at + 1).join(" ")}`
 }
 
+/** A help text (its USAGE heading), as opposed to a message. */
+const isHelpText = (plain: string) => /^\s*USAGE\s*$/m.test(plain)
+
 /** A help text as people should read it; other output passes unchanged but for ANSI off a terminal. */
 export const readable = (text: string, terminal: boolean): string => {
   const plain = text.replace(ANSI, "")
-  const isHelp = /^\s*USAGE\s*$/m.test(plain)
+  const isHelp = isHelpText(plain)
   const out = terminal ? text : plain
   if (!isHelp) return out
   return out
@@ -93,7 +96,7 @@ export const unknownCommand = (words: ReadonlyArray<string>, tree: CommandTree):
 /** A message on stderr: an error, worded as every error of the CLI is (`error: …`). */
 export const asError = (text: string, words: ReadonlyArray<string>, tree: CommandTree): string => {
   const trimmed = text.trim()
-  if (/^\s*USAGE\s*$/m.test(trimmed) || trimmed === "" || trimmed.startsWith("error:")) return text
+  if (isHelpText(trimmed) || trimmed === "" || trimmed.startsWith("error:")) return text
   const typo = trimmed.startsWith("Invalid subcommand") ? unknownCommand(words, tree) : undefined
   return `error: ${typo ?? trimmed}`
 }

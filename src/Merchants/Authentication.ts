@@ -88,8 +88,10 @@ export class Authenticator extends Effect.Service<Authenticator>()("Authenticato
     /** Fails unless the request's Origin is one the cabinet allows (CONTRACT 7's Origin rule). */
     const originAllowed = makeOriginCheck(settings.cabinetAllowedOrigins)
 
-    /** The outcome once the key's merchant is known (undefined: no merchant has it). Takes the tokens it spends. */
-    /** `mutation`: a request an inactive merchant may not make (isMutation). */
+    /**
+     * The outcome once the key's merchant is known (undefined: no merchant has it); `mutation`: a
+     * request an inactive merchant may not make (isMutation). Takes the tokens it spends.
+     */
     const decide = (merchant: AuthenticatedMerchant | undefined, mutation: boolean, address: string, now: number): AuthOutcome => {
       if (merchant === undefined) {
         failedPerAddress.takeAt(address, now)

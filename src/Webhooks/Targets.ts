@@ -34,8 +34,6 @@ export const isPublicAddress = (address: string): boolean => {
   return ipaddr.process(bare).range() === "unicast"
 }
 
-export const MAX_WEBHOOK_URL_LENGTH = 2048
-
 /**
  * The URL to post to, or the reason it is refused before any lookup: none configured, unparsable,
  * not http(s), credentials in it, or a literal address that is not public.
