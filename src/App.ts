@@ -25,6 +25,7 @@ import { ProviderSimLive } from "./Providers/Simulator/ProviderSim.js"
 import { SupplierSimLive } from "./Providers/Simulator/SupplierSim.js"
 import { WalletProviderSimLive } from "./Providers/Simulator/WalletProviderSim.js"
 import { BuyByName } from "./Purchases/BuyByName.js"
+import { BuyEngine } from "./Purchases/BuyEngine.js"
 import { PurchaseHandover } from "./Purchases/Handover.js"
 import { PurchaseNotifications } from "./Purchases/Notifications.js"
 import { Purchases } from "./Purchases/Purchases.js"
@@ -60,7 +61,7 @@ const Core = Layer.mergeAll(
   WalletProviderSimLive
 )
 
-const Services = Layer.mergeAll(CatalogueDump.Default, Purchases.Default, BuyByName.Default, Wallets.Default, WalletPayments.Default).pipe(
+const Services = Layer.mergeAll(CatalogueDump.Default, Purchases.Default, BuyEngine.Default, BuyByName.Default, Wallets.Default, WalletPayments.Default).pipe(
   Layer.provideMerge(Core),
   Layer.provideMerge(Base)
 )

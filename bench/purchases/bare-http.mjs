@@ -15,7 +15,7 @@
  */
 import http from "node:http"
 import pg from "pg"
-import { buy, usd } from "./bare-buy.mjs"
+import { buy, statementsReady, usd } from "./bare-buy.mjs"
 
 let keys = new Map()
 let steamId = ""
@@ -78,6 +78,7 @@ process.on("message", async (msg) => {
     if (msg.cmd === "init") {
       keys = new Map(Object.entries(msg.keys))
       steamId = msg.steamId
+      await statementsReady()
       await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve))
       process.send({ replyTo: msg.id, port: server.address().port })
     } else if (msg.cmd === "pool") {

@@ -11,7 +11,7 @@
  *     posts {measuring: true} when the measured window starts, {windowEnd: true} when it ends.
  */
 import pg from "pg"
-import { buy } from "./bare-buy.mjs"
+import { buy, statementsReady } from "./bare-buy.mjs"
 
 const now = () => performance.now()
 
@@ -87,6 +87,7 @@ process.on("message", async (msg) => {
   try {
     if (msg.cmd === "init") {
       state = { merchantIds: msg.merchantIds, tradeUrl: msg.tradeUrl, steamId: msg.steamId, items: msg.items, next: 0 }
+      await statementsReady()
       process.send({ replyTo: msg.id })
     } else if (msg.cmd === "run") {
       process.send({ replyTo: msg.id, ...(await run(msg)), used: state.next })

@@ -18,8 +18,10 @@ import { Settings } from "../Config.js"
 import { Conflict, InsufficientBalance, NoItemsFound, PurchaseFailed } from "../Domain/Errors.js"
 import { centsFloor } from "../Domain/Money.js"
 import { Fibers } from "../Ops/Fibers.js"
+import { BuyEngine } from "./BuyEngine.js"
+import type { Recipient } from "./BuyStatements.js"
 import { PurchaseHandover } from "./Handover.js"
-import { Purchases, type Recipient } from "./Purchases.js"
+import { Purchases } from "./Purchases.js"
 import { decodeRows, purchaseColumns, type PurchaseRow } from "./Rows.js"
 
 const MAX_ATTEMPTS = 5
@@ -80,6 +82,7 @@ export class BuyByName extends Effect.Service<BuyByName>()("BuyByName", {
     const settings = yield* Settings
     const engine = yield* CatalogueEngine
     const purchases = yield* Purchases
+    const buyEngine = yield* BuyEngine
     const fibers = yield* Fibers
     const owner = (yield* PurchaseHandover).owner
     const cycles = yield* Effect.scope
@@ -150,14 +153,14 @@ export class BuyByName extends Effect.Service<BuyByName>()("BuyByName", {
           const candidate = engine.page(filters, "price_asc", undefined, tried.size + 1).entries.find((e) => !tried.has(e.id))
           if (candidate === undefined) break
           tried.add(candidate.id)
-          const created = yield* purchases.buyAttempt({
+          const created = yield* buyEngine.attempt({
             merchantId: request.merchantId,
             itemId: candidate.id,
             maxPrice: request.maxPrice,
             customId: request.customId,
             attempt: attempts + 1,
             recipient: request.recipient
-          }, holdRecord(request)).pipe(purchases.mapSqlErrors, Effect.catchTag("ParseError", Effect.die), Effect.either)
+          }, holdRecord(request)).pipe(Effect.either)
           if (created._tag === "Left") {
             if (created.left._tag === "InsufficientBalance" || created.left._tag === "CycleLost") return yield* created.left
             continue // gone or repriced since the index saw it: pick the next one
@@ -279,5 +282,5 @@ export class BuyByName extends Effect.Service<BuyByName>()("BuyByName", {
 
     return { buy } as const
   }),
-  dependencies: [Purchases.Default]
+  dependencies: [Purchases.Default, BuyEngine.Default]
 }) {}

@@ -1,5 +1,5 @@
 import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Effect, Either, Option, Schema } from "effect"
+import { Effect, Either, Option, Runtime, Schema } from "effect"
 import { MerchantApi } from "../Api.js"
 import { Settings } from "../Config.js"
 import { MAX_DELIVERY_MINUTES } from "../Domain/CatalogItem.js"
@@ -10,7 +10,9 @@ import type { FastPostRoute } from "../FastLane.js"
 import { CurrentMerchant } from "../Merchants/Authentication.js"
 import { BuyRequest, PurchaseCreated, type PurchaseListQuery, type PurchaseRejected } from "./Api.js"
 import { BuyByName } from "./BuyByName.js"
-import { Purchases, type Recipient } from "./Purchases.js"
+import { BuyEngine } from "./BuyEngine.js"
+import type { Recipient } from "./BuyStatements.js"
+import { Purchases } from "./Purchases.js"
 import { purchaseCreated, purchaseDetail, purchaseRejected, type PurchaseRow } from "./Rows.js"
 
 /** The recipient from a validated trade URL; a given SteamID64 must be the derived one. */
@@ -54,36 +56,34 @@ const decodeBuyRequest = Schema.decodeUnknownEither(BuyRequest)
 const encodePurchaseCreated = Schema.encodeEither(PurchaseCreated)
 
 /**
- * POST /buy in the fast lane, on PostgreSQL: a body that decodes as the endpoint's does, for an
- * active merchant, bought by `Purchases.createByIdDirect`; the 201 is the handler's body. What it
- * does not buy (every error, every repeat of a custom_id) goes to the handler, which answers it.
+ * POST /buy in the fast lane: a body that decodes as the endpoint's does, for an active merchant,
+ * bought by the buy engine as the handler buys; the 201 of a purchase it created is the handler's
+ * body. Everything else (every error, every repeat of a custom_id, which changed nothing) goes to
+ * the handler, which answers it.
  */
-export const PurchasesFastRoutes = Effect.map(Purchases, (purchases): ReadonlyArray<FastPostRoute> =>
-  Option.match(purchases.createByIdDirect, {
-    onNone: () => [],
-    onSome: (createByIdDirect) => [{
-      group: "purchases",
-      endpoint: "buy",
-      answer: async (body, merchant, text) => {
-        const payload = Either.getOrUndefined(decodeBuyRequest(body))
-        if (payload === undefined) return undefined
-        const maxPrice = exactMaxPrice(payload.max_price, text)
-        if (maxPrice === undefined) return undefined
-        const recipient = Either.getOrUndefined(recipientOf(payload.target_trade_url, payload.target_steam_id))
-        if (recipient === undefined) return undefined
-        const created = await createByIdDirect({
-          merchantId: merchant.id,
-          itemId: payload.item_id,
-          maxPrice,
-          customId: payload.custom_id,
-          recipient
-        })
-        if (created === undefined) return undefined
-        const encoded = Either.getOrThrow(encodePurchaseCreated(purchaseCreated(created.purchase, created.balanceCents)))
-        return { status: 201, body: JSON.stringify(encoded) }
-      }
-    }]
-  }))
+export const PurchasesFastRoutes = Effect.gen(function*() {
+  const engine = yield* BuyEngine
+  const run = Runtime.runPromise(yield* Effect.runtime<never>())
+  const route: FastPostRoute = {
+    group: "purchases",
+    endpoint: "buy",
+    answer: async (body, merchant, text) => {
+      const payload = Either.getOrUndefined(decodeBuyRequest(body))
+      if (payload === undefined) return undefined
+      const maxPrice = exactMaxPrice(payload.max_price, text)
+      if (maxPrice === undefined) return undefined
+      const recipient = Either.getOrUndefined(recipientOf(payload.target_trade_url, payload.target_steam_id))
+      if (recipient === undefined) return undefined
+      const outcome = await run(
+        Effect.either(engine.buy({ merchantId: merchant.id, itemId: payload.item_id, maxPrice, customId: payload.custom_id, recipient }))
+      )
+      if (outcome._tag === "Left" || outcome.right._tag !== "created") return undefined
+      const encoded = Either.getOrThrow(encodePurchaseCreated(purchaseCreated(outcome.right.purchase, outcome.right.balanceCents)))
+      return { status: 201, body: JSON.stringify(encoded) }
+    }
+  }
+  return [route]
+})
 
 const FAILED_MESSAGE = "The purchase was rejected; see failure. A refund is not implied: check refunded_amount."
 
@@ -106,14 +106,15 @@ export const listPurchases = (purchases: Purchases) => ({ urlParams: q }: { read
 export const PurchasesHttp = HttpApiBuilder.group(MerchantApi, "purchases", (handlers) =>
   Effect.gen(function*() {
     const purchases = yield* Purchases
+    const engine = yield* BuyEngine
     const byName = yield* BuyByName
     const settings = yield* Settings
 
-    /** /buy and /buy-sync: created (or found) in full before anything else; a client that goes away cancels nothing. */
+    /** /buy and /buy-sync: created (or found) in full by the buy engine; a client that goes away cancels nothing. */
     const createById = (merchantId: string, payload: typeof BuyRequest.Type) =>
       Effect.all([maxPriceOf(payload.max_price), recipientOf(payload.target_trade_url, payload.target_steam_id)]).pipe(
         Effect.flatMap(([maxPrice, recipient]) =>
-          Effect.uninterruptible(purchases.createById({
+          Effect.uninterruptible(engine.buy({
             merchantId,
             itemId: payload.item_id,
             maxPrice,

@@ -10,10 +10,13 @@ import { Effect, Layer, Option } from "effect"
 import { ChangeLog } from "../../src/Catalogue/ChangeLog.js"
 import { CatalogueReservations } from "../../src/Catalogue/Reservations.js"
 import { DirectTransactions } from "../../src/Db/Database.js"
+import { BalanceCache } from "../../src/Ledger/BalanceCache.js"
 import { Ledger } from "../../src/Ledger/Ledger.js"
 import { Fibers } from "../../src/Ops/Fibers.js"
 import { Metrics } from "../../src/Ops/Metrics.js"
 import { type OrderStatus, PurchaseProvider } from "../../src/Providers/PurchaseProvider.js"
+import { BuyEngine } from "../../src/Purchases/BuyEngine.js"
+import { BuyStatements } from "../../src/Purchases/BuyStatements.js"
 import { PurchaseHandover } from "../../src/Purchases/Handover.js"
 import { PurchaseNotifications } from "../../src/Purchases/Notifications.js"
 import { Purchases } from "../../src/Purchases/Purchases.js"
@@ -50,10 +53,12 @@ const ProviderTest = Layer.succeed(PurchaseProvider, {
   orderStatus: (requestId) => Effect.sync(() => statusOf(itemByRequest.get(requestId) ?? null))
 })
 
-// the worker and Purchases share one handover, ledger, outbox and metrics
+// the worker and the buy engine share one handover, ledger, outbox and metrics
 const WorkerTest = PurchaseWorkerLive.pipe(
-  Layer.provideMerge(Purchases.DefaultWithoutDependencies),
+  Layer.provideMerge(BuyEngine.DefaultWithoutDependencies),
+  Layer.provideMerge(Layer.mergeAll(Purchases.DefaultWithoutDependencies, BuyStatements.DefaultWithoutDependencies)),
   Layer.provideMerge(Layer.mergeAll(
+    BalanceCache.Default,
     Ledger.Default,
     Outbox.Default,
     ChangeLog.Default,
@@ -86,7 +91,7 @@ const finalStatus = (purchaseId: string) =>
 layer(WorkerTest, { timeout: 90_000, excludeTestServices: true })("the purchase worker", (it) => {
   it.effect("follows a completed and a failed purchase to their ends: delivered leaves on_hold, failed is refunded once", () =>
     Effect.gen(function*() {
-      const purchases = yield* Purchases
+      const engine = yield* BuyEngine
       const sql = yield* PgClient.PgClient
       const merchantId = crypto.randomUUID()
       yield* sql`INSERT INTO merchants (id, name, webhook_secret) VALUES (${merchantId}, ${`worker-${merchantId}`}, 's')`
@@ -97,8 +102,8 @@ layer(WorkerTest, { timeout: 90_000, excludeTestServices: true })("the purchase 
       const refused = yield* liveItem(20)
       endings.set(delivered, "completed")
       endings.set(refused, "failed")
-      const a = yield* purchases.createById({ merchantId, itemId: delivered, maxPrice: 10, customId: "a", recipient: RECIPIENT })
-      const b = yield* purchases.createById({ merchantId, itemId: refused, maxPrice: 20, customId: "b", recipient: RECIPIENT })
+      const a = yield* engine.buy({ merchantId, itemId: delivered, maxPrice: 10, customId: "a", recipient: RECIPIENT })
+      const b = yield* engine.buy({ merchantId, itemId: refused, maxPrice: 20, customId: "b", recipient: RECIPIENT })
 
       expect(yield* finalStatus(a.purchase.id)).toEqual({ status: "completed", refunded: null })
       expect(yield* finalStatus(b.purchase.id)).toEqual({ status: "failed", refunded: "2000" })

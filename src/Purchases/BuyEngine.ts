@@ -1,0 +1,301 @@
+/**
+ * The buy engine: every purchase of a live item (/buy and /buy-sync, in the fast lane or not, and
+ * each attempt of /buy-by-name) is queued here and bought by one supervised fiber that drains the
+ * queue into batches, each one transaction with one commit, as a database's group commit. At most
+ * BATCHES_IN_FLIGHT run at once; the buys that arrive meanwhile form the next batch, so a lone buy
+ * is never delayed and a busy one is batched by itself. Buys of one item or one idempotency record
+ * never share a batch: the later waits for the next one, in its order.
+ *
+ * Two drivers. On PostgreSQL, buys by id are bought in pipelined transactions (PipelinedBuys.ts);
+ * what such a batch does not buy (a repeat, a refusal, a failed batch) and every by-name attempt
+ * then runs alone, through SqlClient. On PGlite, one SqlClient transaction holds the whole batch,
+ * each buy in a savepoint of its own, so a buy that fails leaves the others. Either way a buy by
+ * id is decided by one rule (`createByIdIn`): the idempotency record first; a custom_id already
+ * taken answers its first purchase, or is a duplicate (spec 4.4).
+ */
+import { SqlClient, SqlError } from "@effect/sql"
+import { Deferred, Effect, Exit, FiberSet, Option, Queue } from "effect"
+import { CatalogueReservations } from "../Catalogue/Reservations.js"
+import { type DirectTransaction, DirectTransactions } from "../Db/Database.js"
+import { Conflict, DuplicateCustomId, type InsufficientBalance, type ItemNotFound, type ItemUnavailable, type PriceChanged } from "../Domain/Errors.js"
+import { compareCents } from "../Domain/Money.js"
+import { BalanceCache } from "../Ledger/BalanceCache.js"
+import { Fibers } from "../Ops/Fibers.js"
+import { Metrics } from "../Ops/Metrics.js"
+import { type Bought, type BuyByIdRequest, type BuyItemInput, BuyStatements } from "./BuyStatements.js"
+import { PurchaseHandover } from "./Handover.js"
+import { pipelinedBatch } from "./PipelinedBuys.js"
+import { Purchases, type RequestRow } from "./Purchases.js"
+import type { PurchaseRow } from "./Rows.js"
+
+export type CreateOutcome =
+  | { readonly _tag: "created"; readonly purchase: PurchaseRow; readonly balanceCents: number; readonly dueNow: boolean }
+  | { readonly _tag: "existing"; readonly purchase: PurchaseRow; readonly balanceCents: number }
+
+type Refusal = ItemNotFound | ItemUnavailable | PriceChanged | InsufficientBalance
+
+export type CreateError = Refusal | DuplicateCustomId | Conflict
+
+/**
+ * Batches running at once, and buys in one batch at most. Two at once: on PostgreSQL the next
+ * batch's first round trip (records, item locks) overlaps the last one's second (buys, COMMIT),
+ * and where they share a merchant it waits on that balance row inside PostgreSQL only. At 16
+ * clients two gave more buys a second than one, at the same p99 or better; three gave no more
+ * than two (bench/diagnostics/ab.mjs, bench/RESULTS-archive.md).
+ */
+const BATCHES_IN_FLIGHT = 2
+const BATCH_MAX = 32
+
+/** Serialization failures and deadlocks are the real concurrent-update conflicts. */
+const isConflict = (error: SqlError.SqlError) => {
+  const cause: unknown = error.cause
+  const code = typeof cause === "object" && cause !== null && "code" in cause ? cause.code : undefined
+  return code === "40001" || code === "40P01"
+}
+
+/** A conflict is the client's to retry (409); any other database failure is a defect (500). */
+const mapSqlErrors = <A, E, R>(effect: Effect.Effect<A, E | SqlError.SqlError, R>): Effect.Effect<A, E | Conflict, R> =>
+  Effect.catchAll(effect, (e): Effect.Effect<never, E | Conflict> =>
+    !(e instanceof SqlError.SqlError)
+      ? Effect.fail(e)
+      : isConflict(e)
+      ? Effect.fail(new Conflict({ message: "A concurrent update conflicted; retry once with the same custom_id." }))
+      : Effect.die(e))
+
+/** A queued buy: what it may not share a batch with, and how each driver runs and answers it. */
+interface Unit {
+  readonly merchantId: string
+  readonly customId: string
+  readonly itemId: string
+  /** A buy by id, which the pipelined driver may buy, and how it answers one it bought. */
+  readonly byId: Option.Option<{ readonly input: BuyByIdRequest; readonly bought: (bought: Bought) => Effect.Effect<void> }>
+  /** Runs in a transaction of its own and answers. */
+  readonly alone: Effect.Effect<void>
+  /** Runs in a savepoint of the current transaction; `settle` answers once the batch's commit is known. */
+  readonly inBatch: Effect.Effect<void>
+  readonly settle: (batch: Exit.Exit<void, Conflict>) => Effect.Effect<void>
+  /** Answers with a defect if nothing answered it (the engine stopped). */
+  readonly abandon: Effect.Effect<void>
+}
+
+/** Whether two buys may share a batch: the buy statements assume the item and the record are theirs alone. */
+const compatible = (a: Unit, b: Unit) => a.itemId !== b.itemId && (a.merchantId !== b.merchantId || a.customId !== b.customId)
+
+export class BuyEngine extends Effect.Service<BuyEngine>()("BuyEngine", {
+  scoped: Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const statements = yield* BuyStatements
+    const purchases = yield* Purchases
+    const direct = yield* DirectTransactions
+    const reservations = yield* CatalogueReservations
+    const handover = yield* PurchaseHandover
+    const balances = yield* BalanceCache
+    const metrics = yield* Metrics
+    const fibers = yield* Fibers
+    const transactions = metrics.counter({
+      name: "purchases_buy_transactions_total",
+      help: "Transactions of the buy engine, each buying the buys that arrived while earlier ones ran"
+    })
+    const boughtInTransactions = metrics.counter({
+      name: "purchases_buy_transaction_purchases_total",
+      help: "Purchases created by the buy engine's transactions (over purchases_buy_transactions_total: buys per commit)"
+    })
+    let pending = 0
+    const pendingGauge = metrics.gauge({ name: "purchases_buy_engine_pending", help: "Buys queued or in a batch, not yet answered" })
+    yield* metrics.onScrape(Effect.sync(() => pendingGauge.set(pending)))
+
+    /**
+     * After a buy committed: its reservation is to be logged, and the new purchase goes to this
+     * process's worker, unless it is scheduled for later (then a claim takes it when due).
+     */
+    const afterCommit = (bought: Bought) => {
+      boughtInTransactions.inc()
+      reservations.announce()
+      if (bought.dueNow) handover.handOver(bought.purchase)
+    }
+
+    /** A repeat of /buy or /buy-sync (spec 4.4 rule 2): the same request answers its first purchase. */
+    const repeatById = (input: BuyByIdRequest, saved: RequestRow) =>
+      Effect.gen(function*() {
+        const duplicate = new DuplicateCustomId({ message: "custom_id was used with another item, recipient, trade URL or endpoint." })
+        if (
+          saved.kind !== "by_id" || saved.itemId !== input.itemId || saved.targetTradeUrl !== input.recipient.tradeUrl ||
+          saved.targetSteamId !== input.recipient.steamId
+        ) {
+          return yield* duplicate
+        }
+        const purchase = yield* purchases.latestByCustomId(input.merchantId, input.customId)
+        if (Option.isNone(purchase) || compareCents(purchase.value.priceCents, input.maxPrice) > 0) return yield* duplicate
+        return { _tag: "existing" as const, purchase: purchase.value, balanceCents: yield* purchases.availableCents(input.merchantId) }
+      })
+
+    /**
+     * A buy by id in the current transaction: the one idempotency rule. Concurrent duplicates wait
+     * on the idempotency record's unique index and then read the first one's purchase: one
+     * purchase, one debit.
+     */
+    const createByIdIn = (input: BuyByIdRequest): Effect.Effect<CreateOutcome, CreateError | SqlError.SqlError> =>
+      Effect.gen(function*() {
+        const inserted = yield* statements.insertRequest(input)
+        if (inserted.length === 0) {
+          const saved = yield* purchases.request(input.merchantId, input.customId)
+          if (Option.isNone(saved)) return yield* new Conflict({ message: "A concurrent request with this custom_id is in progress; retry once." })
+          return yield* repeatById(input, saved.value)
+        }
+        const created = yield* statements.buyItem({ ...input, attempt: 1 })
+        return { _tag: "created" as const, ...created }
+      }).pipe(Effect.catchTag("ParseError", Effect.die))
+
+    /**
+     * A queued buy of `work` (run in a transaction) and the Deferred its caller awaits. `after`
+     * runs once its transaction committed; `direct` makes it a buy the pipelined driver may buy.
+     */
+    const unitOf = <A, E>(
+      keys: { readonly merchantId: string; readonly customId: string; readonly itemId: string },
+      work: Effect.Effect<A, E | SqlError.SqlError>,
+      after: (a: A) => void,
+      direct?: { readonly input: BuyByIdRequest; readonly outcome: (bought: Bought) => A }
+    ) =>
+      Effect.map(Deferred.make<A, E | Conflict>(), (done) => {
+        let result: Exit.Exit<A, E | Conflict> | undefined
+        const answer = (exit: Exit.Exit<A, E | Conflict>) =>
+          Effect.suspend(() => {
+            if (Exit.isSuccess(exit)) after(exit.value)
+            pending--
+            return Deferred.done(done, exit)
+          })
+        const inTransaction = mapSqlErrors<A, E, never>(sql.withTransaction(work))
+        const unit: Unit = {
+          ...keys,
+          byId: direct === undefined ? Option.none() : Option.some({
+            input: direct.input,
+            bought: (bought: Bought) => Effect.zipRight(Effect.sync(() => transactions.inc()), answer(Exit.succeed(direct.outcome(bought))))
+          }),
+          alone: Effect.zipRight(Effect.sync(() => transactions.inc()), Effect.flatMap(Effect.exit(inTransaction), answer)),
+          inBatch: Effect.map(Effect.exit(inTransaction), (exit) => {
+            result = exit
+          }),
+          settle: (batch) =>
+            Exit.isFailure(batch) ? answer(Exit.failCause(batch.cause)) : answer(result ?? Exit.die(new Error("the buy did not run in its batch"))),
+          abandon: Effect.suspend(() => Deferred.isDone(done)).pipe(
+            Effect.flatMap((isDone) => isDone ? Effect.void : answer(Exit.die(new Error("the buy engine stopped before this buy was answered"))))
+          )
+        }
+        return [unit, done] as const
+      })
+
+    const queue = yield* Queue.unbounded<Unit>()
+    const inFlight = yield* Effect.makeSemaphore(BATCHES_IN_FLIGHT)
+    /** Buys taken from the queue that could not join the last batch: the next one starts with them. */
+    let held: Array<Unit> = []
+
+    const nextBatch = Effect.gen(function*() {
+      const first = held.length > 0 ? [] : [yield* Queue.take(queue)]
+      const waiting = [...held, ...first, ...(yield* Queue.takeAll(queue))]
+      const batch: Array<Unit> = []
+      held = []
+      for (const unit of waiting) {
+        if (batch.length === 0 || (batch.length < BATCH_MAX && batch.every((other) => compatible(other, unit)))) batch.push(unit)
+        else held.push(unit)
+      }
+      return batch
+    })
+
+    /** PGlite (and any one buy): one SqlClient transaction, a savepoint per buy. Nothing is left. */
+    const sqlClientDriver = (batch: ReadonlyArray<Unit>): Effect.Effect<ReadonlyArray<Unit>> =>
+      batch.length === 1 ? Effect.as(batch[0]!.alone, []) : sql.withTransaction(Effect.forEach(batch, (unit) => unit.inBatch, { discard: true })).pipe(
+        mapSqlErrors<void, never, never>,
+        Effect.exit,
+        Effect.flatMap((exit) => {
+          transactions.inc()
+          // a batch rolled back after its buys ran: what they announced of their balances is undone too
+          if (Exit.isFailure(exit)) { for (const unit of batch) balances.changedNow(unit.merchantId) }
+          return Effect.forEach(batch, (unit) => unit.settle(exit), { discard: true })
+        }),
+        Effect.as([])
+      )
+
+    /** PostgreSQL: the buys by id in one pipelined transaction; the rest, and what it did not buy, are left to run alone. */
+    const pipelinedDriver = (transaction: DirectTransaction) => (batch: ReadonlyArray<Unit>): Effect.Effect<ReadonlyArray<Unit>> => {
+      const byId = batch.filter((unit) => Option.isSome(unit.byId))
+      if (byId.length === 0) return Effect.succeed(batch)
+      const inputs = byId.map((unit) => Option.getOrThrow(unit.byId).input)
+      return Effect.tryPromise(() => transaction((session) => pipelinedBatch(statements, session, inputs))).pipe(
+        // the buys of a batch that failed (its outcome may be unknown) run alone: a committed one is then a repeat
+        Effect.tapError((error) => Effect.logWarning("a batch of buys failed; its buys run alone", error.cause)),
+        Effect.orElseSucceed(() => undefined),
+        Effect.flatMap((bought) => {
+          const left = batch.filter((unit) => Option.isNone(unit.byId))
+          return Effect.as(
+            Effect.forEach(byId, (unit, i) => {
+              const got = bought?.get(inputs[i]!)
+              if (got !== undefined) return Option.getOrThrow(unit.byId).bought(got)
+              left.push(unit)
+              return Effect.void
+            }, { discard: true }),
+            left
+          )
+        })
+      )
+    }
+
+    const driver = Option.match(direct, { onNone: () => sqlClientDriver, onSome: pipelinedDriver })
+
+    /** A batch, then what it left, each alone; uninterruptible: a buy under way is finished, even at shutdown. */
+    const runBatch = (batch: ReadonlyArray<Unit>) =>
+      Effect.uninterruptible(
+        driver(batch).pipe(
+          Effect.ensuring(inFlight.release(1)),
+          Effect.flatMap((left) => Effect.forEach(left, (unit) => unit.alone, { concurrency: "unbounded", discard: true })),
+          Effect.ensuring(Effect.forEach(batch, (unit) => unit.abandon, { discard: true }))
+        )
+      )
+
+    const batches = yield* FiberSet.make<void, never>()
+    yield* Effect.addFinalizer(() =>
+      Effect.flatMap(Queue.takeAll(queue), (queued) => Effect.forEach([...held, ...queued], (unit) => unit.abandon, { discard: true }))
+    )
+    yield* fibers.supervise("purchase-buy-engine", (beat) =>
+      Effect.forever(Effect.gen(function*() {
+        yield* inFlight.take(1)
+        const batch = yield* Effect.onInterrupt(nextBatch, () => inFlight.release(1))
+        yield* FiberSet.run(batches, runBatch(batch))
+        yield* beat
+      })))
+
+    const enqueue = <A, E>(made: readonly [Unit, Deferred.Deferred<A, E>]) =>
+      Effect.suspend(() => {
+        pending++
+        return Effect.zipRight(Queue.offer(queue, made[0]), Deferred.await(made[1]))
+      })
+
+    /** /buy and /buy-sync: created (or found) in full whether or not the caller still waits. */
+    const buy = (input: BuyByIdRequest): Effect.Effect<CreateOutcome, CreateError> =>
+      Effect.flatMap(
+        unitOf(
+          input,
+          createByIdIn(input),
+          (outcome) => {
+            if (outcome._tag === "created") afterCommit(outcome)
+          },
+          { input, outcome: (bought): CreateOutcome => ({ _tag: "created", ...bought }) }
+        ),
+        enqueue
+      ).pipe(Effect.withSpan("BuyEngine.buy"))
+
+    /** One by-name attempt: bought after `guard` (which holds the cycle's record), in the same transaction. */
+    const attempt = <E>(input: BuyItemInput, guard: Effect.Effect<void, E>): Effect.Effect<Bought, E | Refusal | Conflict> =>
+      Effect.flatMap(
+        unitOf(input, Effect.zipRight(guard, statements.buyItem(input).pipe(Effect.catchTag("ParseError", Effect.die))), afterCommit),
+        enqueue
+      ).pipe(Effect.withSpan("BuyEngine.attempt"))
+
+    return {
+      buy,
+      attempt,
+      /** Buys queued or in a batch, not yet answered. */
+      pending: Effect.sync(() => pending)
+    } as const
+  }),
+  dependencies: [BuyStatements.Default, Purchases.Default, CatalogueReservations.Default, PurchaseHandover.Default, BalanceCache.Default, Metrics.Default]
+}) {}
