@@ -73,7 +73,8 @@ interface Unit {
   readonly alone: Effect.Effect<void>
   /** Runs in a savepoint of the current transaction; `settle` answers once the batch's commit is known. */
   readonly inBatch: Effect.Effect<void>
-  readonly settle: (batch: Exit.Exit<void, Conflict>) => Effect.Effect<void>
+  /** True if it created a purchase. */
+  readonly settle: (batch: Exit.Exit<void, Conflict>) => Effect.Effect<boolean>
   /** Answers with a defect if nothing answered it (the engine stopped). */
   readonly abandon: Effect.Effect<void>
 }
@@ -94,7 +95,7 @@ export class BuyEngine extends Effect.Service<BuyEngine>()("BuyEngine", {
     const fibers = yield* Fibers
     const transactions = metrics.counter({
       name: "purchases_buy_transactions_total",
-      help: "Transactions of the buy engine, each buying the buys that arrived while earlier ones ran"
+      help: "Transactions of the buy engine that created purchases, each buying the buys that arrived while earlier ones ran"
     })
     const boughtInTransactions = metrics.counter({
       name: "purchases_buy_transaction_purchases_total",
@@ -106,12 +107,14 @@ export class BuyEngine extends Effect.Service<BuyEngine>()("BuyEngine", {
 
     /**
      * After a buy committed: its reservation is to be logged, and the new purchase goes to this
-     * process's worker, unless it is scheduled for later (then a claim takes it when due).
+     * process's worker, unless it is scheduled for later (then a claim takes it when due). True:
+     * a purchase was created.
      */
     const afterCommit = (bought: Bought) => {
       boughtInTransactions.inc()
       reservations.announce()
       if (bought.dueNow) handover.handOver(bought.purchase)
+      return true
     }
 
     /** A repeat of /buy or /buy-sync (spec 4.4 rule 2): the same request answers its first purchase. */
@@ -148,37 +151,44 @@ export class BuyEngine extends Effect.Service<BuyEngine>()("BuyEngine", {
 
     /**
      * A queued buy of `work` (run in a transaction) and the Deferred its caller awaits. `after`
-     * runs once its transaction committed; `direct` makes it a buy the pipelined driver may buy.
+     * runs once its transaction committed, and says whether it created a purchase; `direct` makes
+     * it a buy the pipelined driver may buy.
      */
     const unitOf = <A, E>(
       keys: { readonly merchantId: string; readonly customId: string; readonly itemId: string },
       work: Effect.Effect<A, E | SqlError.SqlError>,
-      after: (a: A) => void,
+      after: (a: A) => boolean,
       direct?: { readonly input: BuyByIdRequest; readonly outcome: (bought: Bought) => A }
     ) =>
       Effect.map(Deferred.make<A, E | Conflict>(), (done) => {
         let result: Exit.Exit<A, E | Conflict> | undefined
+        /** Answers the caller; true if the buy created a purchase. */
         const answer = (exit: Exit.Exit<A, E | Conflict>) =>
           Effect.suspend(() => {
-            if (Exit.isSuccess(exit)) after(exit.value)
+            const created = Exit.isSuccess(exit) && after(exit.value)
             pending--
-            return Deferred.done(done, exit)
+            return Effect.as(Deferred.done(done, exit), created)
           })
         const inTransaction = mapSqlErrors<A, E, never>(sql.withTransaction(work))
         const unit: Unit = {
           ...keys,
           byId: direct === undefined ? Option.none() : Option.some({
             input: direct.input,
-            bought: (bought: Bought) => Effect.zipRight(Effect.sync(() => transactions.inc()), answer(Exit.succeed(direct.outcome(bought))))
+            bought: (bought: Bought) => Effect.asVoid(answer(Exit.succeed(direct.outcome(bought))))
           }),
-          alone: Effect.zipRight(Effect.sync(() => transactions.inc()), Effect.flatMap(Effect.exit(inTransaction), answer)),
+          alone: Effect.flatMap(Effect.exit(inTransaction), answer).pipe(
+            Effect.map((created) => {
+              if (created) transactions.inc()
+            })
+          ),
           inBatch: Effect.map(Effect.exit(inTransaction), (exit) => {
             result = exit
           }),
           settle: (batch) =>
             Exit.isFailure(batch) ? answer(Exit.failCause(batch.cause)) : answer(result ?? Exit.die(new Error("the buy did not run in its batch"))),
           abandon: Effect.suspend(() => Deferred.isDone(done)).pipe(
-            Effect.flatMap((isDone) => isDone ? Effect.void : answer(Exit.die(new Error("the buy engine stopped before this buy was answered"))))
+            Effect.flatMap((isDone) => isDone ? Effect.void : answer(Exit.die(new Error("the buy engine stopped before this buy was answered")))),
+            Effect.asVoid
           )
         }
         return [unit, done] as const
@@ -207,12 +217,14 @@ export class BuyEngine extends Effect.Service<BuyEngine>()("BuyEngine", {
         mapSqlErrors<void, never, never>,
         Effect.exit,
         Effect.flatMap((exit) => {
-          transactions.inc()
           // a batch rolled back after its buys ran: what they announced of their balances is undone too
           if (Exit.isFailure(exit)) { for (const unit of batch) balances.changedNow(unit.merchantId) }
-          return Effect.forEach(batch, (unit) => unit.settle(exit), { discard: true })
+          return Effect.forEach(batch, (unit) => unit.settle(exit))
         }),
-        Effect.as([])
+        Effect.map((created) => {
+          if (created.includes(true)) transactions.inc()
+          return []
+        })
       )
 
     /** PostgreSQL: the buys by id in one pipelined transaction; the rest, and what it did not buy, are left to run alone. */
@@ -225,6 +237,7 @@ export class BuyEngine extends Effect.Service<BuyEngine>()("BuyEngine", {
         Effect.tapError((error) => Effect.logWarning("a batch of buys failed; its buys run alone", error.cause)),
         Effect.orElseSucceed(() => undefined),
         Effect.flatMap((bought) => {
+          if (bought !== undefined && bought.size > 0) transactions.inc()
           const left = batch.filter((unit) => Option.isNone(unit.byId))
           return Effect.as(
             Effect.forEach(byId, (unit, i) => {
@@ -275,9 +288,7 @@ export class BuyEngine extends Effect.Service<BuyEngine>()("BuyEngine", {
         unitOf(
           input,
           createByIdIn(input),
-          (outcome) => {
-            if (outcome._tag === "created") afterCommit(outcome)
-          },
+          (outcome) => outcome._tag === "created" && afterCommit(outcome),
           { input, outcome: (bought): CreateOutcome => ({ _tag: "created", ...bought }) }
         ),
         enqueue
