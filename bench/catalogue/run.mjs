@@ -39,6 +39,7 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSyn
 import { Agent, request } from "node:http"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { gunzipSync } from "node:zlib"
 import pg from "pg"
 import { printSummary, summarise } from "../http/cpuprofile-summary.mjs"
 import { pinProcess, START, wrkLoad } from "../lib/harness.mjs"
@@ -122,11 +123,15 @@ const opts = {
   )
 }
 
-/** The search and the filtered page measured (the search by the most common name of the data). */
+/**
+ * The search and the filtered page measured (the search by the most common name of the data), and
+ * the full dump as gzip over 4 connections (issue 26's method for the dump).
+ */
 const SEARCH_NAME = "AK-47 | Redline (Field-Tested)"
 const ENDPOINTS = [
   { key: "search", path: `${API}/items/search?market_hash_name=${encodeURIComponent(SEARCH_NAME)}&max_price=500&limit=10` },
-  { key: "items", path: `${API}/items?category=rifle&exterior=Field-Tested&min_price=5&max_price=50&delivery_type=instant&limit=50` }
+  { key: "items", path: `${API}/items?category=rifle&exterior=Field-Tested&min_price=5&max_price=50&delivery_type=instant&limit=50` },
+  { key: "dump", path: `${API}/items/full-dump`, headers: { "accept-encoding": "gzip" }, connections: 4 }
 ]
 
 const waitQuiet = (what, ownPids) => waitQuietFor(what, { seconds: opts.waitQuiet, quietBusy: opts.quietBusy, ownPids })
@@ -353,24 +358,47 @@ const startBare = async (responsesFile) => {
   return { ...proc, baseUrl: `http://127.0.0.1:${port}` }
 }
 
-const fetchOnce = async (url, apiKey) => {
-  const res = await fetch(url, { headers: { authorization: `Bearer ${apiKey}` } })
-  return { status: res.status, contentType: res.headers.get("content-type"), headers: res.headers, body: Buffer.from(await res.arrayBuffer()) }
-}
+/** One GET, its body as sent (not decompressed: the dump's gzip bytes are what is compared). */
+const fetchOnce = (url, apiKey, headers = {}) =>
+  new Promise((resolve, reject) => {
+    const req = request(url, { headers: { authorization: `Bearer ${apiKey}`, ...headers } }, (res) => {
+      const chunks = []
+      res.on("data", (chunk) => chunks.push(chunk))
+      res.on("end", () =>
+        resolve({
+          status: res.statusCode,
+          contentType: res.headers["content-type"],
+          contentEncoding: res.headers["content-encoding"],
+          headers: new Map(Object.entries(res.headers)),
+          body: Buffer.concat(chunks)
+        }))
+      res.on("error", reject)
+    })
+    req.on("error", reject)
+    req.end()
+  })
 
-const load = (url, apiKey, seconds) => wrkLoad({ url, headers: { authorization: `Bearer ${apiKey}` }, seconds, connections: opts.connections, core: 1 })
+const load = (url, apiKey, seconds, endpoint) =>
+  wrkLoad({
+    url,
+    headers: { authorization: `Bearer ${apiKey}`, ...endpoint.headers },
+    seconds,
+    connections: endpoint.connections ?? opts.connections,
+    core: 1
+  })
 
 /**
  * Warm-up (discarded), then a measured run of wrk pinned to core 1 (the server is pinned to core
  * 0); with the server process's CPU time (all its threads) over the run.
  */
-const measure = async (target, path, apiKey, ownPids, { quiet = true } = {}) => {
+const measure = async (target, endpoint, apiKey, ownPids, { quiet = true } = {}) => {
+  const path = endpoint.path
   const busyBefore = quiet ? await waitQuiet(`${target.label} ${path.split("?")[0]}`, ownPids) : NaN
-  load(target.baseUrl + path, apiKey, opts.warmup)
+  load(target.baseUrl + path, apiKey, opts.warmup, endpoint)
   await sleep(200)
   const from = Number(process.hrtime.bigint() / 1000n)
   const cpuBefore = cpuMs(target.pid)
-  const result = load(target.baseUrl + path, apiKey, opts.duration)
+  const result = load(target.baseUrl + path, apiKey, opts.duration, endpoint)
   const cpuAfter = cpuMs(target.pid)
   const to = Number(process.hrtime.bigint() / 1000n)
   return {
@@ -395,11 +423,11 @@ const httpBench = async (service, apiKey, tmp) => {
   const responses = {}
   const shapes = {}
   for (const e of ENDPOINTS) {
-    const r = await fetchOnce(service.baseUrl + e.path, apiKey)
+    const r = await fetchOnce(service.baseUrl + e.path, apiKey, e.headers)
     if (r.status !== 200) throw new Error(`${e.path}: ${r.status} ${r.body.toString().slice(0, 500)}`)
-    const parsed = JSON.parse(r.body.toString())
+    const parsed = JSON.parse(r.contentEncoding === "gzip" ? gunzipSync(r.body).toString() : r.body.toString())
     const count = (parsed.results ?? parsed.items).length
-    responses[e.path] = { status: r.status, contentType: r.contentType, body: r.body.toString("base64") }
+    responses[e.path] = { status: r.status, contentType: r.contentType, contentEncoding: r.contentEncoding, body: r.body.toString("base64") }
     shapes[e.key] = { bytes: r.body.length, items: count, contentType: r.contentType, serviceHeaders: [...r.headers.keys()] }
     log(`  ${e.key}: GET ${e.path} -> ${r.status}, ${count} items, ${r.body.length} bytes`)
   }
@@ -408,9 +436,11 @@ const httpBench = async (service, apiKey, tmp) => {
   const bare = await startBare(file)
   try {
     for (const e of ENDPOINTS) {
-      const a = await fetchOnce(service.baseUrl + e.path, apiKey)
-      const b = await fetchOnce(bare.baseUrl + e.path, apiKey)
-      if (!a.body.equals(b.body) || a.contentType !== b.contentType) throw new Error(`${e.key}: the bare server does not answer the service's bytes`)
+      const a = await fetchOnce(service.baseUrl + e.path, apiKey, e.headers)
+      const b = await fetchOnce(bare.baseUrl + e.path, apiKey, e.headers)
+      if (!a.body.equals(b.body) || a.contentType !== b.contentType || a.contentEncoding !== b.contentEncoding) {
+        throw new Error(`${e.key}: the bare server does not answer the service's bytes`)
+      }
       shapes[e.key].serviceOnlyHeaders = [...a.headers.keys()].filter((h) => !b.headers.has(h))
     }
     log(`  bare baseline answers byte-identical bodies; headers only the service sends: ${shapes.search.serviceOnlyHeaders.join(", ")}`)
@@ -424,7 +454,7 @@ const httpBench = async (service, apiKey, tmp) => {
       const runs = { service: [], bare: [] }
       for (let i = 0; i < opts.rounds; i++) {
         for (const which of i % 2 === 0 ? ["service", "bare"] : ["bare", "service"]) {
-          const r = await measure(which === "service" ? service : bare, e.path, apiKey, own)
+          const r = await measure(which === "service" ? service : bare, e, apiKey, own)
           if (r.non2xx > 0) log(`    WARNING: ${which} had ${r.non2xx} answers other than 2xx or 3xx`)
           runs[which].push(r)
           printRun(which, r)
@@ -760,7 +790,7 @@ const profileRun = async (db, tmp, size, apiKey, started) => {
     windowsUs.firstDump = { from: toHrUs(first.startAt), to: toHrUs(first.endAt) }
     const runs = {}
     for (const e of ENDPOINTS) {
-      const r = await measure(service, e.path, apiKey, [service.pid], { quiet: false })
+      const r = await measure(service, e, apiKey, [service.pid], { quiet: false })
       printRun(`${e.key}`, r)
       if (r.non2xx > 0) log(`    ${r.non2xx} answers other than 2xx or 3xx`)
       runs[e.key] = r

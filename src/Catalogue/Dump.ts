@@ -9,7 +9,7 @@
  */
 import { Clock, Effect, Fiber, Option } from "effect"
 import { join } from "node:path"
-import type { Readable } from "node:stream"
+import { pipeline, type Readable } from "node:stream"
 import * as zlib from "node:zlib"
 import { Settings } from "../Config.js"
 import { Fibers } from "../Ops/Fibers.js"
@@ -285,8 +285,15 @@ export class CatalogueDump extends Effect.Service<CatalogueDump>()("CatalogueDum
     /** The gzip bytes as built. */
     const gzipStream = (dump: BuiltDump): Readable => dump.file.stream()
 
-    /** The JSON bytes, decompressed on the fly for clients that do not accept gzip. */
-    const identityStream = (dump: BuiltDump): Readable => dump.file.stream().pipe(zlib.createGunzip())
+    /**
+     * The JSON bytes, decompressed on the fly for clients that do not accept gzip (a failed read
+     * fails the decompression, and a destroyed decompression closes the file).
+     */
+    const identityStream = (dump: BuiltDump): Readable => {
+      const gunzip = zlib.createGunzip()
+      pipeline(dump.file.stream(), gunzip, () => undefined)
+      return gunzip
+    }
 
     return {
       current: () => Option.fromNullable(current),

@@ -9,6 +9,9 @@ import { type FileHandle, mkdir, open, readdir, rm, unlink } from "node:fs/promi
 import { join } from "node:path"
 import type { Readable } from "node:stream"
 
+/** The reads of a download. */
+const READ_CHUNK_BYTES = 1024 * 1024
+
 /** Bytes to write: ready in memory, or a range of an earlier dump file. */
 export type Source = Buffer | { readonly from: DumpFile; readonly offset: number; readonly size: number }
 
@@ -31,8 +34,9 @@ const fileOf = (path: string, handle: FileHandle): DumpFile => {
     if (retired && readers === 0) unlink(path).catch(() => undefined)
   }
   return {
-    // each download reads through its own descriptor
-    stream: () => createReadStream(path),
+    // each download reads through its own descriptor, in large reads (at 64 KB, a 25 MB dump
+    // was 400 chunks, and the per-chunk work cost more CPU than the bytes' copy)
+    stream: () => createReadStream(path, { highWaterMark: READ_CHUNK_BYTES }),
     retain: () => {
       readers++
     },

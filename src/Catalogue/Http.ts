@@ -1,6 +1,6 @@
 import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
-import { NodeHttpServerRequest, NodeStream } from "@effect/platform-node"
-import { Effect, Either, Option, Schema, Stream } from "effect"
+import { NodeHttpServerRequest } from "@effect/platform-node"
+import { Effect, Either, Option, Schema } from "effect"
 import { MerchantApi } from "../Api.js"
 import { decodeCursor, encodeCursor } from "../Domain/Cursor.js"
 import { FeedNotReady, InvalidQuery } from "../Domain/Errors.js"
@@ -197,8 +197,9 @@ export const CatalogueHttp = HttpApiBuilder.group(MerchantApi, "catalogue", (han
           }
           // The slot is the response's: given back when it closes, whether the body was read to the
           // end, the client went away, the request was interrupted, or there was no body to read
-          // (HEAD: the platform writes the headers and never runs the body's stream).
-          NodeHttpServerRequest.toServerResponse(request).once("close", slot.value)
+          // (HEAD). A body not read to its end is closed then too.
+          const response = NodeHttpServerRequest.toServerResponse(request)
+          response.once("close", slot.value)
           const common = {
             etag: d.etag,
             "last-modified": d.generatedAt.toUTCString(),
@@ -207,22 +208,20 @@ export const CatalogueHttp = HttpApiBuilder.group(MerchantApi, "catalogue", (han
             ...checkpoint
           }
           const gzip = acceptsGzip(headers["accept-encoding"])
-          const length = gzip ? d.gzipLength : d.jsonLength
-          // A complete download gives its slot back with its last bytes, before the response closes
-          // (after the file's end is read): the client has the whole body by its Content-Length and
-          // may start its next download at once.
-          let sent = 0
-          const body = NodeStream.fromReadable(() => gzip ? dump.gzipStream(d) : dump.identityStream(d), (e) => e).pipe(
-            Stream.tap((chunk) =>
-              Effect.sync(() => {
-                if ((sent += chunk.length) >= length) slot.value()
-              })
-            )
-          )
-          return HttpServerResponse.stream(body, {
+          const options = {
             contentType: "application/json",
-            contentLength: length,
+            contentLength: gzip ? d.gzipLength : d.jsonLength,
             headers: gzip ? { ...common, "content-encoding": "gzip" } : common
-          })
+          }
+          // HEAD: the headers alone (the platform sends no body, so no file is opened for one)
+          if (request.method === "HEAD") return HttpServerResponse.raw(null, options)
+          // The file is piped to the socket as node reads it (large reads: DumpFile.ts), with no
+          // per-chunk work of ours. A complete download gives its slot back once the file's end
+          // is read, before the response closes: the client has the whole body by its
+          // Content-Length and may start its next download at once.
+          const body = gzip ? dump.gzipStream(d) : dump.identityStream(d)
+          body.once("end", slot.value)
+          response.once("close", () => body.destroy())
+          return HttpServerResponse.raw(body, options)
         }))
   }))
