@@ -80,6 +80,7 @@ export interface AppSettings {
   readonly byNameBudgetSeconds: number
   readonly dumpIntervalSeconds: number
   readonly dumpMaxConcurrentDownloads: number
+  readonly dumpMemoryMaxMb: number
   readonly feedRetentionHours: number
   readonly rateLimitRps: number
   readonly rateLimitBurst: number
@@ -125,6 +126,7 @@ export const AppConfig: Config.Config<AppSettings> = Config.all({
   byNameBudgetSeconds: seconds("BY_NAME_BUDGET_SECONDS", 30),
   dumpIntervalSeconds: positive("DUMP_INTERVAL_SECONDS", 120),
   dumpMaxConcurrentDownloads: positiveInt("DUMP_MAX_CONCURRENT_DOWNLOADS", 32),
+  dumpMemoryMaxMb: seconds("DUMP_MEMORY_MAX_MB", 64),
   feedRetentionHours: positive("FEED_RETENTION_HOURS", 24),
   rateLimitRps: positive("RATE_LIMIT_RPS", 20),
   rateLimitBurst: positiveInt("RATE_LIMIT_BURST", 100),

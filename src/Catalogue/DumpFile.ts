@@ -85,7 +85,16 @@ export const openDumpFile = (path: string) =>
           },
           catch: (error) => new Error(`writing the dump file ${path}: ${String(error)}`)
         })
-      return { file, append, size: () => position }
+      /** The whole file, in memory (once it is written). */
+      const readAll = Effect.tryPromise({
+        try: async () => {
+          const bytes = Buffer.allocUnsafeSlow(position)
+          await file.read(bytes, 0, position)
+          return bytes
+        },
+        catch: (error) => new Error(`reading the dump file ${path}: ${String(error)}`)
+      })
+      return { file, append, size: () => position, readAll }
     }
   )
 

@@ -219,6 +219,13 @@ export const CatalogueHttp = HttpApiBuilder.group(MerchantApi, "catalogue", (han
           // per-chunk work of ours. A complete download gives its slot back once the file's end
           // is read, before the response closes: the client has the whole body by its
           // Content-Length and may start its next download at once.
+          if (gzip && Option.isSome(d.gzipBytes)) {
+            // From memory, in one write that hands over all its bytes at once: its slot is given
+            // back with them, as a read file's is with its last bytes (the download holds no
+            // resource of its own: the bytes are the dump's, shared).
+            slot.value()
+            return HttpServerResponse.uint8Array(d.gzipBytes.value, options)
+          }
           const body = gzip ? dump.gzipStream(d) : dump.identityStream(d)
           body.once("end", slot.value)
           response.once("close", () => body.destroy())

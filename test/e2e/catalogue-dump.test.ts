@@ -352,7 +352,8 @@ describe("catalogue full dump of several pieces", () => {
   let key: string
   beforeAll(async () => {
     server = await startServer({
-      env: { SIM_CATALOGUE_SIZE: "0", SIM_CHURN_PER_SECOND: "0", DUMP_INTERVAL_SECONDS: "1", LOG_LEVEL: "info" }
+      // every dump read from its file (the other server's are sent from memory)
+      env: { SIM_CATALOGUE_SIZE: "0", SIM_CHURN_PER_SECOND: "0", DUMP_INTERVAL_SECONDS: "1", DUMP_MEMORY_MAX_MB: "0", LOG_LEVEL: "info" }
     })
     key = (await server.createMerchant()).apiKey
   })
