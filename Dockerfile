@@ -54,4 +54,4 @@ HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \
   CMD node -e "fetch('http://127.0.0.1:' + (process.env.OPS_PORT || 9090) + '/health').then(r => process.exit(r.ok ? 0 : 1), () => process.exit(1))"
 
 # the V8 settings of package.json's start script (README, "Runtime settings")
-CMD ["node", "--max-semi-space-size=64", "--v8-pool-size=1", "dist/bundle/main.mjs"]
+CMD ["node", "--max-semi-space-size=64", "--min-semi-space-size=16", "--v8-pool-size=1", "--no-memory-reducer", "--expose-gc", "dist/bundle/main.mjs"]

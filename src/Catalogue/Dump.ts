@@ -13,6 +13,7 @@ import { pipeline, type Readable } from "node:stream"
 import * as zlib from "node:zlib"
 import { Settings } from "../Config.js"
 import { Fibers } from "../Ops/Fibers.js"
+import { collectStartupGarbage } from "../Ops/Heap.js"
 import { Metrics } from "../Ops/Metrics.js"
 import { Readiness } from "../Ops/Readiness.js"
 import { crc32Combine } from "./Crc32.js"
@@ -241,6 +242,7 @@ export class CatalogueDump extends Effect.Service<CatalogueDump>()("CatalogueDum
         json_bytes: built.jsonLength,
         millis: built.buildMillis
       }))
+      if (replaced === undefined) yield* collectStartupGarbage("first catalogue dump built")
       return built
     }).pipe(
       // a build that failed half-way leaves no file behind

@@ -9,6 +9,7 @@ import { Deferred, Effect, Option, Queue, Schedule, Schema, Stream } from "effec
 import type { CatalogItem } from "../Domain/CatalogItem.js"
 import { Int8 } from "../Domain/Db.js"
 import { Fibers } from "../Ops/Fibers.js"
+import { collectStartupGarbage } from "../Ops/Heap.js"
 import { Metrics } from "../Ops/Metrics.js"
 import { Readiness } from "../Ops/Readiness.js"
 import { CHANGES_CHANNEL } from "./ChangeLog.js"
@@ -132,6 +133,7 @@ export class CatalogueEngine extends Effect.Service<CatalogueEngine>()("Catalogu
       loaded = true
       yield* Deferred.succeed(firstLoad, undefined)
       yield* Effect.logInfo("catalogue loaded").pipe(Effect.annotateLogs({ items: fresh.size, epoch, cursor }))
+      yield* collectStartupGarbage("catalogue loaded")
       if (changedEpoch) { for (const listener of listeners) listener({ _tag: "reset", epoch }) }
     }).pipe(Effect.withSpan("CatalogueEngine.load"))
 

@@ -7,6 +7,7 @@ import { SqlClient } from "@effect/sql"
 import { Chunk, Effect, Layer, Option, Stream } from "effect"
 import { Settings } from "../Config.js"
 import { Fibers } from "../Ops/Fibers.js"
+import { collectStartupGarbage } from "../Ops/Heap.js"
 import { Readiness } from "../Ops/Readiness.js"
 import { Supplier } from "../Providers/Supplier.js"
 import { ChangeLog } from "./ChangeLog.js"
@@ -66,6 +67,7 @@ export const SyncLive = Layer.scopedDiscard(Effect.gen(function*() {
     }
     yield* sql`UPDATE catalogue_state SET reconciled_at = now()`
     yield* Effect.logInfo("catalogue reconciled with the supplier").pipe(Effect.annotateLogs({ listings: seen.size, changes: logged }))
+    yield* collectStartupGarbage("catalogue reconciled")
   })
 
   /** Deletes changes older than the retention and records how far the log is pruned. */
