@@ -5,7 +5,7 @@
  *        [--connections 50] [--duration 10] [--warmup 2] [--rounds 2]
  *        [--sync-populate-max 100000] [--dump-interval 10] [--dump-regens 3] [--probe-ms 10]
  *        [--large-heap-from 1500000] [--large-heap-mb 8192] [--profile] [--profile-size 1000000]
- *        [--initial-sync-only N] [--wait-quiet 60] [--quiet-busy 25]
+ *        [--initial-sync-only N] [--pglite] [--wait-quiet 60] [--quiet-busy 25]
  *
  * 1. A fresh database mps_bench_cat_<pid> on BENCH_PG_URL's server (postgres://postgres@127.0.0.1:5432
  *    by default), dropped at the end. A first start of the service with SIM_CATALOGUE_SIZE=0
@@ -34,6 +34,7 @@
  *
  * --initial-sync-only N: only the initial sync of N items into an empty database (its own
  * database), timed to "catalogue reconciled" and to /ready.
+ * --pglite: only the HTTP sizes, on the embedded database (PGlite) instead of PostgreSQL.
  *
  * Results are printed and written as JSON to bench/catalogue/out/results-<timestamp>.json.
  */
@@ -117,6 +118,8 @@ const opts = {
   waitQuiet: Number(option("wait-quiet", 60)),
   quietBusy: Number(option("quiet-busy", 25)),
   keepDb: flag("keep-db"),
+  /** The HTTP sizes on the embedded database instead (a fresh DATA_DIR each, filled by the service's own sync). */
+  pglite: flag("pglite"),
   /** An existing database of an earlier (killed or --keep-db) run: its merchant and items are reused. */
   db: option("db", undefined),
   /** Extra environment of every service start, KEY=VALUE,... (e.g. glibc malloc tunables). */
@@ -183,7 +186,7 @@ const serviceEnv = ({ port, opsPort, databaseUrl, dataDir, size, dumpInterval, n
     HOST: "127.0.0.1",
     OPS_HOST: "127.0.0.1",
     DATA_DIR: dataDir,
-    DATABASE_URL: databaseUrl,
+    ...(databaseUrl === undefined ? {} : { DATABASE_URL: databaseUrl }),
     ADMIN_TOKEN,
     DEMO_MERCHANT: "false",
     LOG_LEVEL: "info",
@@ -196,6 +199,7 @@ const serviceEnv = ({ port, opsPort, databaseUrl, dataDir, size, dumpInterval, n
   }
   Object.assign(env, opts.serviceEnv)
   delete env.SIM_CATALOGUE
+  if (databaseUrl === undefined) delete env.DATABASE_URL
   delete env.NODE_OPTIONS
   if (nodeOptions) env.NODE_OPTIONS = nodeOptions
   return env
@@ -868,6 +872,42 @@ const initialSyncOnly = async (started, info) => {
   return results
 }
 
+/**
+ * --pglite: the HTTP figures (search, filtered list, dump) on the embedded database: for each HTTP
+ * size a start on a fresh DATA_DIR that fills itself by the supplier sync, then the same rounds as
+ * on PostgreSQL, once the reconciliation is done.
+ */
+const pgliteHttp = async (started, info) => {
+  const results = {
+    date: started.toISOString(),
+    command: `node bench/catalogue/run.mjs ${argv.join(" ")}`.trim(),
+    machine: info,
+    build: BUILD,
+    database: "pglite",
+    sizes: {}
+  }
+  for (const size of opts.httpSizes) {
+    log(`\n== ${size.toLocaleString("en")} items on PGlite`)
+    const tmp = mkdtempSync(join(tmpdir(), "bench-catalogue-pglite-"))
+    const service = await startService({ db: { url: undefined }, tmp, size, inspect: false, label: `service-pglite-${size}` })
+    try {
+      const reconcile = await reconcileOf(service)
+      log(
+        `  ready after ${fmtS(service.start.readyMs)}; reconciled ${reconcile.listings} listings (${reconcile.changes} changes) ${
+          fmtS(reconcile.fromSpawnMs)
+        } after spawn`
+      )
+      await sleep(opts.settleSeconds * 1000)
+      const apiKey = (await admin(service, "/admin/merchants", { name: `bench-catalogue-${process.pid}`, webhook_url: null })).api_key
+      results.sizes[size] = { start: service.start, reconcile, http: await httpBench(service, apiKey, tmp) }
+    } finally {
+      await service.stop()
+      rmSync(tmp, { recursive: true, force: true })
+    }
+  }
+  return results
+}
+
 const main = async () => {
   const started = new Date()
   const info = await machine(PG_SERVER_URL)
@@ -883,8 +923,8 @@ const main = async () => {
   LOGS = join(OUT, `logs-${started.toISOString().replace(/[:.]/g, "-")}`)
   mkdirSync(LOGS, { recursive: true })
   log(`service logs: ${LOGS}`)
-  if (opts.initialSyncOnly > 0) {
-    const results = await initialSyncOnly(started, info)
+  if (opts.initialSyncOnly > 0 || opts.pglite) {
+    const results = opts.pglite ? await pgliteHttp(started, info) : await initialSyncOnly(started, info)
     writeFileSync(fileOf(), JSON.stringify(results, null, 2) + "\n")
     return log(`\nresults: ${fileOf()}`)
   }
