@@ -1,14 +1,20 @@
 #!/usr/bin/env bash
 # The p99 of /items/search in 8-second rounds 20 s apart after /ready, with V8's collections in each
 # round (--trace-gc): the service (npm start's node flags, or FLAGS; EXTRA: more flags) pinned to
-# core 0 on a fresh PostgreSQL database with the simulator's 100,000 items, wrk -t1 -c50 on core 1.
-#   bash bench/diagnostics/search-p99-over-time.sh     (needs npm run build, wrk, PostgreSQL at 127.0.0.1)
+# core 0 on a fresh PostgreSQL database (or PGlite's, with `pglite`) with the simulator's 100,000
+# items, wrk -t1 -c50 on core 1.
+#   bash bench/diagnostics/search-p99-over-time.sh [pglite]   (needs npm run build, wrk, PostgreSQL at 127.0.0.1)
 cd "$(dirname "$0")/../.."
 mkdir -p .tmp
 FLAGS=${FLAGS:-$(node -p 'require("./package.json").scripts.start.split(" ").filter((a) => a.startsWith("--")).join(" ")')}
-psql -h 127.0.0.1 -U postgres -d test -qc "DROP DATABASE IF EXISTS mps_p99" -c "CREATE DATABASE mps_p99" 2>/dev/null
 rm -rf .tmp/p99-data
-env DATABASE_URL=postgres://postgres@127.0.0.1:5432/mps_p99 DATA_DIR=.tmp/p99-data PORT=18090 OPS_PORT=18091 ADMIN_TOKEN=adm_p99_token_0123456789abcdef \
+if [ "$1" = "pglite" ]; then
+  DBENV=""
+else
+  psql -h 127.0.0.1 -U postgres -d test -qc "DROP DATABASE IF EXISTS mps_p99" -c "CREATE DATABASE mps_p99" 2>/dev/null
+  DBENV="DATABASE_URL=postgres://postgres@127.0.0.1:5432/mps_p99"
+fi
+env $DBENV DATA_DIR=.tmp/p99-data PORT=18090 OPS_PORT=18091 ADMIN_TOKEN=adm_p99_token_0123456789abcdef \
   SIM_CATALOGUE_SIZE=100000 SIM_CHURN_PER_SECOND=0 DEMO_MERCHANT=false LOG_LEVEL=info RATE_LIMIT_RPS=1000000000 RATE_LIMIT_BURST=1000000000 DUMP_INTERVAL_SECONDS=3600 \
   taskset -c 0 node $FLAGS --trace-gc $EXTRA dist/bundle/main.mjs > .tmp/p99.log 2>&1 &
 PID=$!
