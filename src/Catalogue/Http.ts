@@ -215,10 +215,6 @@ export const CatalogueHttp = HttpApiBuilder.group(MerchantApi, "catalogue", (han
           }
           // HEAD: the headers alone (the platform sends no body, so no file is opened for one)
           if (request.method === "HEAD") return HttpServerResponse.raw(null, options)
-          // The file is piped to the socket as node reads it (large reads: DumpFile.ts), with no
-          // per-chunk work of ours. A complete download gives its slot back once the file's end
-          // is read, before the response closes: the client has the whole body by its
-          // Content-Length and may start its next download at once.
           if (gzip && Option.isSome(d.gzipBytes)) {
             // From memory, in one write that hands over all its bytes at once: its slot is given
             // back with them, as a read file's is with its last bytes (the download holds no
@@ -226,6 +222,10 @@ export const CatalogueHttp = HttpApiBuilder.group(MerchantApi, "catalogue", (han
             slot.value()
             return HttpServerResponse.uint8Array(d.gzipBytes.value, options)
           }
+          // The file is piped to the socket as node reads it (large reads: DumpFile.ts), with no
+          // per-chunk work of ours. A complete download gives its slot back once the file's end
+          // is read, before the response closes: the client has the whole body by its
+          // Content-Length and may start its next download at once.
           const body = gzip ? dump.gzipStream(d) : dump.identityStream(d)
           body.once("end", slot.value)
           response.once("close", () => body.destroy())

@@ -104,6 +104,28 @@ describe("shutdown", () => {
   )
 })
 
+describe("start-up's garbage", () => {
+  it("is collected once the index is loaded, the supplier reconciled and the first dump built (npm start passes --expose-gc)", async () => {
+    const server = await startServer({ env: { LOG_LEVEL: "info" } })
+    try {
+      const collectedAfter = () =>
+        new Set(
+          server.output().split("\n").filter((line) => line.startsWith("{")).map((line) => JSON.parse(line) as Record<string, unknown>)
+            .filter((line) => line["message"] === "start-up garbage collected")
+            .map((line) => String((line["annotations"] as Record<string, unknown>)["after"]))
+        )
+      const steps = new Set(["catalogue loaded", "catalogue reconciled", "first catalogue dump built"])
+      // the reconciliation runs once the API listens: wait for its line, however long a loaded machine takes
+      for (let waited = 0; waited < 60_000 && [...steps].some((step) => !collectedAfter().has(step)); waited += 100) {
+        await new Promise((resolve) => setTimeout(resolve, 100))
+      }
+      expect(collectedAfter()).toEqual(steps)
+    } finally {
+      await server.stop()
+    }
+  }, 90_000)
+})
+
 describe("start-up", () => {
   it("a database server that accepts the connection and never answers stops the start with a message and exit 1 (it held start-up silently)", async () => {
     const silent = createServer(() => undefined)
