@@ -3,13 +3,13 @@
  * record, the list, and waiting for a purchase's state to change. Buying is the buy engine's
  * (BuyEngine.ts).
  */
-import { SqlClient } from "@effect/sql"
+import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
 import { CreatedAtIdPosition, decodeCursor, encodeCursor } from "../Domain/Cursor.js"
 import type { PurchaseStatus } from "../Domain/Purchase.js"
 import { Ledger } from "../Ledger/Ledger.js"
 import { PurchaseNotifications } from "./Notifications.js"
-import { decodeRows, purchaseColumns, type PurchaseRow } from "./Rows.js"
+import { decodeRows, purchaseColumns, PurchaseRow } from "./Rows.js"
 
 const RequestRow = Schema.Struct({
   kind: Schema.Literal("by_id", "by_name"),
@@ -20,7 +20,9 @@ const RequestRow = Schema.Struct({
 })
 export type RequestRow = typeof RequestRow.Type
 
-const decodeRequestRows = Schema.decodeUnknown(Schema.Array(RequestRow))
+/** A purchase, and a custom_id, of a merchant: what the reads are keyed by. */
+const PurchaseKey = Schema.Struct({ merchantId: Schema.String, purchaseId: Schema.String })
+const CustomIdKey = Schema.Struct({ merchantId: Schema.String, customId: Schema.String })
 
 export interface ListQuery {
   readonly cursor?: string | undefined
@@ -38,30 +40,34 @@ export class Purchases extends Effect.Service<Purchases>()("Purchases", {
     const ledger = yield* Ledger
     const notifications = yield* PurchaseNotifications
 
-    const byId = (merchantId: string, purchaseId: string) =>
-      sql`SELECT ${purchaseColumns(sql)} FROM purchases WHERE id = ${purchaseId} AND merchant_id = ${merchantId}`.pipe(
-        Effect.flatMap(decodeRows),
-        Effect.map((rows) => Option.fromNullable(rows[0])),
-        Effect.orDie
-      )
+    const columns = purchaseColumns(sql)
 
+    const findById = SqlSchema.findOne({
+      Request: PurchaseKey,
+      Result: PurchaseRow,
+      execute: ({ merchantId, purchaseId }) => sql`SELECT ${columns} FROM purchases WHERE id = ${purchaseId} AND merchant_id = ${merchantId}`
+    })
+    const byId = (merchantId: string, purchaseId: string) => Effect.orDie(findById({ merchantId, purchaseId }))
+
+    const findLatestByCustomId = SqlSchema.findOne({
+      Request: CustomIdKey,
+      Result: PurchaseRow,
+      execute: ({ customId, merchantId }) =>
+        sql`SELECT ${columns} FROM purchases WHERE merchant_id = ${merchantId} AND custom_id = ${customId} ORDER BY attempt DESC LIMIT 1`
+    })
     /** The latest attempt of a custom_id (by-name cycles have several). */
-    const latestByCustomId = (merchantId: string, customId: string) =>
-      sql`SELECT ${purchaseColumns(sql)} FROM purchases WHERE merchant_id = ${merchantId} AND custom_id = ${customId}
-          ORDER BY attempt DESC LIMIT 1`.pipe(
-        Effect.flatMap(decodeRows),
-        Effect.map((rows) => Option.fromNullable(rows[0])),
-        Effect.orDie
-      )
+    const latestByCustomId = (merchantId: string, customId: string) => Effect.orDie(findLatestByCustomId({ merchantId, customId }))
 
-    const request = (merchantId: string, customId: string) =>
-      sql`SELECT kind, item_id AS "itemId", target_trade_url AS "targetTradeUrl", target_steam_id AS "targetSteamId",
-                 cycle_state AS "cycleState"
-          FROM purchase_requests WHERE merchant_id = ${merchantId} AND custom_id = ${customId}`.pipe(
-        Effect.flatMap(decodeRequestRows),
-        Effect.map((rows) => Option.fromNullable(rows[0])),
-        Effect.orDie
-      )
+    const findRequest = SqlSchema.findOne({
+      Request: CustomIdKey,
+      Result: RequestRow,
+      execute: ({ customId, merchantId }) =>
+        sql`SELECT kind, item_id AS "itemId", target_trade_url AS "targetTradeUrl", target_steam_id AS "targetSteamId",
+                   cycle_state AS "cycleState"
+            FROM purchase_requests WHERE merchant_id = ${merchantId} AND custom_id = ${customId}`
+    })
+    /** The idempotency record of a custom_id. */
+    const request = (merchantId: string, customId: string) => Effect.orDie(findRequest({ merchantId, customId }))
 
     const availableCents = (merchantId: string) =>
       ledger.balance(merchantId).pipe(Effect.map(Option.match({ onNone: () => 0, onSome: (b) => b.available })), Effect.orDie)
