@@ -6,6 +6,9 @@
  * sync flush, so the pieces join into one valid gzip member (as pigz does) with a CRC-32 combined
  * from the pieces'. A piece whose buckets did not change since the last build is copied from the
  * last file. The event loop only compares buckets and copies bytes, a piece at a time.
+ *
+ * A little over 300 lines: the build and the downloads share the built dump's file, its bytes in
+ * memory and its slots; they are one lifecycle.
  */
 import { Clock, Effect, Fiber, Option } from "effect"
 import { join } from "node:path"

@@ -12,6 +12,10 @@
  * each buy in a savepoint of its own, so a buy that fails leaves the others. Either way a buy by
  * id is decided by one rule (`createByIdIn`): the idempotency record first; a custom_id already
  * taken answers its first purchase, or is a duplicate (spec 4.4).
+ *
+ * A little over 300 lines: the queue, the two drivers and the queued buys share one answer per
+ * buy (its Deferred, its after-commit work, the counters); the statements and the pipelined batch
+ * are in BuyStatements.ts and PipelinedBuys.ts.
  */
 import { SqlClient, SqlError } from "@effect/sql"
 import { Deferred, Effect, Exit, FiberSet, Option, Queue } from "effect"
