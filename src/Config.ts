@@ -126,7 +126,7 @@ export const AppConfig: Config.Config<AppSettings> = Config.all({
   byNameBudgetSeconds: seconds("BY_NAME_BUDGET_SECONDS", 30),
   dumpIntervalSeconds: positive("DUMP_INTERVAL_SECONDS", 120),
   dumpMaxConcurrentDownloads: positiveInt("DUMP_MAX_CONCURRENT_DOWNLOADS", 32),
-  dumpMemoryMaxMb: seconds("DUMP_MEMORY_MAX_MB", 64),
+  dumpMemoryMaxMb: nonNegative("DUMP_MEMORY_MAX_MB").pipe(Config.withDefault(64)),
   feedRetentionHours: positive("FEED_RETENTION_HOURS", 24),
   rateLimitRps: positive("RATE_LIMIT_RPS", 20),
   rateLimitBurst: positiveInt("RATE_LIMIT_BURST", 100),

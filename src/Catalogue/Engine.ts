@@ -133,6 +133,7 @@ export class CatalogueEngine extends Effect.Service<CatalogueEngine>()("Catalogu
       loaded = true
       yield* Deferred.succeed(firstLoad, undefined)
       yield* Effect.logInfo("catalogue loaded").pipe(Effect.annotateLogs({ items: fresh.size, epoch, cursor }))
+      // a reload after an epoch change leaves the same garbage as the first load
       yield* collectStartupGarbage("catalogue loaded")
       if (changedEpoch) { for (const listener of listeners) listener({ _tag: "reset", epoch }) }
     }).pipe(Effect.withSpan("CatalogueEngine.load"))

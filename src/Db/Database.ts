@@ -47,7 +47,7 @@ export interface DirectSession {
 }
 
 /**
- * A transaction straight on one client of the pool, for the fast lane's buy: `work` issues its
+ * A transaction straight on one client of the pool, for the buy engine's batches: `work` issues its
  * statements with `queries` and ends the transaction with `queriesAndCommit`; when it returns
  * without (undefined, say), the transaction is rolled back. When `work` throws, the client is
  * rolled back and discarded, and the error is thrown on.

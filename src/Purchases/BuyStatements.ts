@@ -112,13 +112,10 @@ export class BuyStatements extends Effect.Service<BuyStatements>()("BuyStatement
           VALUES (${input.merchantId}, ${input.customId}, 'by_id', ${input.itemId}, ${input.recipient.tradeUrl}, ${input.recipient.steamId})
           ON CONFLICT (merchant_id, custom_id) DO NOTHING RETURNING custom_id`
 
-    const lockedItemColumns = sql`id, status, price_cents AS "priceCents", provider_price_cents AS "providerPriceCents", item, sim`
-
-    const lockItem = (itemId: string) => sql`SELECT ${lockedItemColumns} FROM catalogue_items WHERE id = ${itemId} FOR UPDATE`
-
-    /** Several items locked in the order of their ids (as every batch locks them: two batches never deadlock on items). */
+    /** Items locked in the order of their ids (as every batch locks them: two batches never deadlock on items). */
     const lockItems = (itemIds: ReadonlyArray<string>) =>
-      sql`SELECT ${lockedItemColumns} FROM catalogue_items WHERE id IN ${sql.in(itemIds)} ORDER BY id FOR UPDATE`
+      sql`SELECT id, status, price_cents AS "priceCents", provider_price_cents AS "providerPriceCents", item, sim
+          FROM catalogue_items WHERE id IN ${sql.in(itemIds)} ORDER BY id FOR UPDATE`
 
     /** Takes back the idempotency record of a buy that bought nothing, in its batch's transaction. */
     const deleteRequest = (input: BuyByIdRequest) =>
@@ -187,7 +184,7 @@ export class BuyStatements extends Effect.Service<BuyStatements>()("BuyStatement
      */
     const buyItem = (input: BuyItemInput) =>
       Effect.gen(function*() {
-        const row = (yield* lockItem(input.itemId).pipe(Effect.flatMap(decodeLockedItems)))[0]
+        const row = (yield* lockItems([input.itemId]).pipe(Effect.flatMap(decodeLockedItems)))[0]
         const refusal = itemRefusal(row, input)
         if (refusal !== undefined) return yield* refusal
         return yield* boughtOf(yield* buyStatement(input, row!), row!)

@@ -1,5 +1,5 @@
 /**
- * Statements sent at once (src/Db/Pipeline.ts) and the fast lane's direct transaction built on
+ * Statements sent at once (src/Db/Pipeline.ts) and the buy engine's direct transaction built on
  * them (src/Db/Database.ts), on a real PostgreSQL server (DATABASE_URL only: PGlite has no pool):
  * one round trip for several statements, rows as node-postgres gives them, the first failure
  * skipping the rest, each text prepared once per connection, and a transaction's last statements
