@@ -69,6 +69,15 @@ export class CabinetAccounts extends Effect.Service<CabinetAccounts>()("CabinetA
 
     // ---- invites ---------------------------------------------------------------------------------
 
+    const insertInvite = SqlSchema.single({
+      Request: Schema.Struct({ tokenHash: Schema.String, merchantId: Schema.String }),
+      Result: Schema.Struct({ expiresAt: Timestamp }),
+      execute: ({ merchantId, tokenHash }) =>
+        sql`INSERT INTO cabinet_invites (token_hash, merchant_id, expires_at)
+            VALUES (${tokenHash}, ${merchantId}, now() + make_interval(hours => ${INVITE_HOURS}))
+            RETURNING expires_at AS "expiresAt"`
+    })
+
     /** A new invite for the merchant (its earlier unused ones are voided); None for no such merchant. */
     const invite = (merchantId: string) =>
       sql.withTransaction(Effect.gen(function*() {
@@ -78,11 +87,8 @@ export class CabinetAccounts extends Effect.Service<CabinetAccounts>()("CabinetA
         yield* sql`UPDATE cabinet_invites SET voided_at = now()
                    WHERE merchant_id = ${merchantId} AND used_at IS NULL AND voided_at IS NULL`
         const token = newToken()
-        const rows = yield* sql<{ expires_at: Date }>`
-          INSERT INTO cabinet_invites (token_hash, merchant_id, expires_at)
-          VALUES (${tokenHash(token)}, ${merchantId}, now() + make_interval(hours => ${INVITE_HOURS}))
-          RETURNING expires_at`
-        return Option.some({ inviteUrl: `${settings.publicUrl}/cabinet/invite#${token}`, expiresAt: new Date(rows[0]!.expires_at) })
+        const { expiresAt } = yield* insertInvite({ tokenHash: tokenHash(token), merchantId })
+        return Option.some({ inviteUrl: `${settings.publicUrl}/cabinet/invite#${token}`, expiresAt })
       })).pipe(Effect.orDie, Effect.withSpan("CabinetAccounts.invite"))
 
     const liveInvite = SqlSchema.findOne({
@@ -170,17 +176,20 @@ export class CabinetAccounts extends Effect.Service<CabinetAccounts>()("CabinetA
     })
 
     /** Seconds until a locked login may try again (0: not locked). */
+    const recentFailures = SqlSchema.single({
+      Request: Schema.String,
+      Result: Schema.Struct({ count: Schema.Int, oldest: Schema.Int }),
+      execute: (login) =>
+        sql`SELECT count(*)::int AS count,
+                   coalesce(ceil(extract(epoch FROM min(failed_at) + make_interval(secs => ${LOCKOUT_WINDOW_SECONDS}) - now())), 0)::int AS oldest
+            FROM (SELECT failed_at FROM cabinet_login_failures
+                  WHERE login = ${login} AND failed_at > now() - make_interval(secs => ${LOCKOUT_WINDOW_SECONDS})
+                  ORDER BY failed_at DESC LIMIT ${LOCKOUT_FAILURES}) recent`
+    })
     const lockedFor = (login: string) =>
-      sql<{ oldest: number; count: number }>`
-        SELECT count(*)::int AS count,
-               coalesce(ceil(extract(epoch FROM min(failed_at) + make_interval(secs => ${LOCKOUT_WINDOW_SECONDS}) - now())), 0)::int AS oldest
-        FROM (SELECT failed_at FROM cabinet_login_failures
-              WHERE login = ${login} AND failed_at > now() - make_interval(secs => ${LOCKOUT_WINDOW_SECONDS})
-              ORDER BY failed_at DESC LIMIT ${LOCKOUT_FAILURES}) recent`.pipe(
-        Effect.map((rows) => {
-          const row = rows[0]
-          return row !== undefined && row.count >= LOCKOUT_FAILURES ? Math.max(1, row.oldest) : 0
-        })
+      recentFailures(login).pipe(
+        Effect.map((row) => row.count >= LOCKOUT_FAILURES ? Math.max(1, row.oldest) : 0),
+        Effect.orDie
       )
 
     const loginFailed = new CabinetLoginFailed({ message: LOGIN_FAILED_MESSAGE })
@@ -221,12 +230,17 @@ export class CabinetAccounts extends Effect.Service<CabinetAccounts>()("CabinetA
         return yield* startSession(found.merchantId)
       }).pipe(Effect.catchTag("SqlError", Effect.die), Effect.withSpan("CabinetAccounts.signIn"))
 
+    const findTotpSecret = SqlSchema.findOne({
+      Request: Schema.String,
+      Result: Schema.Struct({ totpSecret: Schema.String }),
+      execute: (merchantId) => sql`SELECT totp_secret AS "totpSecret" FROM cabinet_logins WHERE merchant_id = ${merchantId}`
+    })
+
     /** Uses a fresh code of the merchant's second factor (key and secret changes), or fails as CABINET_CODE_INVALID. */
     const requireFreshCode = (merchantId: string, code: string) =>
       Effect.gen(function*() {
-        const rows = yield* sql<{ totp_secret: string }>`SELECT totp_secret FROM cabinet_logins WHERE merchant_id = ${merchantId}`
-        const secret = rows[0]?.totp_secret
-        const step = secret === undefined ? undefined : totpStep(secret, code, yield* Clock.currentTimeMillis)
+        const secret = yield* findTotpSecret(merchantId).pipe(Effect.orDie)
+        const step = Option.isNone(secret) ? undefined : totpStep(secret.value.totpSecret, code, yield* Clock.currentTimeMillis)
         if (step === undefined || !(yield* useCode(merchantId, step))) {
           return yield* Effect.fail(new CabinetCodeInvalid({ message: "code: not a fresh code of your authenticator app (each code works once)" }))
         }

@@ -9,7 +9,7 @@ import { SqlClient, type Statement } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
 import { createHash } from "node:crypto"
 import { type CatalogItem, serialise } from "../Domain/CatalogItem.js"
-import { Int8 } from "../Domain/Db.js"
+import { Int8, rowsOf } from "../Domain/Db.js"
 import type { SupplierListing } from "../Providers/Supplier.js"
 
 export const CHANGES_CHANNEL = "catalogue_changes"
@@ -31,7 +31,9 @@ interface Effective {
 const md5 = (text: string) => createHash("md5").update(text, "utf8").digest("hex")
 
 const HeadRow = Schema.Struct({ epoch: Schema.Number, head: Int8 })
-const decodeCount = Schema.decodeUnknownSync(Int8)
+const idRows = rowsOf(Schema.Struct({ id: Schema.String }))
+const digestRows = rowsOf(Schema.Struct({ id: Schema.String, digest: Schema.String }))
+const loggedRows = rowsOf(Schema.Struct({ logged: Int8 }))
 
 /** Ids in PostgreSQL's text form (lower case), whatever case a source wrote them in. */
 const normalised = (write: CatalogueWrite): CatalogueWrite =>
@@ -112,7 +114,7 @@ export class ChangeLog extends Effect.Service<ChangeLog>()("ChangeLog", {
             []
         )
         // Unchanged items and items reserved by a purchase are left alone and not logged.
-        const changed = yield* sql<{ id: string }>`
+        const changed = yield* idRows(sql`
           INSERT INTO catalogue_items ${sql.insert(rows)}
           ON CONFLICT (id) DO UPDATE SET market_hash_name = EXCLUDED.market_hash_name, price_cents = EXCLUDED.price_cents,
             provider_price_cents = EXCLUDED.provider_price_cents, status = 'active', item = EXCLUDED.item,
@@ -120,7 +122,7 @@ export class ChangeLog extends Effect.Service<ChangeLog>()("ChangeLog", {
           WHERE catalogue_items.status <> 'reserved'
             AND (catalogue_items.status <> 'active' OR catalogue_items.item <> EXCLUDED.item
                  OR catalogue_items.sim IS DISTINCT FROM EXCLUDED.sim)
-          RETURNING id`
+          RETURNING id`)
         // the item as written (not sent back: a catalogue's first sync would read it all again)
         const written = new Set(changed.map((r) => r.id))
         return rows.flatMap((r) => written.has(r.id) ? [{ op: "upsert" as const, id: r.id, item: r.item }] : [])
@@ -129,9 +131,9 @@ export class ChangeLog extends Effect.Service<ChangeLog>()("ChangeLog", {
     const removeRun = (writes: ReadonlyArray<CatalogueWrite>) =>
       Effect.gen(function*() {
         const ids = writes.flatMap((w) => w.op === "remove" ? [w.id] : [])
-        const removed = yield* sql<{ id: string }>`
+        const removed = yield* idRows(sql`
           UPDATE catalogue_items SET status = 'removed', updated_at = now()
-          WHERE id IN ${sql.in(ids)} AND status = 'active' RETURNING id`
+          WHERE id IN ${sql.in(ids)} AND status = 'active' RETURNING id`)
         const set = new Set(removed.map((r) => r.id))
         return ids.flatMap((id) => set.has(id) ? [{ op: "remove" as const, id, item: null }] : [])
       })
@@ -170,7 +172,7 @@ export class ChangeLog extends Effect.Service<ChangeLog>()("ChangeLog", {
      * the log under the head's lock and wakes the engines at commit. Returns how many it logged.
      */
     const logReservations = (limit: number) =>
-      sql<{ logged: unknown }>`
+      sql`
         WITH taken AS (
           DELETE FROM catalogue_reservations WHERE item_id IN (
             SELECT item_id FROM catalogue_reservations ORDER BY reserved_at, item_id LIMIT ${limit} FOR UPDATE SKIP LOCKED)
@@ -184,7 +186,8 @@ export class ChangeLog extends Effect.Service<ChangeLog>()("ChangeLog", {
           INSERT INTO catalogue_changes (seq, epoch, op, item_id, item)
           SELECT head.head_seq - numbered.total + numbered.n, head.epoch, 'remove', numbered.item_id, NULL FROM head, numbered)
         SELECT (SELECT count(*) FROM taken) AS logged, (SELECT pg_notify(${CHANGES_CHANNEL}, head_seq::text) FROM head) AS notified`.pipe(
-        Effect.map((rows) => decodeCount(rows[0]!.logged)),
+        loggedRows,
+        Effect.map((rows) => rows[0]?.logged ?? 0),
         Effect.withSpan("ChangeLog.logReservations")
       )
 
@@ -196,9 +199,9 @@ export class ChangeLog extends Effect.Service<ChangeLog>()("ChangeLog", {
     const differing = (listings: ReadonlyArray<SupplierListing>) =>
       Effect.gen(function*() {
         if (listings.length === 0) return listings
-        const stored = yield* sql<{ id: string; digest: string }>`
+        const stored = yield* digestRows(sql`
           SELECT id, md5(item) || md5(coalesce(sim, '')) || status AS digest
-          FROM catalogue_items WHERE id = ANY(${listings.map((l) => l.item.id.toLowerCase())}::uuid[])`
+          FROM catalogue_items WHERE id = ANY(${listings.map((l) => l.item.id.toLowerCase())}::uuid[])`)
         const digests = new Map(stored.map((row) => [row.id, row.digest]))
         return listings.filter((l) => {
           // a listing not stored yet differs (a first sync compares nothing)
@@ -208,7 +211,8 @@ export class ChangeLog extends Effect.Service<ChangeLog>()("ChangeLog", {
       })
 
     /** Ids of the supplier's active items (reconciliation against a snapshot). */
-    const activeSupplierIds = sql<{ id: string }>`SELECT id FROM catalogue_items WHERE status = 'active' AND source = 'supplier'`.pipe(
+    const activeSupplierIds = sql`SELECT id FROM catalogue_items WHERE status = 'active' AND source = 'supplier'`.pipe(
+      idRows,
       Effect.map((rows) => rows.map((r) => r.id))
     )
 

@@ -6,8 +6,9 @@
 import { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { Deferred, Effect, Option, Queue, Schedule, Schema, Stream } from "effect"
-import type { CatalogItem } from "../Domain/CatalogItem.js"
+import { CatalogItem } from "../Domain/CatalogItem.js"
 import { Int8 } from "../Domain/Db.js"
+import { guardOf } from "../Domain/Guard.js"
 import { Fibers } from "../Ops/Fibers.js"
 import { collectStartupGarbage } from "../Ops/Heap.js"
 import { Metrics } from "../Ops/Metrics.js"
@@ -67,6 +68,17 @@ type ChangeRow = typeof ChangeRow.Type
 const decodeChangeRows = Schema.decodeUnknown(Schema.Array(ChangeRow))
 const decodeStateRow = Schema.decodeUnknown(StateRow)
 
+// The load reads a million rows: checked by compiled guards (Domain/Guard.ts), not decoded.
+const isLoadRow = guardOf(Schema.Struct({ id: Schema.String, item: Schema.String, priceCents: Schema.Union(Schema.String, Schema.Number) }))
+const isCatalogItem = guardOf(CatalogItem)
+
+/** A stored item's JSON. It was checked when written, so one that is not a CatalogItem is a damaged database: a defect. */
+const storedItem = (text: string, id: string): CatalogItem => {
+  const item: unknown = JSON.parse(text)
+  if (!isCatalogItem(item)) throw new Error(`catalogue item ${id} in the database is not a CatalogItem`)
+  return item
+}
+
 const changeJson = (row: ChangeRow) => row.op === "upsert" ? `{"op":"upsert","item":${row.item}}` : `{"op":"remove","id":"${row.itemId}"}`
 
 export class CatalogueEngine extends Effect.Service<CatalogueEngine>()("CatalogueEngine", {
@@ -112,13 +124,15 @@ export class CatalogueEngine extends Effect.Service<CatalogueEngine>()("Catalogu
         const state = yield* readState
         let after = "00000000-0000-0000-0000-000000000000"
         for (;;) {
-          // a million rows: read as plain rows, no per-row schema work
-          const rows = yield* sql<{ id: string; item: string; priceCents: string | number }>`
+          const rows = yield* sql`
             SELECT id, item, price_cents AS "priceCents" FROM catalogue_items
             WHERE status = 'active' AND id > ${after} ORDER BY id LIMIT ${LOAD_PAGE}`
-          for (const row of rows) entries.push(entryOf(JSON.parse(row.item) as CatalogItem, Number(row.priceCents), row.item, interner))
+          for (const row of rows) {
+            if (!isLoadRow(row)) return yield* Effect.dieMessage(`catalogue row ${String(row["id"])} is not (id, item, price_cents)`)
+            entries.push(entryOf(storedItem(row.item, row.id), Number(row.priceCents), row.item, interner))
+            after = row.id
+          }
           if (rows.length < LOAD_PAGE) break
-          after = rows[rows.length - 1]!.id
           yield* Effect.yieldNow()
         }
         return state
@@ -173,7 +187,7 @@ export class CatalogueEngine extends Effect.Service<CatalogueEngine>()("Catalogu
           sliceMs: SLICE_MS,
           apply: (row) => {
             if (row.op === "upsert") {
-              const item = JSON.parse(row.item!) as CatalogItem
+              const item = storedItem(row.item!, row.itemId)
               index.upsert(entryOf(item, Math.round(item.price * 100), row.item!, index.interner))
             } else {
               index.remove(row.itemId)

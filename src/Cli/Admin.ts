@@ -156,7 +156,7 @@ export const call = <A, E extends AdminFailure | HttpApiError.HttpApiDecodeError
  * A request body checked against the contract's schema before it is sent (the typed client sends
  * only bodies that fit): what does not fit fails as the service would refuse it.
  */
-export const checked = <A, I>(schema: Schema.Schema<A, I>, body: I) =>
+export const checked = <A, I>(schema: Schema.Schema<A, I>, body: unknown) =>
   Schema.decodeUnknown(schema, { onExcessProperty: "ignore" })(body).pipe(
     Effect.mapError((error) => {
       const issue = ParseResult.ArrayFormatter.formatErrorSync(error)[0]

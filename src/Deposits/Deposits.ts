@@ -6,7 +6,7 @@ import { SqlClient, SqlSchema } from "@effect/sql"
 import { Data, Effect, Option, Schema } from "effect"
 import { randomUUID } from "node:crypto"
 import { CreatedAtIdPosition, decodeCursor, encodeCursor } from "../Domain/Cursor.js"
-import { Int8, Timestamp } from "../Domain/Db.js"
+import { Int8, rowsOf, Timestamp } from "../Domain/Db.js"
 import { toUnits, usd } from "../Domain/Money.js"
 import { Ledger } from "../Ledger/Ledger.js"
 import { Outbox } from "../Webhooks/Outbox.js"
@@ -37,7 +37,6 @@ const DepositRow = Schema.Struct({
   createdAt: Timestamp,
   position: Schema.String
 })
-const decodeDepositRows = Schema.decodeUnknown(Schema.Array(DepositRow))
 type DepositRow = typeof DepositRow.Type
 
 /** DepositItem of spec 2.4. */
@@ -86,6 +85,12 @@ export class Deposits extends Effect.Service<Deposits>()("Deposits", {
       execute: (txId) => sql`SELECT ${columns(sql)} FROM deposits WHERE tx_id = ${txId}`
     })
 
+    const legacyAddresses = SqlSchema.findOne({
+      Request: Schema.String,
+      Result: Schema.Struct({ legacyTrc20: Schema.NullOr(Schema.String), legacyBep20: Schema.NullOr(Schema.String) }),
+      execute: (merchantId) => sql`SELECT legacy_trc20 AS "legacyTrc20", legacy_bep20 AS "legacyBep20" FROM merchants WHERE id = ${merchantId}`
+    })
+
     /**
      * Credits a confirmed payment once per tx_id. A repeat with the same tx_id returns the first
      * deposit and credits nothing (`credited` false); the same tx_id for another merchant, network
@@ -115,10 +120,9 @@ export class Deposits extends Effect.Service<Deposits>()("Deposits", {
         if (Option.isSome(existing)) return yield* sameDeposit(existing.value)
 
         return yield* sql.withTransaction(Effect.gen(function*() {
-          const merchant = yield* sql<{ legacyTrc20: string | null; legacyBep20: string | null }>`
-            SELECT legacy_trc20 AS "legacyTrc20", legacy_bep20 AS "legacyBep20" FROM merchants WHERE id = ${request.merchantId}`
-          if (merchant.length === 0) return yield* new DepositMerchantNotFound({ merchantId: request.merchantId })
-          const legacy = request.wallet !== undefined ? null : request.network === "tron" ? merchant[0]!.legacyTrc20 : merchant[0]!.legacyBep20
+          const merchant = yield* legacyAddresses(request.merchantId)
+          if (Option.isNone(merchant)) return yield* new DepositMerchantNotFound({ merchantId: request.merchantId })
+          const legacy = request.wallet !== undefined ? null : request.network === "tron" ? merchant.value.legacyTrc20 : merchant.value.legacyBep20
           const destination = request.wallet?.address ?? legacy
           const id = randomUUID()
           // Concurrent confirmations of one tx_id: the unique index lets exactly one insert through.
@@ -166,7 +170,7 @@ export class Deposits extends Effect.Service<Deposits>()("Deposits", {
           WHERE merchant_id = ${merchantId}
           ${after === undefined ? sql`` : sql`AND (created_at < ${after[0]}::timestamptz OR (created_at = ${after[0]}::timestamptz AND id > ${after[1]}))`}
           ORDER BY created_at DESC, id ASC
-          LIMIT ${options.limit + 1}`.pipe(Effect.flatMap(decodeDepositRows), Effect.orDie)
+          LIMIT ${options.limit + 1}`.pipe(rowsOf(DepositRow), Effect.orDie)
         const page = rows.slice(0, options.limit)
         const last = page[page.length - 1]
         return {

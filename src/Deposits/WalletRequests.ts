@@ -5,6 +5,7 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Schema } from "effect"
 import { randomUUID } from "node:crypto"
+import { CountRow, rowsOf } from "../Domain/Db.js"
 import type { Network } from "../Domain/WalletAddress.js"
 
 export const WalletStatus = Schema.Literal("prepared", "creation_started", "requires_reconciliation", "bound")
@@ -49,8 +50,8 @@ export class WalletRequests extends Effect.Service<WalletRequests>()("WalletRequ
       Result: WalletRow,
       execute: (providerWalletId) => sql`SELECT ${columns} FROM deposit_wallets WHERE provider_wallet_id = ${providerWalletId}`
     })
-    const returning = <E>(statement: Effect.Effect<ReadonlyArray<unknown>, E>) =>
-      Effect.map(Effect.flatMap(statement, Schema.decodeUnknown(Schema.Array(WalletRow))), (rows): WalletRow | undefined => rows[0])
+    const walletRows = rowsOf(WalletRow)
+    const returning = <E>(statement: Effect.Effect<ReadonlyArray<unknown>, E>) => Effect.map(walletRows(statement), (rows): WalletRow | undefined => rows[0])
 
     /** The merchant's request for the network, written as `prepared` if it has none yet. */
     const prepare = (merchantId: string, network: Network) =>
@@ -58,7 +59,7 @@ export class WalletRequests extends Effect.Service<WalletRequests>()("WalletRequ
         yield* sql`INSERT INTO deposit_wallets (id, merchant_id, network) VALUES (${randomUUID()}, ${merchantId}, ${network})
                    ON CONFLICT (merchant_id, network) DO NOTHING`
         const rows = yield* sql`SELECT ${columns} FROM deposit_wallets WHERE merchant_id = ${merchantId} AND network = ${network}`.pipe(
-          Effect.flatMap(Schema.decodeUnknown(Schema.Array(WalletRow)))
+          walletRows
         )
         return rows[0]!
       })
@@ -87,8 +88,8 @@ export class WalletRequests extends Effect.Service<WalletRequests>()("WalletRequ
         WHERE id = ${id} AND status = 'bound' RETURNING ${columns}`)
 
     /** Wallet requests by state, for /metrics. */
-    const countByState = sql<{ status: string; n: number | string }>`SELECT status, count(*) AS n FROM deposit_wallets GROUP BY status`.pipe(
-      Effect.map((rows) => rows.map((row) => ({ status: row.status, n: Number(row.n) })))
+    const countByState = sql`SELECT status, count(*) AS n FROM deposit_wallets GROUP BY status`.pipe(
+      rowsOf(Schema.Struct({ status: Schema.String, ...CountRow.fields }))
     )
 
     return { listOf, byId, byProviderWallet, prepare, move, refreshStatus, countByState } as const

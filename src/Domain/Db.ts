@@ -1,11 +1,27 @@
 /** Column decoders shared by the repositories: pg returns int8 and numeric as strings. */
-import { Schema } from "effect"
+import { Effect, Schema } from "effect"
 
 /** An int8 column (cents, counts) as a safe integer. */
 export const Int8 = Schema.Union(Schema.Number, Schema.NumberFromString).pipe(
   Schema.int(),
   Schema.filter((n) => Number.isSafeInteger(n), { message: () => "int8 beyond 2^53" })
 )
+
+/** A numeric column (pg returns numeric as a string, PGlite as a number). */
+export const Numeric = Schema.Union(Schema.Number, Schema.NumberFromString)
+
+/**
+ * Decodes a statement's rows with the row's schema: `sql\`...\`.pipe(rowsOf(Row))`. For statements
+ * built from fragments and closures, which SqlSchema's encoded request cannot carry; a read whose
+ * request is plain data goes through SqlSchema.
+ */
+export const rowsOf = <A, I>(Row: Schema.Schema<A, I>) => {
+  const decode = Schema.decodeUnknown(Schema.Array(Row))
+  return <E, R>(statement: Effect.Effect<ReadonlyArray<unknown>, E, R>) => Effect.flatMap(statement, decode)
+}
+
+/** A row of one count (`count(*) AS n`). */
+export const CountRow = Schema.Struct({ n: Int8 })
 
 /** A timestamptz column. */
 export const Timestamp = Schema.DateFromSelf

@@ -109,7 +109,9 @@ export class Ledger extends Effect.Service<Ledger>()("Ledger", {
                  on_hold_cents = on_hold_cents - ${holdRelease}, updated_at = now()
           WHERE merchant_id = ${merchantId} RETURNING available_cents AS available`
         const after = yield* Effect.orDieWith(availableAfter(rows), () => new Error(`no balance row for ${merchantId}`))
-        yield* sql`UPDATE ledger_entries SET available_after_cents = ${after} WHERE id = ${(inserted[0] as { id: unknown }).id}`
+        // the entry is the one refund of this purchase (unique on kind and reference)
+        yield* sql`UPDATE ledger_entries SET available_after_cents = ${after}
+                   WHERE kind = 'purchase_refund' AND reference_id = ${purchaseId}`
         return Option.some(after)
       })
 

@@ -212,11 +212,12 @@ export class Merchants extends Effect.Service<Merchants>()("Merchants", {
         return rows.length === 0 ? Option.none<string>() : Option.some(secret)
       }).pipe(Effect.orDie, Effect.withSpan("Merchants.rotateWebhookSecret"))
 
-    const webhookSecret = (id: string) =>
-      sql<{ webhook_secret: string }>`SELECT webhook_secret FROM merchants WHERE id = ${id}`.pipe(
-        Effect.map((rows) => Option.fromNullable(rows[0]?.webhook_secret)),
-        Effect.orDie
-      )
+    const findWebhookSecret = SqlSchema.findOne({
+      Request: Schema.String,
+      Result: Schema.Struct({ webhook_secret: Schema.String }),
+      execute: (id) => sql`SELECT webhook_secret FROM merchants WHERE id = ${id}`
+    })
+    const webhookSecret = (id: string) => findWebhookSecret(id).pipe(Effect.map(Option.map((row) => row.webhook_secret)), Effect.orDie)
 
     const setLegacyAddresses = (id: string, addresses: { readonly trc20: string | null; readonly bep20: string | null }) =>
       Effect.gen(function*() {

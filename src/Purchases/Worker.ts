@@ -9,16 +9,11 @@
  * without a claim. The first steps of new purchases are taken together: what is handed over within
  * HANDOVER_GATHER is placed with the provider in one call and moved to processing in one statement.
  * A step's end tells the claimer when that purchase is next due, so its own notification does not
- * wake the claimer to query what it already knows.
- *
- * Longer than 300 lines: the claim, the provider steps and the recovery share one lease and one
- * transaction shape; it is split with the buy engine (issue 26), which takes over its claims.
+ * wake the claimer to query what it already knows. The statements are in WorkerStatements.ts.
  */
 import { SqlClient, type Statement } from "@effect/sql"
 import { Effect, FiberSet, Layer, Option, Queue, Schema } from "effect"
-import { randomUUID } from "node:crypto"
 import { SimHints } from "../Domain/CatalogItem.js"
-import { Int8 } from "../Domain/Db.js"
 import type { EventType } from "../Domain/EventType.js"
 import { parseTradeUrl } from "../Domain/TradeUrl.js"
 import { Ledger } from "../Ledger/Ledger.js"
@@ -26,16 +21,16 @@ import { Fibers } from "../Ops/Fibers.js"
 import { Metrics } from "../Ops/Metrics.js"
 import { type OrderStatus, PurchaseProvider } from "../Providers/PurchaseProvider.js"
 import { Outbox } from "../Webhooks/Outbox.js"
-import { LEASE_SECONDS, PurchaseHandover } from "./Handover.js"
+import { PurchaseHandover } from "./Handover.js"
 import { PurchaseNotifications } from "./Notifications.js"
-import { decodeRows, purchaseColumns, purchaseEventData, type PurchaseRow } from "./Rows.js"
+import { purchaseEventData, type PurchaseRow } from "./Rows.js"
+import { CLAIM_BATCH, makeWorkerStatements } from "./WorkerStatements.js"
 
 /** A purchase's test-mode hints, as written from the item's (checked on write). */
 const decodeSimHints = Schema.decodeUnknownSync(Schema.parseJson(SimHints))
 
 /** Batches of steps running at once (a claim's batch, a handover's batch). */
 const STEP_CONCURRENCY = 8
-const CLAIM_BATCH = 8
 /** After a purchase is handed over, how long to let more buys commit before their first steps are taken together. */
 const HANDOVER_GATHER = "50 millis"
 const HANDOVER_BATCH = 64
@@ -48,9 +43,6 @@ const IDLE_WAIT_MS = 5_000
 /** A completed purchase is watched this long after the provider's last announced change. */
 const REVERSAL_WATCH_SLACK_MS = 60_000
 
-const NextDue = Schema.Struct({ nextDue: Schema.NullOr(Schema.Union(Schema.DateFromSelf, Schema.String)) })
-const decodeNextDue = Schema.decodeUnknownSync(NextDue)
-
 export const PurchaseWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   const provider = yield* PurchaseProvider
@@ -60,18 +52,12 @@ export const PurchaseWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
   const fibers = yield* Fibers
   const metrics = yield* Metrics
   const handover = yield* PurchaseHandover
-  const owner = handover.owner
+  const statements = yield* makeWorkerStatements(handover.owner)
 
   // Added first, so run last: once this process's steps are stopped (shutdown), what it still
   // holds is let go and announced, for another process to claim at once instead of when the
   // leases run out. Anything a stopped step began was rolled back; its provider request id stays.
-  yield* Effect.addFinalizer(() =>
-    sql`UPDATE purchases SET lease_owner = NULL, lease_until = NULL WHERE lease_owner = ${owner}
-        RETURNING ${notifications.notifying(sql`id::text`)}`.pipe(
-      Effect.timeout("2 seconds"),
-      Effect.ignoreLogged
-    )
-  )
+  yield* Effect.addFinalizer(() => statements.releaseAll.pipe(Effect.timeout("2 seconds"), Effect.ignoreLogged))
 
   // The claimer's schedule: when it wakes from idling (-Infinity while it claims), and the earliest
   // next look that this process's steps scheduled since its last claim began.
@@ -86,60 +72,6 @@ export const PurchaseWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
       return at.getTime() < claimerWakesAt ? Queue.offer(rescheduled, undefined) : Effect.void
     })
 
-  /**
-   * Leases up to CLAIM_BATCH due purchases and reads them in the same round trip, with when the
-   * next purchase it did not take falls due: one nobody holds at its next step, one held at its
-   * lease's end (its process may have died; this process's own steps announce their next look
-   * through `dueBy` when they end). Only purchases already due can be held, so both minimums walk
-   * the due index's early end. The claim's own rows are left out: the statement's subqueries see
-   * them as they were before its UPDATE.
-   */
-  /** Purchases the worker still steps: in flight, or completed and watched for a reversal (the due index's predicate). */
-  const stillStepped = sql`(status IN ('created', 'processing', 'sent_to_steam') OR watch_until IS NOT NULL)`
-  const claim = sql`
-    WITH claimed AS (
-      UPDATE purchases SET lease_owner = ${owner}, lease_until = now() + make_interval(secs => ${LEASE_SECONDS})
-      WHERE id IN (
-        SELECT id FROM purchases
-        WHERE ${stillStepped}
-          AND next_step_at <= now() AND (lease_until IS NULL OR lease_until < now())
-        ORDER BY next_step_at LIMIT ${CLAIM_BATCH}
-        FOR UPDATE SKIP LOCKED)
-      RETURNING ${purchaseColumns(sql)})
-    SELECT claimed.*, LEAST(
-      (SELECT min(next_step_at) FROM purchases
-       WHERE ${stillStepped}
-         AND (lease_until IS NULL OR lease_until < now()) AND id NOT IN (SELECT id FROM claimed)),
-      (SELECT min(lease_until) FROM purchases
-       WHERE ${stillStepped}
-         AND next_step_at <= now() AND lease_until >= now() AND id NOT IN (SELECT id FROM claimed))
-    ) AS "nextDue"
-    FROM (SELECT 1) AS one LEFT JOIN claimed ON true`.pipe(
-    Effect.flatMap((rows) => {
-      const leased = rows.filter((row) => row["id"] !== null)
-      const due = decodeNextDue(rows[0]).nextDue
-      return Effect.map(decodeRows(leased), (purchases) => ({ purchases, due }))
-    })
-  )
-
-  /** The purchase, locked, if this worker still holds its lease. */
-  const lockOwned = (id: string) =>
-    sql`SELECT ${purchaseColumns(sql)}, lease_owner AS "leaseOwner" FROM purchases WHERE id = ${id} FOR UPDATE`.pipe(
-      Effect.flatMap((rows) =>
-        Effect.map(decodeRows(rows), (decoded) =>
-          decoded[0] !== undefined && (rows[0] as { leaseOwner: unknown }).leaseOwner === owner
-            ? Option.some(decoded[0])
-            : Option.none<PurchaseRow>())
-      )
-    )
-
-  /** Sets columns of a purchase and reads it back in the same statement. */
-  const updateReturning = (id: string, set: Statement.Fragment) =>
-    sql`UPDATE purchases SET ${set} WHERE id = ${id} RETURNING ${purchaseColumns(sql)}`.pipe(
-      Effect.flatMap(decodeRows),
-      Effect.map((rows) => rows[0]!)
-    )
-
   const emit = (row: PurchaseRow, type: EventType, extra?: { readonly balanceAfterCents?: number; readonly refundedCents?: number }) =>
     outbox.enqueue({ merchantId: row.merchantId, type, orderId: row.id, data: purchaseEventData(row, extra) })
 
@@ -151,29 +83,19 @@ export const PurchaseWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
   const requestIdOf = (row: PurchaseRow) =>
     row.providerRequestId !== null
       ? Effect.succeed(row.providerRequestId)
-      : sql<{ requestId: string }>`
-          UPDATE purchases SET provider_request_id = coalesce(provider_request_id, ${randomUUID()})
-          WHERE id = ${row.id} RETURNING provider_request_id AS "requestId"`.pipe(Effect.map((rows) => rows[0]!.requestId))
+      : Effect.map(statements.assignRequestId(row.id), ({ requestId }) => requestId)
 
   /** When to look at an order again: when the provider says it changes, or in a second while in flight. */
   const nextStepAfter = (status: OrderStatus, inFlight: boolean) => status.nextChangeAt ?? (inFlight ? new Date(Date.now() + 1_000) : null)
 
-  /**
-   * The SET of a step's end: the lease released and the next look scheduled (`nextStep`: a time, or
-   * an expression of the statement, for several purchases at once).
-   */
-  const released = (nextStep: Date | null | Statement.Fragment, watchUntil: Date | null) =>
-    sql`lease_owner = NULL, lease_until = NULL, updated_at = now(),
-        next_step_at = coalesce(${nextStep}, next_step_at), watch_until = ${watchUntil}`
-
   /** Applies what the provider reports, in order, in one transaction; schedules the next look. */
   const apply = (id: string, status: OrderStatus) =>
     sql.withTransaction(Effect.gen(function*() {
-      const owned = yield* lockOwned(id)
+      const owned = yield* statements.lockOwned(id)
       if (Option.isNone(owned)) return null
-      let row = owned.value
+      let row: PurchaseRow = owned.value
       const update = (set: Statement.Fragment) =>
-        Effect.map(updateReturning(id, set), (updated) => {
+        Effect.map(statements.updateReturning(id, set), (updated) => {
           row = updated
         })
 
@@ -239,8 +161,7 @@ export const PurchaseWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
       // notifying also when only the schedule changed: every claimer recomputes when to wake
       const nextStep = nextStepAfter(status, stillInFlight)
       yield* notifications.changingHere(id)
-      yield* sql`UPDATE purchases SET ${released(nextStep, watchUntil)} WHERE id = ${id}
-                 RETURNING ${notifications.notifying(id)}`
+      yield* statements.release(id, nextStep, watchUntil)
       return nextStep
     })).pipe(Effect.flatMap(dueBy))
 
@@ -266,17 +187,7 @@ export const PurchaseWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
         orderId: row.id,
         data: purchaseEventData({ ...row, status: "processing" })
       }))
-      const rows = yield* sql<{ id: string }>`
-        WITH next AS (
-          SELECT * FROM unnest(${taken.map(({ row }) => row.id)}::uuid[], ${nextSteps.map((d) => d.toISOString())}::timestamptz[])
-            AS next(id, due_at)),
-        moved AS (
-          UPDATE purchases SET status = 'processing', ${released(sql`next.due_at`, null)}
-          FROM next WHERE purchases.id = next.id AND purchases.lease_owner = ${owner} AND purchases.status = 'created'
-          RETURNING purchases.id),
-        ${outbox.stepsByOrder(events, "moved")}
-        SELECT moved.id, (SELECT ${notifications.notifying(sql`string_agg(id::text, ',')`)} FROM moved) FROM moved`
-      const moved = new Set(rows.map((r) => r.id))
+      const moved = yield* statements.moveToProcessing(taken.map(({ row }, i) => ({ id: row.id, dueAt: nextSteps[i]! })), events)
       for (let i = 0; i < taken.length; i++) if (moved.has(taken[i]!.row.id)) yield* dueBy(nextSteps[i]!)
       return moved
     })
@@ -361,7 +272,7 @@ export const PurchaseWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
     Effect.forever(Effect.gen(function*() {
       // what this claim sees due need not be remembered from earlier steps
       dueHere = Number.POSITIVE_INFINITY
-      const claimed = yield* claim
+      const claimed = yield* statements.claim
       yield* beat
       if (claimed.purchases.length > 0) yield* stepInTurn(claimed.purchases)
       // A full batch may have left more due work: claim again at once. A partial one (or none)
@@ -382,13 +293,11 @@ export const PurchaseWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
   const queueDepth = metrics.gauge({ name: "purchase_worker_queue_depth", help: "In-flight purchases due for a worker step" })
   yield* metrics.onScrape(
     Effect.gen(function*() {
-      const counts = yield* sql<{ status: string; n: unknown }>`SELECT status, count(*) AS n FROM purchases GROUP BY status`
+      const counts = yield* statements.countByStatus
       for (const s of ["created", "processing", "sent_to_steam", "completed", "failed"]) {
-        byStatus.set({ status: s }, Number(counts.find((c) => c.status === s)?.n ?? 0))
+        byStatus.set({ status: s }, counts.find((c) => c.status === s)?.n ?? 0)
       }
-      const due = yield* sql<{ n: unknown }>`
-      SELECT count(*) AS n FROM purchases WHERE status IN ('created', 'processing', 'sent_to_steam') AND next_step_at <= now()`
-      queueDepth.set(Schema.decodeUnknownSync(Int8)(due[0]?.n ?? 0))
+      queueDepth.set((yield* statements.countDue).n)
     }).pipe(Effect.orDie)
   )
 }))

@@ -6,6 +6,7 @@ import { SqlClient, SqlError, SqlSchema } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
 import { randomUUID } from "node:crypto"
 import { DirectTransactions } from "../Db/Database.js"
+import { CountRow, Int8, Numeric, rowsOf } from "../Domain/Db.js"
 import { CLAIM, CLAIM_BY_MERCHANT, CLAIM_WINDOW_MAX, NO_SYNC_COMMIT, RECORD } from "./DeliveryStatements.js"
 
 export const DUE_CHANNEL = "webhook_events_due"
@@ -33,7 +34,8 @@ const ClaimedRow = Schema.Struct({
   previousSecret: Schema.NullOr(Schema.String)
 })
 const decodeOutlook = Schema.decodeUnknown(ClaimOutlook)
-const decodeClaimed = Schema.decodeUnknown(Schema.Array(ClaimedRow))
+/** The claim's rows: the events claimed, or one row with a null id when none was (it always returns the outlook). */
+const decodeClaimed = Schema.decodeUnknown(Schema.Array(Schema.Union(ClaimedRow, Schema.Struct({ id: Schema.Null }))))
 export type ClaimedEvent = typeof ClaimedRow.Type & { readonly claimToken: string }
 
 /** An attempt's result, to record. */
@@ -114,7 +116,7 @@ export class WebhookDeliveries extends Effect.Service<WebhookDeliveries>()("Webh
           ).pipe(Effect.flatMap((results) => results === undefined ? Effect.dieMessage("webhook claim rolled back") : Effect.succeed(results[1]!)))
           : sql.unsafe(text, params))
         const outlook = yield* decodeOutlook(rows[0])
-        const claimed = yield* decodeClaimed(rows.filter((row) => (row as { id: unknown }).id !== null))
+        const claimed = (yield* decodeClaimed(rows)).filter((row): row is typeof ClaimedRow.Type => row.id !== null)
         const next: ClaimNext = outlook.leftOut ?
           "now"
           : outlook.windowFull ?
@@ -187,23 +189,29 @@ export class WebhookDeliveries extends Effect.Service<WebhookDeliveries>()("Webh
       }).pipe(Effect.orDie, Effect.withSpan("WebhookDeliveries.replay"))
 
     /** Bulk recovery (CONTRACT 4): the merchant's failed events created at or after `since`, due again now. */
+    const requeueFailed = SqlSchema.single({
+      Request: Schema.Struct({ merchantId: Schema.String, since: Schema.DateFromSelf }),
+      Result: CountRow,
+      execute: ({ merchantId, since }) =>
+        sql`WITH requeued AS (
+              UPDATE webhook_events SET delivery_status = 'pending', next_attempt_at = now(), run_attempts = 0
+              WHERE merchant_id = ${merchantId} AND delivery_status = 'failed' AND created_at >= ${since}
+              RETURNING id)
+            SELECT count(*) AS n, pg_notify(${DUE_CHANNEL}, 'recover') FROM requeued`
+    })
     const recover = (merchantId: string, since: Date) =>
-      sql<{ n: number | string }>`
-        WITH requeued AS (
-          UPDATE webhook_events SET delivery_status = 'pending', next_attempt_at = now(), run_attempts = 0
-          WHERE merchant_id = ${merchantId} AND delivery_status = 'failed' AND created_at >= ${since}
-          RETURNING id)
-        SELECT count(*) AS n, pg_notify(${DUE_CHANNEL}, 'recover') FROM requeued`.pipe(
-        Effect.map((rows) => Number(rows[0]?.n ?? 0)),
+      requeueFailed({ merchantId, since }).pipe(
+        Effect.map((row) => row.n),
         Effect.orDie,
         Effect.withSpan("WebhookDeliveries.recover")
       )
 
     /** Events due now (any merchant) and the age of the oldest, for /metrics. */
-    const backlog = sql<{ due: number | string; oldest: number | string | null }>`
+    const backlog = sql`
       SELECT count(*) AS due, extract(epoch FROM now() - min(created_at)) AS oldest FROM webhook_events
       WHERE delivery_status IN ('pending', 'sending') AND next_attempt_at <= now()`.pipe(
-      Effect.map((rows) => ({ due: Number(rows[0]?.due ?? 0), oldestSeconds: Number(rows[0]?.oldest ?? 0) })),
+      rowsOf(Schema.Struct({ due: Int8, oldest: Schema.NullOr(Numeric) })),
+      Effect.map((rows) => ({ due: rows[0]?.due ?? 0, oldestSeconds: rows[0]?.oldest ?? 0 })),
       Effect.orDie
     )
 

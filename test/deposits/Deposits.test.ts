@@ -138,6 +138,10 @@ layer(DepositsTest, { timeout: 60_000, excludeTestServices: true })("deposits an
       expect(yield* ledger.refundPurchase(merchantId, 1_234, purchaseId, true)).toEqual(Option.none())
       expect(yield* books(merchantId)).toMatchObject({ available: funded, entries: 3 })
       expect(Number((yield* onHold())[0]!.n)).toBe(0)
+      // the refund's entry records the balance it left
+      const refundEntries = yield* sql<{ after: string }>`
+        SELECT available_after_cents AS after FROM ledger_entries WHERE kind = 'purchase_refund' AND reference_id = ${purchaseId}`
+      expect(refundEntries.map((row) => Number(row.after))).toEqual([funded])
 
       // a debit larger than what is available changes nothing
       const tooDear = crypto.randomUUID()

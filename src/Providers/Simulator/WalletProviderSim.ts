@@ -7,7 +7,7 @@
  * active or disabled, and make a payment to it, which arrives as a signed callback to the service's
  * callback endpoint, retried until it is answered 2xx, as a real provider does.
  */
-import { SqlClient } from "@effect/sql"
+import { SqlClient, SqlSchema } from "@effect/sql"
 import { Context, Duration, Effect, Either, FiberSet, Layer, Schedule, Schema } from "effect"
 import { createHash, createHmac, randomBytes, randomUUID, timingSafeEqual } from "node:crypto"
 import { Settings } from "../../Config.js"
@@ -68,7 +68,11 @@ export const WalletProviderSimLive = Layer.scopedContext(Effect.gen(function*() 
   let available = true
 
   yield* sql`INSERT INTO sim_wallet_provider_secret (secret) VALUES (${randomBytes(32).toString("base64url")}) ON CONFLICT DO NOTHING`
-  const secret = (yield* sql<{ secret: string }>`SELECT secret FROM sim_wallet_provider_secret`)[0]!.secret
+  const { secret } = yield* SqlSchema.single({
+    Request: Schema.Void,
+    Result: Schema.Struct({ secret: Schema.String }),
+    execute: () => sql`SELECT secret FROM sim_wallet_provider_secret`
+  })(undefined)
   const signatureOf = (timestamp: string, body: string) => createHmac("sha256", secret).update(`${timestamp}.${body}`).digest("hex")
 
   const unavailable = Effect.fail(new WalletProviderUnavailable({ detail: "the wallet provider is unavailable (test mode)", maybeReached: false }))

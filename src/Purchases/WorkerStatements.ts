@@ -1,0 +1,159 @@
+/**
+ * The purchase worker's SQL (Worker.ts), every row decoded through its schema: the claim of due
+ * purchases with when the next one falls due, the lock of a purchase this process still leases,
+ * its updates read back, a step's release, the first step of many purchases in one statement,
+ * and the counts /metrics shows.
+ */
+import { SqlClient, SqlSchema, type Statement } from "@effect/sql"
+import { Effect, Option, Schema } from "effect"
+import { randomUUID } from "node:crypto"
+import { CountRow, rowsOf } from "../Domain/Db.js"
+import type { NewEvent } from "../Webhooks/Outbox.js"
+import { Outbox } from "../Webhooks/Outbox.js"
+import { LEASE_SECONDS } from "./Handover.js"
+import { PurchaseNotifications } from "./Notifications.js"
+import { purchaseColumns, PurchaseRow } from "./Rows.js"
+
+/** Purchases a claim leases at once. */
+export const CLAIM_BATCH = 8
+
+/** A timestamptz as pg (Date) or an expression's text (PGlite's LEAST of subqueries) gives it. */
+const NextDue = Schema.NullOr(Schema.Union(Schema.DateFromSelf, Schema.String))
+
+/** The claim's rows: the purchases leased, or one row with a null id when none was; each with the next due time. */
+const ClaimRow = Schema.Union(
+  Schema.Struct({ ...PurchaseRow.fields, nextDue: NextDue }),
+  Schema.Struct({ id: Schema.Null, nextDue: NextDue })
+)
+
+const OwnedRow = Schema.Struct({ ...PurchaseRow.fields, leaseOwner: Schema.NullOr(Schema.String) })
+
+export const makeWorkerStatements = (owner: string) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const notifications = yield* PurchaseNotifications
+    const outbox = yield* Outbox
+    const purchaseRows = rowsOf(PurchaseRow)
+
+    /** Lets go of every purchase this process leases and announces them (shutdown). */
+    const releaseAll = sql`UPDATE purchases SET lease_owner = NULL, lease_until = NULL WHERE lease_owner = ${owner}
+                           RETURNING ${notifications.notifying(sql`id::text`)}`
+
+    /**
+     * Leases up to CLAIM_BATCH due purchases and reads them in the same round trip, with when the
+     * next purchase it did not take falls due: one nobody holds at its next step, one held at its
+     * lease's end (its process may have died; this process's own steps announce their next look
+     * when they end). Only purchases already due can be held, so both minimums walk the due
+     * index's early end. The claim's own rows are left out: the statement's subqueries see them as
+     * they were before its UPDATE.
+     */
+    // purchases the worker still steps: in flight, or completed and watched for a reversal (the due index's predicate)
+    const stillStepped = sql`(status IN ('created', 'processing', 'sent_to_steam') OR watch_until IS NOT NULL)`
+    const claim = sql`
+      WITH claimed AS (
+        UPDATE purchases SET lease_owner = ${owner}, lease_until = now() + make_interval(secs => ${LEASE_SECONDS})
+        WHERE id IN (
+          SELECT id FROM purchases
+          WHERE ${stillStepped}
+            AND next_step_at <= now() AND (lease_until IS NULL OR lease_until < now())
+          ORDER BY next_step_at LIMIT ${CLAIM_BATCH}
+          FOR UPDATE SKIP LOCKED)
+        RETURNING ${purchaseColumns(sql)})
+      SELECT claimed.*, LEAST(
+        (SELECT min(next_step_at) FROM purchases
+         WHERE ${stillStepped}
+           AND (lease_until IS NULL OR lease_until < now()) AND id NOT IN (SELECT id FROM claimed)),
+        (SELECT min(lease_until) FROM purchases
+         WHERE ${stillStepped}
+           AND next_step_at <= now() AND lease_until >= now() AND id NOT IN (SELECT id FROM claimed))
+      ) AS "nextDue"
+      FROM (SELECT 1) AS one LEFT JOIN claimed ON true`.pipe(
+      rowsOf(ClaimRow),
+      Effect.map((rows) => ({
+        purchases: rows.flatMap((row) => row.id === null ? [] : [row]),
+        due: rows[0]?.nextDue ?? null
+      }))
+    )
+
+    /** The purchase, locked, if this worker still holds its lease. */
+    const lockOwned = (id: string) =>
+      sql`SELECT ${purchaseColumns(sql)}, lease_owner AS "leaseOwner" FROM purchases WHERE id = ${id} FOR UPDATE`.pipe(
+        rowsOf(OwnedRow),
+        Effect.map((rows) =>
+          Option.filter(Option.fromNullable<PurchaseRow & { readonly leaseOwner: string | null }>(rows[0]), (row) => row.leaseOwner === owner)
+        )
+      )
+
+    /** Sets columns of a purchase and reads it back in the same statement. */
+    const updateReturning = (id: string, set: Statement.Fragment) =>
+      sql`UPDATE purchases SET ${set} WHERE id = ${id} RETURNING ${purchaseColumns(sql)}`.pipe(
+        purchaseRows,
+        Effect.flatMap((rows) => rows.length === 1 ? Effect.succeed(rows[0]!) : Effect.dieMessage(`purchase ${id} is gone`))
+      )
+
+    /** The provider request id of a purchase written before that was recorded: given once, kept. */
+    const assignRequestId = SqlSchema.single({
+      Request: Schema.String,
+      Result: Schema.Struct({ requestId: Schema.String }),
+      execute: (id) =>
+        sql`UPDATE purchases SET provider_request_id = coalesce(provider_request_id, ${randomUUID()})
+            WHERE id = ${id} RETURNING provider_request_id AS "requestId"`
+    })
+
+    /**
+     * The SET of a step's end: the lease released and the next look scheduled (`nextStep`: a time, or
+     * an expression of the statement, for several purchases at once).
+     */
+    const released = (nextStep: Date | null | Statement.Fragment, watchUntil: Date | null) =>
+      sql`lease_owner = NULL, lease_until = NULL, updated_at = now(),
+          next_step_at = coalesce(${nextStep}, next_step_at), watch_until = ${watchUntil}`
+
+    /** A step's end for one purchase, announced. */
+    const release = (id: string, nextStep: Date | null, watchUntil: Date | null) =>
+      sql`UPDATE purchases SET ${released(nextStep, watchUntil)} WHERE id = ${id} RETURNING ${notifications.notifying(id)}`
+
+    /**
+     * Created purchases this worker leases moved to processing with their events, released and
+     * scheduled at `dueAt` (one per id), in one statement; the ids it moved.
+     */
+    const moveToProcessing = (
+      moves: ReadonlyArray<{ readonly id: string; readonly dueAt: Date }>,
+      events: ReadonlyArray<NewEvent & { readonly orderId: string }>
+    ) =>
+      sql`
+        WITH next AS (
+          SELECT * FROM unnest(${moves.map(({ id }) => id)}::uuid[], ${moves.map(({ dueAt }) => dueAt.toISOString())}::timestamptz[])
+            AS next(id, due_at)),
+        moved AS (
+          UPDATE purchases SET status = 'processing', ${released(sql`next.due_at`, null)}
+          FROM next WHERE purchases.id = next.id AND purchases.lease_owner = ${owner} AND purchases.status = 'created'
+          RETURNING purchases.id),
+        ${outbox.stepsByOrder(events, "moved")}
+        SELECT moved.id, (SELECT ${notifications.notifying(sql`string_agg(id::text, ',')`)} FROM moved) FROM moved`.pipe(
+        rowsOf(Schema.Struct({ id: Schema.String })),
+        Effect.map((rows) => new Set(rows.map((row) => row.id)))
+      )
+
+    const countByStatus = sql`SELECT status, count(*) AS n FROM purchases GROUP BY status`.pipe(
+      rowsOf(Schema.Struct({ status: Schema.String, ...CountRow.fields }))
+    )
+    const countDue = SqlSchema.single({
+      Request: Schema.Void,
+      Result: CountRow,
+      execute: () =>
+        sql`SELECT count(*) AS n FROM purchases
+            WHERE status IN ('created', 'processing', 'sent_to_steam') AND next_step_at <= now()`
+    })(undefined)
+
+    return {
+      releaseAll,
+      claim,
+      lockOwned,
+      updateReturning,
+      assignRequestId,
+      release,
+      moveToProcessing,
+      countByStatus,
+      countDue
+    } as const
+  })
