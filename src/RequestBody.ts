@@ -68,7 +68,8 @@ const tooDeep = (bytes: Buffer): BodyProblem | undefined => {
         inString = false
         if (depth === 1 && keyNext) {
           try {
-            field = JSON.parse(bytes.subarray(stringStart, i + 1).toString("utf8")) as string
+            const key: unknown = JSON.parse(bytes.subarray(stringStart, i + 1).toString("utf8"))
+            field = typeof key === "string" ? key : undefined
           } catch {
             field = undefined
           }

@@ -9,7 +9,7 @@ export const encodeCursor = (position: unknown): string => Buffer.from(JSON.stri
 export const decodeCursor = <A, I>(schema: Schema.Schema<A, I>, cursor: string): Either.Either<A, InvalidQuery> => {
   const invalid = new InvalidQuery({ message: "cursor is not valid: pass back next_cursor unchanged" })
   if (!/^[A-Za-z0-9_-]{1,2048}$/.test(cursor)) return Either.left(invalid)
-  return Either.try(() => JSON.parse(Buffer.from(cursor, "base64url").toString("utf8")) as unknown).pipe(
+  return Either.try((): unknown => JSON.parse(Buffer.from(cursor, "base64url").toString("utf8"))).pipe(
     Either.flatMap((json) => Schema.decodeUnknownEither(schema)(json)),
     Either.mapLeft(() => invalid)
   )

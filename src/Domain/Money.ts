@@ -103,7 +103,10 @@ export const topLevelNumberText = (json: string, key: string): string | undefine
     if (c === "\"") {
       const end = stringEnd(i)
       // a string right after `{` or `,` at the top level is a key
-      if (depth === 1 && pendingKey === "") pendingKey = JSON.parse(json.slice(i, end)) as string
+      if (depth === 1 && pendingKey === "") {
+        const key: unknown = JSON.parse(json.slice(i, end))
+        pendingKey = typeof key === "string" ? key : ""
+      }
       i = end
       continue
     }
