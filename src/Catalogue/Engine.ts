@@ -27,6 +27,8 @@ export interface LoggedChange {
 export type EngineEvent =
   | { readonly _tag: "changes"; readonly epoch: number; readonly from: number; readonly to: number; readonly changes: ReadonlyArray<LoggedChange> }
   | { readonly _tag: "reset"; readonly epoch: number }
+  /** The index was loaded whole past changes it did not publish: live clients behind `cursor` resume from the log. */
+  | { readonly _tag: "advanced"; readonly epoch: number; readonly cursor: number }
 
 export interface Snapshot {
   readonly epoch: number
@@ -103,14 +105,7 @@ export class CatalogueEngine extends Effect.Service<CatalogueEngine>()("Catalogu
 
     const readState = sql`
       SELECT epoch, head_seq AS head, pruned_through AS "prunedThrough", reconciled_at IS NOT NULL AS reconciled
-      FROM catalogue_state`.pipe(
-      Effect.flatMap((rows) => decodeStateRow(rows[0])),
-      Effect.tap((state) =>
-        Effect.sync(() => {
-          synced ||= state.reconciled
-        })
-      )
-    )
+      FROM catalogue_state`.pipe(Effect.flatMap((rows) => decodeStateRow(rows[0])))
 
     /** A consistent snapshot of the items at the log's head, read in pages, indexed at once. */
     const load = Effect.gen(function*() {
@@ -139,17 +134,21 @@ export class CatalogueEngine extends Effect.Service<CatalogueEngine>()("Catalogu
       }))
       const fresh = CatalogueIndex.bulk(entries, interner)
       const changedEpoch = loaded && state.epoch !== epoch
+      const advanced = loaded && !changedEpoch && state.head > cursor
       index = fresh
       version++
       epoch = state.epoch
       cursor = state.head
       ring.length = 0
       loaded = true
+      // the snapshot holds what the reconciliation wrote, if it had ended
+      synced ||= state.reconciled
       yield* Deferred.succeed(firstLoad, undefined)
       yield* Effect.logInfo("catalogue loaded").pipe(Effect.annotateLogs({ items: fresh.size, epoch, cursor }))
       // a reload after an epoch change leaves the same garbage as the first load
       yield* collectStartupGarbage("catalogue loaded")
-      if (changedEpoch) { for (const listener of listeners) listener({ _tag: "reset", epoch }) }
+      if (changedEpoch) publish({ _tag: "reset", epoch })
+      else if (advanced) publish({ _tag: "advanced", epoch, cursor })
     }).pipe(Effect.withSpan("CatalogueEngine.load"))
 
     const publish = (event: EngineEvent) => {
@@ -165,9 +164,18 @@ export class CatalogueEngine extends Effect.Service<CatalogueEngine>()("Catalogu
     // The tail fiber and `refresh` callers must not apply the same changes twice.
     const applying = yield* Effect.makeSemaphore(1)
 
-    /** Applies every logged change after the cursor; reloads on an epoch change or a pruned gap. */
+    /**
+     * Applies every logged change after the cursor; reloads on an epoch change or a pruned gap.
+     * Until the supplier's first reconciliation has ended, the changes are the whole catalogue
+     * being written: it is loaded whole once that has ended (bulk, as a restart loads it), not
+     * applied change by change as it is written.
+     */
     const catchUp = applying.withPermits(1)(Effect.gen(function*() {
       if (!loaded) yield* load
+      if (!synced) {
+        if (!(yield* readState).reconciled) return
+        yield* load
+      }
       for (;;) {
         const rows = yield* sql`
           SELECT seq, epoch, op, item_id AS "itemId", item FROM catalogue_changes
@@ -205,10 +213,7 @@ export class CatalogueEngine extends Effect.Service<CatalogueEngine>()("Catalogu
             publish({ _tag: "changes", epoch, from: first, to: cursor, changes })
           }
         })
-        if (rows.length < TAIL_BATCH) {
-          if (!synced) yield* readState
-          return
-        }
+        if (rows.length < TAIL_BATCH) return
       }
     }))
 

@@ -138,6 +138,10 @@ export const StreamLive = Layer.unwrapScoped(Effect.gen(function*() {
       for (const client of live) drop(client, new Socket.CloseEvent(CLOSE_RESET, "epoch_changed"), frame)
       return
     }
+    if (event._tag === "advanced") {
+      for (const client of live) if (client.position < event.cursor) drop(client, new Socket.CloseEvent(CLOSE_SLOW_CONSUMER, "slow consumer"))
+      return
+    }
     let frame: Buffer | undefined
     for (const client of live) {
       if (client.position >= event.to) continue

@@ -10,7 +10,7 @@ import { Fibers } from "../Ops/Fibers.js"
 import { collectStartupGarbage } from "../Ops/Heap.js"
 import { Readiness } from "../Ops/Readiness.js"
 import { Supplier } from "../Providers/Supplier.js"
-import { ChangeLog } from "./ChangeLog.js"
+import { ChangeLog, CHANGES_CHANNEL } from "./ChangeLog.js"
 import { CatalogueEngine } from "./Engine.js"
 
 const LEADER_LOCK_KEY = 7_311_002
@@ -65,7 +65,8 @@ export const SyncLive = Layer.scopedDiscard(Effect.gen(function*() {
     for (let i = 0; i < gone.length; i += 2_000) {
       logged += yield* changeLog.apply(gone.slice(i, i + 2_000).map((id) => ({ op: "remove" as const, id })))
     }
-    yield* sql`UPDATE catalogue_state SET reconciled_at = now()`
+    // every process's engine wakes: the first reconciliation's end is when it loads the catalogue
+    yield* sql`UPDATE catalogue_state SET reconciled_at = now() RETURNING pg_notify(${CHANGES_CHANNEL}, head_seq::text)`
     yield* Effect.logInfo("catalogue reconciled with the supplier").pipe(Effect.annotateLogs({ listings: seen.size, changes: logged }))
     yield* collectStartupGarbage("catalogue reconciled")
   })
