@@ -70,6 +70,9 @@ describe("operator CLI", () => {
     }
   })
 
+  /** GET /balance through the typed client: the decoded Balance (a non-200 answer rejects). */
+  const balanceOf = (apiKey: string) => server.merchant(apiKey).call((client) => client.balance.getBalance())
+
   const createMerchant = async (webhookUrl?: string) => {
     const name = `cli-${Math.random().toString(36).slice(2, 10)}`
     const created = json(await cli("merchant", "create", name, "--json", ...(webhookUrl ? ["--webhook-url", webhookUrl] : [])))
@@ -83,8 +86,7 @@ describe("operator CLI", () => {
     expect(created.merchant_id).toMatch(/^[0-9a-f-]{36}$/)
     expect(created.api_key).toMatch(/^mer_live_/)
     expect(typeof created.webhook_secret).toBe("string")
-    const balance = await server.api("/balance", { key: created.api_key })
-    expect(balance.status).toBe(200)
+    await balanceOf(created.api_key)
   })
 
   it("merchant create without --json prints a summary with the key", async () => {
@@ -121,12 +123,12 @@ describe("operator CLI", () => {
     const unblocked = await cli("merchant", "unblock", m.merchant_id)
     expect(unblocked.code).toBe(0)
     expect(unblocked.stdout).toContain("is now active")
-    expect((await server.api("/balance", { key: m.api_key })).status).toBe(200)
+    await balanceOf(m.api_key)
 
     expect(json(await cli("merchant", "deactivate", m.merchant_id, "--json")).status).toBe("inactive")
     // Reads still work for an inactive merchant.
-    expect((await server.api("/balance", { key: m.api_key })).status).toBe(200)
-    expect((await server.admin(`/admin/merchants/${m.merchant_id}`)).json.status).toBe("inactive")
+    await balanceOf(m.api_key)
+    expect((await server.adminApi.call((client) => client.merchants.getMerchant({ path: { id: m.merchant_id } }))).status).toBe("inactive")
   })
 
   it("merchant rotate-key: the old key stops working, the new one works", async () => {
@@ -135,7 +137,7 @@ describe("operator CLI", () => {
     expect(rotated.api_key).toMatch(/^mer_live_/)
     expect(rotated.api_key).not.toBe(m.api_key)
     expect((await server.api("/balance", { key: m.api_key })).status).toBe(401)
-    expect((await server.api("/balance", { key: rotated.api_key })).status).toBe(200)
+    await balanceOf(rotated.api_key)
 
     const human = await cli("merchant", "rotate-key", m.merchant_id)
     expect(human.code).toBe(0)
@@ -154,13 +156,13 @@ describe("operator CLI", () => {
     const m = await createMerchant()
     const deposit = json(await cli("deposit", "simulate", m.merchant_id, "102.50", "--network", "bsc", "--tx-id", `tx-${m.name}`, "--json"))
     expect(deposit).toMatchObject({ amount: 101.47, currency: "USD", network: "bsc", tx_id: `tx-${m.name}`, status: "paid" })
-    expect((await server.api("/balance", { key: m.api_key })).json.available).toBe(101.47)
+    expect((await balanceOf(m.api_key)).available).toBe(101.47)
 
     // The same tx_id twice credits once, and the second run says so
     const again = await cli("deposit", "simulate", m.merchant_id, "102.50", "--network", "bsc", "--tx-id", `tx-${m.name}`)
     expect(again.code).toBe(0)
     expect(again.stdout.split("\n")[0]).toBe(`already credited: deposit ${deposit.id} (101.47 USD to merchant ${m.merchant_id}); nothing credited now`)
-    expect((await server.api("/balance", { key: m.api_key })).json.available).toBe(101.47)
+    expect((await balanceOf(m.api_key)).available).toBe(101.47)
     // a new tx_id is a new credit, worded as one
     const other = await cli("deposit", "simulate", m.merchant_id, "10", "--tx-id", `tx2-${m.name}`)
     expect(other.stdout.split("\n")[0]).toBe(`credited 9.90 USD to merchant ${m.merchant_id}`)
@@ -349,8 +351,8 @@ describe("operator CLI", () => {
   /** The merchant's only event once failed after `attempts` attempts. */
   const pollUntilFailed = async (apiKey: string, attempts = 1) => {
     for (let i = 0; i < 600; i++) {
-      const [event] = (await server.api("/webhook-events", { key: apiKey })).json.events
-      if (event?.delivery_status === "failed" && event.delivery_attempts === attempts) return event as { id: string }
+      const [event] = (await server.merchant(apiKey).call((client) => client.webhooks.listWebhookEvents({ urlParams: {} }))).events
+      if (event?.delivery_status === "failed" && event.delivery_attempts === attempts) return event
       await new Promise((r) => setTimeout(r, 50))
     }
     throw new Error("the event did not fail")
@@ -361,8 +363,10 @@ describe("operator CLI", () => {
     expect((await cli("wallet", "list", m.merchant_id)).stdout).toContain("has no deposit wallets")
     await server.api("/deposits/wallets", { method: "POST", key: m.api_key, body: { network: "bsc" } })
     // one merchant and network in ten loses the provider's answer (CONTRACT 5.4): a reconcile binds it
-    const [saved] = (await server.api("/deposits/wallets", { key: m.api_key })).json.wallets
-    const wallet = saved.status === "bound" ? saved : (await server.api(`/deposits/wallets/${saved.id}/reconcile`, { method: "POST", key: m.api_key })).json
+    const wallets = server.merchant(m.api_key)
+    const [saved] = (await wallets.call((client) => client.deposits.listWallets())).wallets
+    expect(saved).toBeDefined()
+    const wallet = saved!.status === "bound" ? saved! : await wallets.call((client) => client.deposits.reconcileWallet({ path: { walletId: saved!.id } }))
     expect(wallet.status).toBe("bound")
     const listed = await cli("wallet", "list", m.merchant_id)
     expect(listed.stdout).toContain(wallet.address)
@@ -371,7 +375,7 @@ describe("operator CLI", () => {
     const paid = await cli("wallet", "pay", wallet.id, "102.50", "--tx-id", `cli-pay-${Date.now()}`)
     expect([paid.code, paid.stdout]).toEqual([0, expect.stringContaining("payment of 102.5 USDT")])
     for (let i = 0; i < 200; i++) {
-      const deposits = (await server.api("/deposits", { key: m.api_key })).json.deposits
+      const { deposits } = await server.merchant(m.api_key).call((client) => client.deposits.listDeposits({ urlParams: {} }))
       if (deposits.length === 1) {
         expect(deposits[0]).toMatchObject({ amount: 101.47, provider: "walletpay", destination: wallet.address })
         return

@@ -19,18 +19,7 @@ afterAll(async () => {
 
 type Merchant = { id: string; apiKey: string }
 
-const balanceOf = async (m: Merchant) => {
-  const res = await server.api("/balance", { key: m.apiKey })
-  expect(res.status).toBe(200)
-  return res.json as {
-    available: number
-    on_hold: number
-    total_deposited: number
-    total_spent: number
-    currency: string
-    deposit_addresses: { trc20: string | null; bep20: string | null }
-  }
-}
+const balanceOf = (m: Merchant) => server.merchant(m.apiKey).call((client) => client.balance.getBalance())
 
 const credit = (body: Record<string, unknown>) => server.admin("/admin/deposits", { method: "POST", body })
 
@@ -38,18 +27,16 @@ const listAll = async (m: Merchant, limit?: number) => {
   const seen: Array<any> = []
   let cursor: string | null = null
   for (let page = 0; page < 100; page++) {
-    const query = new URLSearchParams()
-    if (limit !== undefined) query.set("limit", String(limit))
-    if (cursor !== null) query.set("cursor", cursor)
-    const res = await server.api(`/deposits?${query}`, { key: m.apiKey })
-    expect(res.status, res.text).toBe(200)
-    expect(Object.keys(res.json).sort()).toEqual(["deposits", "next_cursor"])
-    if (limit !== undefined) expect(res.json.deposits.length).toBeLessThanOrEqual(limit)
-    seen.push(...res.json.deposits)
-    cursor = res.json.next_cursor
+    const res: { deposits: ReadonlyArray<any>; next_cursor: string | null } = await server.merchant(m.apiKey).call((client) =>
+      client.deposits.listDeposits({ urlParams: { ...(limit !== undefined ? { limit } : {}), ...(cursor !== null ? { cursor } : {}) } })
+    )
+    expect(Object.keys(res).sort()).toEqual(["deposits", "next_cursor"])
+    if (limit !== undefined) expect(res.deposits.length).toBeLessThanOrEqual(limit)
+    seen.push(...res.deposits)
+    cursor = res.next_cursor
     if (cursor === null) return seen
     expect(typeof cursor).toBe("string")
-    expect(res.json.deposits.length).toBe(limit) // a page before the end is full
+    expect(res.deposits.length).toBe(limit) // a page before the end is full
   }
   throw new Error("pagination did not end")
 }
@@ -99,11 +86,10 @@ describe("GET /balance", () => {
     const m = await server.createMerchant()
     const trc20 = "TQn9Y2khEsLJW1ChVWFMSMeRDow5KcbLSE"
     const bep20 = "0x8894E0a0c962CB723c1976a4421c95949bE2D4E3"
-    const put = await server.admin(`/admin/merchants/${m.id}/legacy-addresses`, { method: "PUT", body: { trc20, bep20 } })
-    expect(put.status).toBe(200)
+    await server.adminApi.call((client) => client.merchants.setLegacyAddresses({ path: { id: m.id }, payload: { trc20, bep20 } }))
     expect((await balanceOf(m)).deposit_addresses).toEqual({ trc20, bep20 })
 
-    await server.admin(`/admin/merchants/${m.id}/legacy-addresses`, { method: "PUT", body: { trc20: null, bep20 } })
+    await server.adminApi.call((client) => client.merchants.setLegacyAddresses({ path: { id: m.id }, payload: { trc20: null, bep20 } }))
     expect((await balanceOf(m)).deposit_addresses).toEqual({ trc20: null, bep20 })
     // Other merchants are unaffected.
     const other = await server.createMerchant()
@@ -114,9 +100,8 @@ describe("GET /balance", () => {
 describe("GET /deposits/fees", () => {
   it("is exactly the tier table of spec 2.5", async () => {
     const m = await server.createMerchant()
-    const res = await server.api("/deposits/fees", { key: m.apiKey })
-    expect(res.status).toBe(200)
-    expect(res.json).toEqual({
+    const fees = await server.merchant(m.apiKey).call((client) => client.deposits.getFees())
+    expect(fees).toEqual({
       currency: "USD",
       tiers: [
         { min_amount: 0, max_amount: 5000, percent: 1 },
@@ -302,15 +287,14 @@ describe("GET /deposits", () => {
   const ordered = (items: ReadonlyArray<any>) => [...items].reverse()
 
   it("lists confirmed credits newest first, then by id, with a null next_cursor at the end", async () => {
-    const res = await server.api("/deposits", { key: m.apiKey })
-    expect(res.status).toBe(200)
-    expect(res.json.next_cursor).toBeNull()
-    expect(res.json.deposits).toHaveLength(5)
-    for (const item of res.json.deposits) expectDepositItem(item)
-    expect(res.json.deposits).toEqual(ordered(created))
-    const times = res.json.deposits.map((d: any) => Date.parse(d.created_at))
+    const res = await server.merchant(m.apiKey).call((client) => client.deposits.listDeposits({ urlParams: {} }))
+    expect(res.next_cursor).toBeNull()
+    expect(res.deposits).toHaveLength(5)
+    for (const item of res.deposits) expectDepositItem(item)
+    expect(res.deposits).toEqual(ordered(created))
+    const times = res.deposits.map((d) => Date.parse(d.created_at))
     expect(times).toEqual([...times].sort((a, b) => b - a))
-    expect(res.json.deposits.map((d: any) => d.amount)).toEqual([49.5, 39.6, 29.7, 19.8, 9.9])
+    expect(res.deposits.map((d) => d.amount)).toEqual([49.5, 39.6, 29.7, 19.8, 9.9])
   })
 
   it("pages with limit=2 visit every deposit exactly once, in order", async () => {
@@ -319,21 +303,20 @@ describe("GET /deposits", () => {
     expect(new Set(all.map((d) => d.id)).size).toBe(5)
     const ones = await listAll(m, 1)
     expect(ones.map((d) => d.id)).toEqual(ordered(created).map((d) => d.id))
-    const max = await server.api("/deposits?limit=200", { key: m.apiKey })
-    expect(max.status).toBe(200)
-    expect(max.json.deposits).toHaveLength(5)
+    const max = await server.merchant(m.apiKey).call((client) => client.deposits.listDeposits({ urlParams: { limit: 200 } }))
+    expect(max.deposits).toHaveLength(5)
   })
 
   it("a cursor stays valid when new deposits arrive, and does not repeat earlier pages", async () => {
     const other = await server.createMerchant()
     for (const amount of [1, 2, 3]) await server.deposit(other.id, amount)
-    const first = await server.api("/deposits?limit=2", { key: other.apiKey })
-    expect(first.json.deposits).toHaveLength(2)
+    const first = await server.merchant(other.apiKey).call((client) => client.deposits.listDeposits({ urlParams: { limit: 2 } }))
+    expect(first.deposits).toHaveLength(2)
+    expect(first.next_cursor).not.toBeNull()
     await server.deposit(other.id, 4) // newer than everything: belongs before the cursor
-    const rest = await server.api(`/deposits?limit=2&cursor=${first.json.next_cursor}`, { key: other.apiKey })
-    expect(rest.status).toBe(200)
-    expect(rest.json.deposits.map((d: any) => d.amount)).toEqual([0.99])
-    expect(rest.json.next_cursor).toBeNull()
+    const rest = await server.merchant(other.apiKey).call((client) => client.deposits.listDeposits({ urlParams: { limit: 2, cursor: first.next_cursor! } }))
+    expect(rest.deposits.map((d) => d.amount)).toEqual([0.99])
+    expect(rest.next_cursor).toBeNull()
   })
 
   it("limit outside 1..200 or not an integer is 400 MERCHANT_INVALID_QUERY", async () => {
@@ -373,11 +356,11 @@ describe("GET /deposits", () => {
     const own = await server.deposit(stranger.id, 77)
     const list = await listAll(stranger)
     expect(list.map((d) => d.id)).toEqual([own.json.id])
-    const first = await server.api("/deposits?limit=1", { key: m.apiKey })
-    const borrowed = await server.api(`/deposits?cursor=${first.json.next_cursor}`, { key: stranger.apiKey })
-    expect(borrowed.status).toBe(200)
+    const first = await server.merchant(m.apiKey).call((client) => client.deposits.listDeposits({ urlParams: { limit: 1 } }))
+    expect(first.next_cursor).not.toBeNull()
+    const borrowed = await server.merchant(stranger.apiKey).call((client) => client.deposits.listDeposits({ urlParams: { cursor: first.next_cursor! } }))
     const ids = new Set(created.map((d) => d.id))
-    for (const d of borrowed.json.deposits) expect(ids.has(d.id)).toBe(false)
+    for (const d of borrowed.deposits) expect(ids.has(d.id)).toBe(false)
   })
 
   it("the balance agrees with the list: total_deposited is the sum of credited amounts, and available + total_spent = total_deposited", async () => {

@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { expectError, isUuid } from "../support/expectations.js"
 import {
   balanceOf,
+  bought,
   buy,
   buyBody,
   buyByName,
@@ -20,6 +21,7 @@ import {
   fundedMerchant,
   getPurchase,
   IN_FLIGHT,
+  IN_FLIGHT_STATUSES,
   itemOf,
   listedIds,
   listPurchases,
@@ -47,8 +49,7 @@ afterAll(async () => {
 })
 
 const patchStatus = async (m: Merchant, status: "active" | "blocked" | "inactive") => {
-  const res = await server.admin(`/admin/merchants/${m.id}`, { method: "PATCH", body: { status } })
-  expect(res.status, res.text).toBe(200)
+  await server.adminApi.call((client) => client.merchants.updateMerchant({ path: { id: m.id }, payload: { status } }))
 }
 
 describe("POST /buy and /buy-sync validation (spec 4.3, 7.2; CONTRACT 6)", () => {
@@ -225,11 +226,10 @@ describe("pre-checks against the live item (spec 4.3, 7.2; CONTRACT 6)", () => {
     const m = await fundedMerchant(server, 10_000)
     const other = await fundedMerchant(server, 10_000)
     const [gone, sold] = await loadItems(server, [itemOf(500), itemOf(500)])
-    const del = await server.admin(`/admin/catalogue/items/${gone}`, { method: "DELETE" })
-    expect(del.status, del.text).toBe(204)
+    await server.adminApi.call((client) => client.catalogue.removeItem({ path: { id: gone! } }))
     expectError(await buy(server, m, buyBody({ itemId: gone!, maxPrice: 10 })), 409, "MERCHANT_ITEM_UNAVAILABLE")
 
-    expectPurchaseCreated(await buy(server, other, buyBody({ itemId: sold!, maxPrice: 10 })), 201)
+    await bought(server, other, buyBody({ itemId: sold!, maxPrice: 10 }))
     expectError(await buy(server, m, buyBody({ itemId: sold!, maxPrice: 10 })), 409, "MERCHANT_ITEM_UNAVAILABLE")
     // the same merchant with another custom_id: still one item, one sale
     expectError(await buy(server, other, buyBody({ itemId: sold!, maxPrice: 10 })), 409, "MERCHANT_ITEM_UNAVAILABLE")
@@ -262,12 +262,12 @@ describe("pre-checks against the live item (spec 4.3, 7.2; CONTRACT 6)", () => {
     )
     expectError(byName, 400, "MERCHANT_NO_ITEMS_FOUND")
     expect(await balanceOf(server, m)).toMatchObject({ available: 10_000, totalSpent: 0 })
-    const ok = expectPurchaseCreated(await buy(server, m, buyBody({ itemId, maxPrice: 10.001 })), 201)
+    const ok = await bought(server, m, buyBody({ itemId, maxPrice: 10.001 }))
     expect(ok.item.price).toBe(10)
     // the actual price is debited, never the ceiling
     expect(ok.balance_after).toBe(90)
     const exact = await loadItem(server, 1_000)
-    expectPurchaseCreated(await buy(server, m, buyBody({ itemId: exact, maxPrice: 10 })), 201)
+    await bought(server, m, buyBody({ itemId: exact, maxPrice: 10 }))
   })
 
   it("402 against the live price, not max_price, and the price check comes first", async () => {
@@ -277,7 +277,7 @@ describe("pre-checks against the live item (spec 4.3, 7.2; CONTRACT 6)", () => {
     expectError(await buy(server, m, buyBody({ itemId, maxPrice: 9.99 })), 409, "MERCHANT_PRICE_CHANGED")
     const cheap = await loadItem(server, 499)
     // a ceiling far above the balance does not matter: only the actual price is debited
-    const ok = expectPurchaseCreated(await buy(server, m, buyBody({ itemId: cheap, maxPrice: 1_000_000 })), 201)
+    const ok = await bought(server, m, buyBody({ itemId: cheap, maxPrice: 1_000_000 }))
     expect(ok.balance_after).toBe(0.01)
     expect(await balanceOf(server, m)).toMatchObject({ available: 1, totalSpent: 499 })
   })
@@ -308,10 +308,10 @@ describe("merchant status comes before validation (CONTRACT 2, 6)", () => {
     expectError(await buy(server, m, "{not json"), 403, "MERCHANT_NOT_ACTIVE")
     expectError(await buy(server, m, buyBody({ itemId, maxPrice: 10 }), "/buy-sync"), 403, "MERCHANT_NOT_ACTIVE")
     expectError(await buyByName(server, m, byNameBody({ name: "x", maxPrice: 0 })), 403, "MERCHANT_NOT_ACTIVE")
-    expect((await server.api("/purchases", { key: m.apiKey })).status).toBe(200)
+    await server.merchant(m.apiKey).call((client) => client.purchases.listPurchases({ urlParams: {} }))
     expect(await balanceOf(server, m)).toMatchObject({ available: 10_000, totalSpent: 0 })
     await patchStatus(m, "active")
-    expectPurchaseCreated(await buy(server, m, buyBody({ itemId, maxPrice: 10 })), 201)
+    await bought(server, m, buyBody({ itemId, maxPrice: 10 }))
   })
 })
 
@@ -349,7 +349,7 @@ describe("the state machine of every simulator token (spec 2.2, 3.1, 7.3; CONTRA
     const input = itemOf(price, { estimated_delivery_minutes: 42, exterior: "Minimal Wear", float: 0.0712 })
     const [itemId] = await loadItems(server, [input])
     const customId = `sm-${e.token}-${randomUUID().slice(0, 8)}`
-    const created = expectPurchaseCreated(await buy(server, m, buyBody({ itemId: itemId!, maxPrice: 20, customId, token: e.token })), 201)
+    const created = await bought(server, m, buyBody({ itemId: itemId!, maxPrice: 20, customId, token: e.token }))
     expect(created).toMatchObject({
       custom_id: customId,
       status: "created",
@@ -423,14 +423,14 @@ describe("the state machine of every simulator token (spec 2.2, 3.1, 7.3; CONTRA
     const name = `Leaving | ${randomUUID().slice(0, 8)}`
     const [sold, stays] = await loadItems(server, [itemOf(300, { market_hash_name: name }), itemOf(400, { market_hash_name: name })])
     await pollUntil("both items listed", async () => (await listedIds(server, m, name)).length === 2 ? true : undefined)
-    expectPurchaseCreated(await buy(server, m, buyBody({ itemId: sold!, maxPrice: 3 })), 201)
+    await bought(server, m, buyBody({ itemId: sold!, maxPrice: 3 }))
     await pollUntil("the sold item delisted", async () => {
       const ids = await listedIds(server, m, name)
       return ids.length === 1 ? ids : undefined
     }).then((ids) => expect(ids).toEqual([stays]))
     // and it stays out after the purchase ends, whatever the outcome
     const failed = await loadItem(server, 300, { market_hash_name: name })
-    const res = expectPurchaseCreated(await buy(server, m, buyBody({ itemId: failed, maxPrice: 3, token: TOKENS.private })), 201)
+    const res = await bought(server, m, buyBody({ itemId: failed, maxPrice: 3, token: TOKENS.private }))
     await watchPurchase(server, m, res.purchase_id)
     await pollUntil("the refunded item delisted", async () => {
       const ids = await listedIds(server, m, name)
@@ -463,7 +463,7 @@ describe("the state machine of every simulator token (spec 2.2, 3.1, 7.3; CONTRA
     }
     const before = await handoverBeat()
     const m = await fundedMerchant(server, 10_000)
-    const res = expectPurchaseCreated(await buy(server, m, buyBody({ itemId: await loadItem(server, 250), maxPrice: 3 })), 201)
+    const res = await bought(server, m, buyBody({ itemId: await loadItem(server, 250), maxPrice: 3 }))
     await pollUntil("the handover fiber's beat", async () => {
       const beat = await handoverBeat()
       return beat !== null && beat !== before ? beat : undefined
@@ -517,7 +517,7 @@ describe("GET /purchases (spec 4.3)", () => {
   it("filters by status, custom_id, target_steam_id and a created_at window", async () => {
     expect(ids(await listPurchases(server, m, { status: "completed" }))).toEqual(ids(newestFirst().filter((p) => p.status === "completed")))
     expect(ids(await listPurchases(server, m, { status: "failed" }))).toEqual([made[3]!.purchase_id, made[1]!.purchase_id])
-    for (const status of IN_FLIGHT) expect(await listPurchases(server, m, { status })).toEqual([])
+    for (const status of IN_FLIGHT_STATUSES) expect(await listPurchases(server, m, { status })).toEqual([])
     expect(ids(await listPurchases(server, m, { custom_id: "list-3" }))).toEqual([made[2]!.purchase_id])
     expect(await listPurchases(server, m, { custom_id: "list-" })).toEqual([])
     expect(ids(await listPurchases(server, m, { target_steam_id: steamIdOf(222) }))).toEqual([made[3]!.purchase_id, made[1]!.purchase_id])
@@ -542,15 +542,14 @@ describe("GET /purchases (spec 4.3)", () => {
       const seen: Array<string> = []
       let cursor: string | null = null
       for (let page = 0; page < 10; page++) {
-        const params = new URLSearchParams({ limit: String(limit), ...query })
-        if (cursor !== null) params.set("cursor", cursor)
-        const res = await server.api(`/purchases?${params}`, { key: m.apiKey })
-        expect(res.status, res.text).toBe(200)
-        expect(res.json.purchases.length).toBeLessThanOrEqual(limit)
-        seen.push(...res.json.purchases.map((p: Detail) => p.purchase_id))
-        cursor = res.json.next_cursor
+        const res: { purchases: ReadonlyArray<Detail>; next_cursor: string | null } = await server.merchant(m.apiKey).call((client) =>
+          client.purchases.listPurchases({ urlParams: { limit, ...query, ...(cursor !== null ? { cursor } : {}) } })
+        )
+        expect(res.purchases.length).toBeLessThanOrEqual(limit)
+        seen.push(...res.purchases.map((p) => p.purchase_id))
+        cursor = res.next_cursor
         if (cursor === null) break
-        expect(res.json.purchases.length).toBe(limit)
+        expect(res.purchases.length).toBe(limit)
       }
       expect(cursor).toBeNull()
       expect(seen).toEqual(ids(await listPurchases(server, m, query)))

@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { expectError } from "../support/expectations.js"
 import {
   balanceOf,
+  bought,
   buy,
   buyBody,
   buyByName,
@@ -72,10 +73,10 @@ describe("/buy repeats (spec 4.4 rule 2)", () => {
     const m = await fundedMerchant(server, 10_000)
     const itemId = await loadItem(server, 2_500)
     const body = buyBody({ itemId, maxPrice: 30 })
-    const first = expectPurchaseCreated(await buy(server, m, body), 201)
+    const first = await bought(server, m, body)
     expect(first.status).toBe("created")
     expect(first.balance_after).toBe(75)
-    const again = expectPurchaseCreated(await buy(server, m, body), 201)
+    const again = await bought(server, m, body)
     expect(again.purchase_id).toBe(first.purchase_id)
     expect(again.created_at).toBe(first.created_at)
 
@@ -83,7 +84,7 @@ describe("/buy repeats (spec 4.4 rule 2)", () => {
     expect(final.status).toBe("completed")
     // another debit and deposit move the balance: a repeat answers the current one
     await fund(server, m, 1_000)
-    const later = expectPurchaseCreated(await buy(server, m, body), 201)
+    const later = await bought(server, m, body)
     expect(later).toMatchObject({ purchase_id: first.purchase_id, status: "completed", balance_after: 85, custom_id: body.custom_id })
     expect(later.item).toEqual(first.item)
     expect(await balanceOf(server, m)).toEqual({ available: 8_500, onHold: 0, totalDeposited: 11_000, totalSpent: 2_500 })
@@ -94,7 +95,7 @@ describe("/buy repeats (spec 4.4 rule 2)", () => {
     const m = await fundedMerchant(server, 10_000)
     const [itemId, otherItem] = await loadItems(server, [itemOf(1_000), itemOf(1_000)])
     const body = buyBody({ itemId: itemId!, maxPrice: 10, token: "abcd1234", partner: 5555 })
-    const first = expectPurchaseCreated(await buy(server, m, body), 201)
+    const first = await bought(server, m, body)
     const mismatches = [
       { ...body, item_id: otherItem },
       { ...body, target_trade_url: body.target_trade_url.replace("abcd1234", "abcd1235") },
@@ -106,26 +107,26 @@ describe("/buy repeats (spec 4.4 rule 2)", () => {
       expectError(await buy(server, m, mismatch, "/buy-sync"), 409, "MERCHANT_DUPLICATE_CUSTOM_ID")
     }
     // the recipient derived from the URL is the same whether target_steam_id is sent or not
-    const withSteamId = expectPurchaseCreated(await buy(server, m, { ...body, target_steam_id: steamIdOf(5555) }), 201)
+    const withSteamId = await bought(server, m, { ...body, target_steam_id: steamIdOf(5555) })
     expect(withSteamId.purchase_id).toBe(first.purchase_id)
     // other fields are validated first: a bad steam id is still 400, not a duplicate
     expectError(await buy(server, m, { ...body, target_steam_id: steamIdOf(5556) }), 400, "MERCHANT_STEAM_ID_MISMATCH")
     expect(await balanceOf(server, m)).toMatchObject({ totalSpent: 1_000, available: 9_000 })
     expect(await byCustomId(m, body.custom_id)).toHaveLength(1)
     // the other item was never touched
-    expectPurchaseCreated(await buy(server, m, buyBody({ itemId: otherItem!, maxPrice: 10 })), 201)
+    await bought(server, m, buyBody({ itemId: otherItem!, maxPrice: 10 }))
   })
 
   it("max_price below the saved price is a duplicate; equal or above is a match (compared exactly)", async () => {
     const m = await fundedMerchant(server, 10_000)
     const itemId = await loadItem(server, 1_000)
     const body = buyBody({ itemId, maxPrice: 12 })
-    const first = expectPurchaseCreated(await buy(server, m, body), 201)
+    const first = await bought(server, m, body)
     for (const maxPrice of [9.99, 9.999]) {
       expectError(await buy(server, m, { ...body, max_price: maxPrice }), 409, "MERCHANT_DUPLICATE_CUSTOM_ID")
     }
     for (const maxPrice of [10, 10.001, 11, 1_000_000]) {
-      const res = expectPurchaseCreated(await buy(server, m, { ...body, max_price: maxPrice }), 201)
+      const res = await bought(server, m, { ...body, max_price: maxPrice })
       expect(res.purchase_id).toBe(first.purchase_id)
     }
     expect((await balanceOf(server, m)).totalSpent).toBe(1_000)
@@ -134,14 +135,14 @@ describe("/buy repeats (spec 4.4 rule 2)", () => {
   it("/buy then /buy-sync with the same parameters is a match, and so is /buy-sync then /buy", async () => {
     const m = await fundedMerchant(server, 10_000)
     const [a, b] = await loadItems(server, [itemOf(700), itemOf(800)])
-    const first = expectPurchaseCreated(await buy(server, m, buyBody({ itemId: a!, maxPrice: 7, customId: "mix-1" })), 201)
+    const first = await bought(server, m, buyBody({ itemId: a!, maxPrice: 7, customId: "mix-1" }))
     const sync = await buy(server, m, buyBody({ itemId: a!, maxPrice: 7, customId: "mix-1" }), "/buy-sync")
     expect([200, 202]).toContain(sync.status)
     expect(expectPurchaseCreated(sync, sync.status).purchase_id).toBe(first.purchase_id)
 
     const syncFirst = await buy(server, m, buyBody({ itemId: b!, maxPrice: 8, customId: "mix-2" }), "/buy-sync")
     expect([200, 202]).toContain(syncFirst.status)
-    const thenBuy = expectPurchaseCreated(await buy(server, m, buyBody({ itemId: b!, maxPrice: 8, customId: "mix-2" })), 201)
+    const thenBuy = await bought(server, m, buyBody({ itemId: b!, maxPrice: 8, customId: "mix-2" }))
     expect(thenBuy.purchase_id).toBe(syncFirst.json.purchase_id)
     expect((await balanceOf(server, m)).totalSpent).toBe(1_500)
   })
@@ -149,7 +150,7 @@ describe("/buy repeats (spec 4.4 rule 2)", () => {
   it("/buy-by-name with a /buy custom_id reads that purchase; /buy with a by-name custom_id is a duplicate", async () => {
     const m = await fundedMerchant(server, 10_000)
     const itemId = await loadItem(server, 600)
-    const first = expectPurchaseCreated(await buy(server, m, buyBody({ itemId, maxPrice: 6, customId: "cross-1" })), 201)
+    const first = await bought(server, m, buyBody({ itemId, maxPrice: 6, customId: "cross-1" }))
     await watchPurchase(server, m, first.purchase_id)
     // by custom_id alone: the name, price and URL are not compared
     const res = await buyByName(server, m, byNameBody({ name: "Not The Same Name", maxPrice: 1, customId: "cross-1", token: "zzzzzzzz" }))
@@ -209,7 +210,7 @@ describe("/buy-sync answers (spec 4.3)", () => {
       const again = expectPurchaseFailed(await buy(server, m, request, "/buy-sync"), "MERCHANT_PURCHASE_FAILED", code)
       expect(again.purchase_id).toBe(failed.purchase_id)
       // /buy of the same request answers the failed purchase as it is now
-      expect(expectPurchaseCreated(await buy(server, m, request), 201)).toMatchObject({ purchase_id: failed.purchase_id, status: "failed" })
+      expect(await bought(server, m, request)).toMatchObject({ purchase_id: failed.purchase_id, status: "failed" })
       expect(await balanceOf(server, m)).toEqual({ available: 10_000, onHold: 0, totalDeposited: 10_000, totalSpent: 0 })
     }
   )
@@ -324,7 +325,7 @@ describe("/buy-by-name (spec 4.3, 4.4 rule 3)", () => {
     // and a /buy may use a custom_id that only ever got NO_ITEMS_FOUND
     const other = `none-${randomUUID()}`
     expectError(await buyByName(server, m, byNameBody({ name: uniqueName(), maxPrice: 5, customId: other })), 400, "MERCHANT_NO_ITEMS_FOUND")
-    expectPurchaseCreated(await buy(server, m, buyBody({ itemId: await loadItem(server, 100), maxPrice: 1, customId: other })), 201)
+    await bought(server, m, buyBody({ itemId: await loadItem(server, 100), maxPrice: 1, customId: other }))
   })
 
   it("402 against the cheapest live price, no retry, nothing recorded", async () => {

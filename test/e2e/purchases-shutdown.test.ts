@@ -79,12 +79,12 @@ describe("graceful shutdown with purchases under way", () => {
     const server = await startServer({ env: PURCHASE_ENV, database })
     try {
       const m = await fundedMerchant(server, 10_000)
-      const res = await server.api("/buy", { method: "POST", key: m.apiKey, body: buyBody({ itemId: await loadItem(server, 500), maxPrice: 5 }) })
-      expect(res.status).toBe(201)
+      const itemId = await loadItem(server, 500)
+      const created = await server.merchant(m.apiKey).call((client) => client.purchases.buy({ payload: buyBody({ itemId, maxPrice: 5 }) }))
       expect(await server.stop("SIGTERM")).toBe(0)
       const rows = await withStoppedDatabase(
         database,
-        (query) => query<{ status: string; lease_owner: string | null }>("SELECT status, lease_owner FROM purchases WHERE id = $1", [res.json.purchase_id])
+        (query) => query<{ status: string; lease_owner: string | null }>("SELECT status, lease_owner FROM purchases WHERE id = $1", [created.purchase_id])
       )
       expect(rows).toEqual([{ status: "created", lease_owner: null }])
     } finally {

@@ -44,9 +44,8 @@ describe("smoke", () => {
 
   it("a new merchant has a zero balance", async () => {
     const m = await server.createMerchant()
-    const res = await server.api("/balance", { key: m.apiKey })
-    expect(res.status).toBe(200)
-    expect(res.json).toEqual({ available: 0, on_hold: 0, total_deposited: 0, total_spent: 0, currency: "USD", deposit_addresses: { trc20: null, bep20: null } })
+    const balance = await server.merchant(m.apiKey).call((client) => client.balance.getBalance())
+    expect(balance).toEqual({ available: 0, on_hold: 0, total_deposited: 0, total_spent: 0, currency: "USD", deposit_addresses: { trc20: null, bep20: null } })
   })
 
   it.runIf(!process.env["DATABASE_URL"])(
@@ -56,7 +55,7 @@ describe("smoke", () => {
       expect(code).toBe(1)
       expect(output).toContain("is in use by another process")
       // the first one goes on
-      expect((await server.api("/balance", { key: (await server.createMerchant()).apiKey })).status).toBe(200)
+      await server.merchant((await server.createMerchant()).apiKey).call((client) => client.balance.getBalance())
     },
     60_000
   )

@@ -28,6 +28,11 @@ afterAll(async () => {
 const wallets = (s: RunningServer, m: Merchant) => s.api("/deposits/wallets", { key: m.apiKey })
 const request = (s: RunningServer, m: Merchant, body: unknown) => s.api("/deposits/wallets", { method: "POST", key: m.apiKey, body })
 const reconcile = (s: RunningServer, m: Merchant, id: string) => s.api(`/deposits/wallets/${id}/reconcile`, { method: "POST", key: m.apiKey })
+/** The simulated wallet provider up or down (PUT /admin/simulator/wallet-provider, 200). */
+const setProvider = (available: boolean) => server.adminApi.call((client) => client.deposits.setWalletProvider({ payload: { available } }))
+/** A simulated wallet's provider status (POST /admin/simulator/wallets/{id}/status, 200). */
+const setWalletStatus = (walletId: string, status: "active" | "disabled") =>
+  server.adminApi.call((client) => client.deposits.setWalletStatus({ path: { id: walletId }, payload: { status } }))
 const creations = (s: RunningServer) =>
   Promise.all(["ok", "answer_lost", "unavailable"].map((o) => metricValue(s, `wallet_provider_calls_total{call="create",outcome="${o}"}`)))
     .then((counts) => counts.reduce((a, b) => a + b, 0))
@@ -120,7 +125,7 @@ describe("requesting a wallet", () => {
 
   it("a provider outage: 502 with the request saved as prepared (readable), reconcile 409 WALLET_CREATION_NOT_STARTED; after recovery it binds", async () => {
     const m = await merchantWhere(server, "tron", false)
-    expect((await server.admin("/admin/simulator/wallet-provider", { method: "PUT", body: { available: false } })).status).toBe(200)
+    await setProvider(false)
     try {
       const down = await request(server, m, { network: "tron" })
       expect([down.status, down.json.error.code]).toEqual([502, "MERCHANT_WALLET_PROVIDER_UNAVAILABLE"])
@@ -129,7 +134,7 @@ describe("requesting a wallet", () => {
       const notStarted = await reconcile(server, m, saved.id)
       expect([notStarted.status, notStarted.json.error.code]).toEqual([409, "WALLET_CREATION_NOT_STARTED"])
     } finally {
-      await server.admin("/admin/simulator/wallet-provider", { method: "PUT", body: { available: true } })
+      await setProvider(true)
     }
     const up = await request(server, m, { network: "tron" })
     expect([up.status, up.json.status], up.text).toEqual([200, "bound"])
@@ -138,12 +143,12 @@ describe("requesting a wallet", () => {
   it("reconcile during an outage of a bound wallet is 502 and changes nothing", async () => {
     const m = await merchantWhere(server, "bsc", false)
     const bound = (await request(server, m, { network: "bsc" })).json
-    await server.admin("/admin/simulator/wallet-provider", { method: "PUT", body: { available: false } })
+    await setProvider(false)
     try {
       const res = await reconcile(server, m, bound.id)
       expect([res.status, res.json.error.code]).toEqual([502, "MERCHANT_WALLET_PROVIDER_UNAVAILABLE"])
     } finally {
-      await server.admin("/admin/simulator/wallet-provider", { method: "PUT", body: { available: true } })
+      await setProvider(true)
     }
     expect((await wallets(server, m)).json.wallets).toEqual([bound])
   })
@@ -163,13 +168,13 @@ describe("reconcile", () => {
   it("refreshes a bound wallet's provider status (disabled: do not send funds) and never its address", async () => {
     const m = await merchantWhere(server, "tron", false)
     const bound = (await request(server, m, { network: "tron" })).json
-    expect((await server.admin(`/admin/simulator/wallets/${bound.id}/status`, { method: "POST", body: { status: "disabled" } })).status).toBe(200)
+    await setWalletStatus(bound.id, "disabled")
     // saved state only: the list still says what was last read
     expect((await wallets(server, m)).json.wallets[0].can_deposit).toBe(true)
     const disabled = await reconcile(server, m, bound.id)
     expect(disabled.json).toMatchObject({ id: bound.id, status: "bound", address: bound.address, can_deposit: false })
     expect((await wallets(server, m)).json.wallets[0]).toMatchObject({ can_deposit: false, address: bound.address })
-    await server.admin(`/admin/simulator/wallets/${bound.id}/status`, { method: "POST", body: { status: "active" } })
+    await setWalletStatus(bound.id, "active")
     expect((await reconcile(server, m, bound.id)).json).toMatchObject({ can_deposit: true, address: bound.address })
   })
 })
@@ -178,7 +183,7 @@ describe("an inactive merchant", () => {
   it("gets 403 MERCHANT_NOT_ACTIVE on wallet mutations before any validation; reads still work and can_create is false", async () => {
     const m = await merchantWhere(server, "tron", false)
     const wallet = (await request(server, m, { network: "tron" })).json
-    await server.admin(`/admin/merchants/${m.id}`, { method: "PATCH", body: { status: "inactive" } })
+    await server.adminApi.call((client) => client.merchants.updateMerchant({ path: { id: m.id }, payload: { status: "inactive" } }))
     for (const body of [{ network: "bsc" }, { network: "nope" }]) {
       const res = await request(server, m, body)
       expect([res.status, res.json.error.code]).toEqual([403, "MERCHANT_NOT_ACTIVE"])
@@ -199,7 +204,7 @@ describe("payments", () => {
   }
   const pay = (walletId: string, amount: number, txId?: string) =>
     server.admin(`/admin/simulator/wallets/${walletId}/payments`, { method: "POST", body: { amount, ...(txId ? { tx_id: txId } : {}) } })
-  const depositsOf = async (m: Merchant) => (await server.api("/deposits", { key: m.apiKey })).json.deposits
+  const depositsOf = async (m: Merchant) => (await server.merchant(m.apiKey).call((client) => client.deposits.listDeposits({ urlParams: {} }))).deposits
 
   it("102.50 USDT credits 101.47 and 6435 credits 6402.82 (tier commission), as walletpay deposits to the wallet's address, with balance.deposited", async () => {
     const { m, wallet } = await payee("tron")
@@ -217,8 +222,8 @@ describe("payments", () => {
       })
     }
     expect(await balanceOf(server, m)).toEqual({ available: 650_429, onHold: 0, totalDeposited: 650_429, totalSpent: 0 })
-    const events = (await server.api("/webhook-events", { key: m.apiKey })).json.events
-    expect(events.filter((e: any) => e.event_type === "balance.deposited")).toHaveLength(2)
+    const { events } = await server.merchant(m.apiKey).call((client) => client.webhooks.listWebhookEvents({ urlParams: {} }))
+    expect(events.filter((e) => e.event_type === "balance.deposited")).toHaveLength(2)
   })
 
   it("a transfer sent again is credited once", async () => {
@@ -238,7 +243,7 @@ describe("payments", () => {
 
   it("to a wallet the provider has disabled: recorded, not credited", async () => {
     const { m, wallet } = await payee("tron")
-    await server.admin(`/admin/simulator/wallets/${wallet.id}/status`, { method: "POST", body: { status: "disabled" } })
+    await setWalletStatus(wallet.id, "disabled")
     const before = await metricValue(server, "wallet_payment_callbacks_total{outcome=\"wallet_disabled\"}")
     expect((await pay(wallet.id, 100)).status).toBe(202)
     await pollUntil(
@@ -284,9 +289,9 @@ describe("payments", () => {
 
   it("a payment to a wallet the provider has not created is refused (409 ADMIN_CONFLICT); unknown wallet 404; a bad amount 400", async () => {
     const m = await merchantWhere(server, "tron", false)
-    await server.admin("/admin/simulator/wallet-provider", { method: "PUT", body: { available: false } })
+    await setProvider(false)
     const prepared = await request(server, m, { network: "tron" })
-    await server.admin("/admin/simulator/wallet-provider", { method: "PUT", body: { available: true } })
+    await setProvider(true)
     expect(prepared.status).toBe(502)
     const [saved] = (await wallets(server, m)).json.wallets
     expect((await pay(saved.id, 10)).json.error.code).toBe("ADMIN_CONFLICT")

@@ -49,10 +49,11 @@ const eventsOf = async (server: RunningServer, m: Merchant) => {
   const all: Array<{ id: string; delivery_status: string; delivery_attempts: number }> = []
   let cursor: string | null = null
   do {
-    const res = await server.api(`/webhook-events?limit=200${cursor === null ? "" : `&cursor=${cursor}`}`, { key: m.apiKey })
-    expect(res.status, res.text).toBe(200)
-    all.push(...res.json.events)
-    cursor = res.json.next_cursor
+    const res: { events: ReadonlyArray<(typeof all)[number]>; next_cursor: string | null } = await server.merchant(m.apiKey).call((client) =>
+      client.webhooks.listWebhookEvents({ urlParams: { limit: 200, ...(cursor !== null ? { cursor } : {}) } })
+    )
+    all.push(...res.events)
+    cursor = res.next_cursor
   } while (cursor !== null)
   return all
 }

@@ -4,9 +4,10 @@
  * retry schedule ending in `failed`, replay and recovery keeping event ids and bytes, secret
  * rotation with overlap, events of a merchant without a URL, and bad admin input.
  */
+import { Either } from "effect"
 import { randomUUID } from "node:crypto"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { buy, buyBody, fund, loadItem, type Merchant, pollUntil, PURCHASE_ENV } from "../support/purchases.js"
+import { bought, buyBody, fund, loadItem, type Merchant, pollUntil, PURCHASE_ENV } from "../support/purchases.js"
 import { metricValue, type RunningServer, startServer } from "../support/server.js"
 import { awaitDeliveries, bodyOf, deliveriesTo, headerOf, type Receiver, startReceiver, verdictOf } from "../support/webhooks.js"
 
@@ -44,25 +45,12 @@ const merchantAt = async (path: string | null): Promise<HookMerchant> => {
 /** A credited deposit (one balance.deposited event); its tx_id. */
 const depositTo = async (m: Merchant, amount = 10) => {
   const txId = `tx-${randomUUID()}`
-  const res = await server.deposit(m.id, amount, txId)
-  expect(res.status, res.text).toBe(201)
+  await server.adminApi.call((client) => client.deposits.creditDeposit({ payload: { merchant_id: m.id, network: "tron", amount, tx_id: txId } }))
   return txId
 }
 
-const eventsOf = async (m: Merchant, query = "") => {
-  const res = await server.api(`/webhook-events?limit=200${query}`, { key: m.apiKey })
-  expect(res.status, res.text).toBe(200)
-  return res.json.events as Array<{
-    id: string
-    event_type: string
-    order_id: string | null
-    delivery_status: string
-    delivery_attempts: number
-    last_response_code: number | null
-    created_at: string
-    delivered_at: string | null
-  }>
-}
+const eventsOf = async (m: Merchant, query: { readonly status?: "pending" | "delivered" | "failed"; readonly order_id?: string } = {}) =>
+  (await server.merchant(m.apiKey).call((client) => client.webhooks.listWebhookEvents({ urlParams: { limit: 200, ...query } }))).events
 
 /** Waits until the merchant's only event (or the one with `id`) is in a final state; returns it. */
 const settledEvent = (m: Merchant, id?: string) =>
@@ -109,8 +97,7 @@ describe("delivery", () => {
     const m = await merchantAt("/ok")
     await fund(server, m, 1_000)
     const itemId = await loadItem(server, 150)
-    const created = await buy(server, m, buyBody({ itemId, maxPrice: 5 }))
-    expect(created.status, created.text).toBe(201)
+    const created = await bought(server, m, buyBody({ itemId, maxPrice: 5 }))
     const types = ["purchase.created", "purchase.processing", "purchase.sent_to_steam", "purchase.completed"]
     const deliveries = await pollUntil("the purchase's four events", async () => {
       const got = deliveriesTo(receiver, m.path).filter((d) => bodyOf(d).event_type.startsWith("purchase."))
@@ -120,9 +107,9 @@ describe("delivery", () => {
       const body = bodyOf(delivery)
       expect(verdictOf(delivery, m.webhookSecret)).toBe("valid")
       expect([headerOf(delivery.headers, "x-event"), headerOf(delivery.headers, "x-event-id")]).toEqual([body.event_type, body.event_id])
-      expect(body.data).toMatchObject({ purchase_id: created.json.purchase_id, custom_id: created.json.custom_id, price: 1.5 })
+      expect(body.data).toMatchObject({ purchase_id: created.purchase_id, custom_id: created.custom_id, price: 1.5 })
     }
-    const events = await eventsOf(m, `&order_id=${created.json.purchase_id}`)
+    const events = await eventsOf(m, { order_id: created.purchase_id })
     expect(new Set(deliveries.map((d) => bodyOf(d).event_id))).toEqual(new Set(events.map((e) => e.id)))
   })
 
@@ -175,9 +162,9 @@ describe("support procedures", () => {
     const original = deliveriesTo(receiver, m.path)[0]!
     // the merchant fixes its receiver
     const okPath = `/ok/${randomUUID()}`
-    expect((await server.admin(`/admin/merchants/${m.id}`, { method: "PATCH", body: { webhook_url: receiver.url(okPath) } })).status).toBe(200)
-    const replay = await server.admin(`/admin/webhook-events/${failed.id}/replay`, { method: "POST" })
-    expect([replay.status, replay.json.event_id]).toEqual([202, failed.id])
+    await server.adminApi.call((client) => client.merchants.updateMerchant({ path: { id: m.id }, payload: { webhook_url: receiver.url(okPath) } }))
+    const replay = await server.adminApi.call((client) => client.webhooks.replayEvent({ path: { id: failed.id } }))
+    expect(replay.event_id).toEqual(failed.id)
     const [again] = await awaitDeliveries(receiver, okPath, 1)
     expect(again!.body.equals(original.body)).toBe(true)
     expect(headerOf(again!.headers, "x-event-id")).toBe(failed.id)
@@ -185,7 +172,7 @@ describe("support procedures", () => {
     const delivered = await settledEvent(m, failed.id)
     expect(delivered).toMatchObject({ id: failed.id, delivery_status: "delivered", delivery_attempts: 4, last_response_code: 200 })
     // a delivered event replayed: delivered again, one more attempt
-    expect((await server.admin(`/admin/webhook-events/${failed.id}/replay`, { method: "POST" })).status).toBe(202)
+    await server.adminApi.call((client) => client.webhooks.replayEvent({ path: { id: failed.id } }))
     await awaitDeliveries(receiver, okPath, 2)
     await pollUntil("the fifth attempt recorded", async () => (await settledEvent(m, failed.id)).delivery_attempts === 5 ? true : undefined)
   })
@@ -206,13 +193,13 @@ describe("support procedures", () => {
     await depositTo(m)
     await depositTo(m)
     const failedSince = await pollUntil("two more failed events", async () => {
-      const events = (await eventsOf(m, "&status=failed")).filter((e) => e.id !== old.id)
+      const events = (await eventsOf(m, { status: "failed" })).filter((e) => e.id !== old.id)
       return events.length === 2 ? events : undefined
     })
     const okPath = `/ok/${randomUUID()}`
-    await server.admin(`/admin/merchants/${m.id}`, { method: "PATCH", body: { webhook_url: receiver.url(okPath) } })
-    const res = await server.admin(`/admin/merchants/${m.id}/webhook-events/recover`, { method: "POST", body: { since } })
-    expect([res.status, res.json]).toEqual([202, { requeued: 2 }])
+    await server.adminApi.call((client) => client.merchants.updateMerchant({ path: { id: m.id }, payload: { webhook_url: receiver.url(okPath) } }))
+    const res = await server.adminApi.call((client) => client.webhooks.recoverEvents({ path: { id: m.id }, payload: { since } }))
+    expect(res).toEqual({ requeued: 2 })
     const redelivered = await awaitDeliveries(receiver, okPath, 2)
     expect(new Set(redelivered.map((d) => headerOf(d.headers, "x-event-id")))).toEqual(new Set(failedSince.map((e) => e.id)))
     for (const e of failedSince) expect(await settledEvent(m, e.id)).toMatchObject({ delivery_status: "delivered", delivery_attempts: 4 })
@@ -227,8 +214,11 @@ describe("support procedures", () => {
       const res = await server.admin(`/admin/merchants/${m.id}/webhook-events/recover`, { method: "POST", body })
       expect([JSON.stringify(body), res.status, res.json?.error?.code]).toEqual([JSON.stringify(body), 400, "ADMIN_INVALID_REQUEST"])
     }
-    const unknown = await server.admin(`/admin/merchants/${randomUUID()}/webhook-events/recover`, { method: "POST", body: { since: "2020-01-01T00:00:00Z" } })
-    expect([unknown.status, unknown.json.error.code]).toEqual([404, "ADMIN_NOT_FOUND"])
+    const unknown = await server.adminApi.attempt((client) =>
+      client.webhooks.recoverEvents({ path: { id: randomUUID() }, payload: { since: "2020-01-01T00:00:00Z" } })
+    )
+    // the typed error of the wire's {"error": {"code": "ADMIN_NOT_FOUND"}} (its decoding requires that code)
+    expect(Either.isLeft(unknown) ? unknown.left._tag : unknown).toBe("AdminNotFound")
     expect((await eventsOf(m))[0]).toMatchObject({ delivery_status: "failed", delivery_attempts: 3 })
   })
 })
@@ -255,11 +245,10 @@ describe("secret rotation", () => {
     expect(verdictOf(second!, secret2, "x-signature-previous")).toBe("valid")
 
     // no body: the old secret ends at once
-    const fourth = await server.admin(`/admin/merchants/${m.id}/webhook-secret`, { method: "POST" })
-    expect(fourth.status).toBe(201)
+    const fourth = await server.adminApi.call((client) => client.merchants.rotateWebhookSecret({ path: { id: m.id } }))
     await depositTo(m)
     const [, , last] = await awaitDeliveries(receiver, m.path, 3)
-    expect(verdictOf(last!, fourth.json.webhook_secret)).toBe("valid")
+    expect(verdictOf(last!, fourth.webhook_secret)).toBe("valid")
     expect(last!.headers["x-signature-previous"]).toBeUndefined()
   })
 

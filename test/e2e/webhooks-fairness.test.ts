@@ -20,14 +20,13 @@ afterAll(async () => {
 })
 
 const eventsOf = async (server: RunningServer, m: Merchant) =>
-  (await server.api("/webhook-events?limit=200", { key: m.apiKey })).json.events as Array<
-    { id: string; delivery_status: string; last_response_code: number | null; delivery_attempts: number }
-  >
+  (await server.merchant(m.apiKey).call((client) => client.webhooks.listWebhookEvents({ urlParams: { limit: 200 } }))).events
 
 const deposits = (server: RunningServer, m: Merchant, n: number) =>
   Promise.all(Array.from({ length: n }, async () => {
-    const res = await server.deposit(m.id, 10, `tx-${randomUUID()}`)
-    expect(res.status, res.text).toBe(201)
+    await server.adminApi.call((client) =>
+      client.deposits.creditDeposit({ payload: { merchant_id: m.id, network: "tron", amount: 10, tx_id: `tx-${randomUUID()}` } })
+    )
   }))
 
 describe("fairness", () => {
@@ -65,7 +64,7 @@ describe("fairness", () => {
     const events = await eventsOf(server, hanging)
     expect(events.map((e) => e.delivery_status).sort()).toEqual(["pending", "pending", "pending", "pending", "sending", "sending"])
     // its receiver goes away for good: its later attempts are refused at once and hold nothing
-    await server.admin(`/admin/merchants/${hanging.id}`, { method: "PATCH", body: { webhook_url: null } })
+    await server.adminApi.call((client) => client.merchants.updateMerchant({ path: { id: hanging.id }, payload: { webhook_url: null } }))
     receiver.releaseHung()
   })
 

@@ -44,6 +44,13 @@ const run = async (args: ReadonlyArray<string>, env: Record<string, string>, por
   return { child, output: () => output, url: `http://127.0.0.1:${port}/webhooks` }
 }
 
+/** The merchant's webhook events, newest first (GET /webhook-events through the typed client). */
+const eventsOf = async (apiKey: string) => (await server.merchant(apiKey).call((client) => client.webhooks.listWebhookEvents({ urlParams: {} }))).events
+
+/** A deposit credited through POST /admin/deposits (201). */
+const credit = (merchantId: string, amount: number, txId: string) =>
+  server.adminApi.call((client) => client.deposits.creditDeposit({ payload: { merchant_id: merchantId, network: "tron", amount, tx_id: txId } }))
+
 const forged = async (url: string, secret: string, timestamp: number) => {
   const body = JSON.stringify({ event_id: randomUUID(), event_type: "balance.deposited", created_at: new Date().toISOString(), data: {} })
   const ts = String(timestamp)
@@ -71,21 +78,18 @@ describe("the README's example receiver", () => {
     const port = await freePort()
     const m = await server.createMerchant()
     receiver = await run(["--import", "tsx", "examples/webhook-receiver.ts"], { PORT: String(port), WEBHOOK_SECRET: m.webhookSecret }, port)
-    await server.admin(`/admin/merchants/${m.id}`, { method: "PATCH", body: { webhook_url: receiver.url } })
-    expect((await server.deposit(m.id, 102.5, `tx-${randomUUID()}`)).status).toBe(201)
+    await server.adminApi.call((client) => client.merchants.updateMerchant({ path: { id: m.id }, payload: { webhook_url: receiver.url } }))
+    await credit(m.id, 102.5, `tx-${randomUUID()}`)
     const line = await pollUntil(
       "the event processed",
       async () => receiver.output().match(/processed (\S+) balance\.deposited amount=101\.47 balance_after=101\.47/) ?? undefined
     )
     const eventId = line[1]!
-    const events = (await server.api("/webhook-events", { key: m.apiKey })).json.events
-    await pollUntil(
-      "delivered",
-      async () => (await server.api("/webhook-events", { key: m.apiKey })).json.events[0].delivery_status === "delivered" ? true : undefined
-    )
-    expect(events[0].id).toBe(eventId)
+    const events = await eventsOf(m.apiKey)
+    await pollUntil("delivered", async () => (await eventsOf(m.apiKey))[0]!.delivery_status === "delivered" ? true : undefined)
+    expect(events[0]!.id).toBe(eventId)
 
-    expect((await server.admin(`/admin/webhook-events/${eventId}/replay`, { method: "POST" })).status).toBe(202)
+    await server.adminApi.call((client) => client.webhooks.replayEvent({ path: { id: eventId } }))
     await pollUntil("the replay seen as a duplicate", async () => receiver.output().includes(`duplicate ${eventId}`) ? true : undefined)
 
     expect(await forged(receiver.url, "whsec_not_the_secret", Math.floor(Date.now() / 1000))).toBe(400)
@@ -104,16 +108,13 @@ describe("npm run cli -- webhook listen", () => {
     const port = await freePort()
     const m = await server.createMerchant()
     receiver = await run(["dist/bundle/cli.mjs", "webhook", "listen", "--port", String(port), "--secret", m.webhookSecret, "--json"], {}, port)
-    await server.admin(`/admin/merchants/${m.id}`, { method: "PATCH", body: { webhook_url: receiver.url } })
+    await server.adminApi.call((client) => client.merchants.updateMerchant({ path: { id: m.id }, payload: { webhook_url: receiver.url } }))
     const txId = `tx-${randomUUID()}`
-    expect((await server.deposit(m.id, 10, txId)).status).toBe(201)
+    await credit(m.id, 10, txId)
     // the line, then the body (--json)
     await pollUntil("the delivery printed", async () => /balance\.deposited order=- valid\n.*"tx_id":"tx-/.test(receiver.output()) ? true : undefined)
     expect(receiver.output()).toContain(txId)
-    await pollUntil(
-      "delivered",
-      async () => (await server.api("/webhook-events", { key: m.apiKey })).json.events[0].delivery_status === "delivered" ? true : undefined
-    )
+    await pollUntil("delivered", async () => (await eventsOf(m.apiKey))[0]!.delivery_status === "delivered" ? true : undefined)
     // (the answer may come before the line reaches this process through the pipe)
     const printed = (pattern: RegExp) => pollUntil(`a line matching ${pattern}`, async () => pattern.test(receiver.output()) ? true : undefined)
     expect(await forged(receiver.url, "whsec_wrong", Math.floor(Date.now() / 1000))).toBe(400)

@@ -112,9 +112,8 @@ export interface Onboarded {
 
 /** An invite's token, from the admin API's invite_url (`.../cabinet/invite#<token>`). */
 export const invite = async (server: RunningServer, merchantId: string): Promise<string> => {
-  const res = await server.admin(`/admin/merchants/${merchantId}/invite`, { method: "POST" })
-  if (res.status !== 201) throw new Error(`invite: ${res.status} ${res.text}`)
-  return String(res.json.invite_url).split("#")[1]!
+  const issued = await server.adminApi.call((client) => client.merchants.inviteMerchant({ path: { id: merchantId } }))
+  return issued.invite_url.split("#")[1]!
 }
 
 /** A merchant through onboarding: invite, start, complete; signed in. */

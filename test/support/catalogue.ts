@@ -287,8 +287,7 @@ export const putItems = async (server: RunningServer, items: ReadonlyArray<ItemI
 }
 
 export const deleteItem = async (server: RunningServer, id: string) => {
-  const res = await server.admin(`/admin/catalogue/items/${id}`, { method: "DELETE" })
-  if (res.status !== 204) throw new Error(`DELETE /admin/catalogue/items/${id}: ${res.status} ${res.text}`)
+  await server.adminApi.call((client) => client.catalogue.removeItem({ path: { id } }))
 }
 
 // ---- polling -----------------------------------------------------------------------------------

@@ -4,8 +4,11 @@
  * funding through the deposit commission, items loaded through the admin API, the request bodies,
  * and bounded polling of a purchase until a condition holds.
  */
+import { Schema } from "effect"
 import { randomUUID } from "node:crypto"
 import { expect } from "vitest"
+import { CatalogueItems } from "../../src/Ops/AdminApi.js"
+import { type PurchaseList, type PurchaseListQuery } from "../../src/Purchases/Api.js"
 import { expectUsd, ISO_UTC, isUuid } from "./expectations.js"
 import type { JsonResponse, RunningServer } from "./server.js"
 
@@ -48,28 +51,31 @@ export interface BalanceCents {
 
 /** GET /balance in cents, with the invariants every moment must satisfy (CONTRACT 6). */
 export const balanceOf = async (server: RunningServer, m: Merchant): Promise<BalanceCents> => {
-  const res = await server.api("/balance", { key: m.apiKey })
-  expect(res.status, res.text).toBe(200)
-  for (const k of ["available", "on_hold", "total_deposited", "total_spent"]) {
-    expectUsd(res.json[k])
-    expect(res.json[k], k).toBeGreaterThanOrEqual(0)
+  const balance = await server.merchant(m.apiKey).call((client) => client.balance.getBalance())
+  const shown = JSON.stringify(balance)
+  for (const k of ["available", "on_hold", "total_deposited", "total_spent"] as const) {
+    expectUsd(balance[k])
+    expect(balance[k], k).toBeGreaterThanOrEqual(0)
   }
   const b = {
-    available: cents(res.json.available),
-    onHold: cents(res.json.on_hold),
-    totalDeposited: cents(res.json.total_deposited),
-    totalSpent: cents(res.json.total_spent)
+    available: cents(balance.available),
+    onHold: cents(balance.on_hold),
+    totalDeposited: cents(balance.total_deposited),
+    totalSpent: cents(balance.total_spent)
   }
-  expect(b.available + b.totalSpent, `available + total_spent = total_deposited in ${res.text}`).toBe(b.totalDeposited)
-  expect(b.onHold, `on_hold is part of total_spent in ${res.text}`).toBeLessThanOrEqual(b.totalSpent)
+  expect(b.available + b.totalSpent, `available + total_spent = total_deposited in ${shown}`).toBe(b.totalDeposited)
+  expect(b.onHold, `on_hold is part of total_spent in ${shown}`).toBeLessThanOrEqual(b.totalSpent)
   return b
 }
 
 /** Credits exactly `amountCents` to the merchant through the real deposit path. */
 export const fund = async (server: RunningServer, m: Merchant, amountCents: number) => {
-  const res = await server.deposit(m.id, sentCentsFor(amountCents) / 100, `tx-${randomUUID()}`)
-  expect(res.status, res.text).toBe(201)
-  expect(cents(res.json.amount)).toBe(amountCents)
+  const deposit = await server.adminApi.call((client) =>
+    client.deposits.creditDeposit({
+      payload: { merchant_id: m.id, network: "tron", amount: sentCentsFor(amountCents) / 100, tx_id: `tx-${randomUUID()}` }
+    })
+  )
+  expect(cents(deposit.amount)).toBe(amountCents)
 }
 
 /** A new merchant credited with exactly `amountCents` (none when 0). */
@@ -130,13 +136,16 @@ export const itemOf = (priceCents: number, extra: Partial<PurchaseItemInput> = {
   ...extra
 })
 
-/** PUT /admin/catalogue/items; the ids, in order. */
+/**
+ * PUT /admin/catalogue/items; the ids, in order. The items are read by the admin schema first
+ * (its defaults filled in), as the typed client sends its decoded Type.
+ */
 export const loadItems = async (server: RunningServer, items: ReadonlyArray<PurchaseItemInput>): Promise<Array<string>> => {
-  const res = await server.admin("/admin/catalogue/items", { method: "PUT", body: { items } })
-  if (res.status !== 200) throw new Error(`PUT /admin/catalogue/items: ${res.status} ${res.text.slice(0, 500)}`)
-  expect(res.json.upserted).toBe(items.length)
-  expect(res.json.ids).toHaveLength(items.length)
-  return res.json.ids
+  const payload = Schema.decodeUnknownSync(CatalogueItems)({ items })
+  const res = await server.adminApi.call((client) => client.catalogue.upsertItems({ payload }))
+  expect(res.upserted).toBe(items.length)
+  expect(res.ids).toHaveLength(items.length)
+  return [...res.ids]
 }
 
 export const loadItem = async (server: RunningServer, priceCents: number, extra: Partial<PurchaseItemInput> = {}) =>
@@ -147,12 +156,11 @@ export const listedIds = async (server: RunningServer, m: Merchant, name: string
   const ids: Array<string> = []
   let cursor: string | null = null
   for (let page = 0; page < 50; page++) {
-    const query = new URLSearchParams({ market_hash_name: name, limit: "200" })
-    if (cursor !== null) query.set("cursor", cursor)
-    const res = await server.api(`/items?${query}`, { key: m.apiKey })
-    expect(res.status, res.text).toBe(200)
-    ids.push(...res.json.items.map((i: { id: string }) => i.id))
-    cursor = res.json.next_cursor
+    const page: { items: ReadonlyArray<{ id: string }>; next_cursor: string | null } = await server.merchant(m.apiKey).call((client) =>
+      client.catalogue.listItems({ urlParams: { market_hash_name: name, limit: 200, ...(cursor !== null ? { cursor } : {}) } })
+    )
+    ids.push(...page.items.map((i) => i.id))
+    cursor = page.next_cursor
     if (cursor === null) return ids
   }
   throw new Error("item pagination did not end")
@@ -202,13 +210,27 @@ export const buyByName = (server: RunningServer, m: Merchant, body: unknown) => 
 // ---- response shapes ---------------------------------------------------------------------------
 
 export const STATUSES = ["created", "processing", "sent_to_steam", "completed", "failed"] as const
-export const IN_FLIGHT: ReadonlyArray<string> = ["created", "processing", "sent_to_steam"]
+export const IN_FLIGHT_STATUSES = ["created", "processing", "sent_to_steam"] as const
+export const IN_FLIGHT: ReadonlyArray<string> = IN_FLIGHT_STATUSES
 export const isTerminal = (status: string) => status === "completed" || status === "failed"
+
+export type Created = {
+  purchase_id: string
+  custom_id: string
+  status: string
+  item: { market_hash_name: string; price: number; delivery_type: string; estimated_delivery_minutes: number | null }
+  balance_after: number
+  created_at: string
+}
 
 /** PurchaseCreated (spec 2.8): exactly its fields. */
 export const expectPurchaseCreated = (res: JsonResponse, status: number) => {
   expect(res.status, res.text).toBe(status)
-  const body = res.json
+  return expectCreatedShape(res.json)
+}
+
+/** A PurchaseCreated body (raw JSON or the typed client's decoded answer): exactly its fields, USD amounts, an ISO time. */
+export const expectCreatedShape = (body: any): Created => {
   expect(Object.keys(body).sort()).toEqual(["balance_after", "created_at", "custom_id", "item", "purchase_id", "status"])
   expect(Object.keys(body.item).sort()).toEqual(["delivery_type", "estimated_delivery_minutes", "market_hash_name", "price"])
   expect(isUuid(body.purchase_id)).toBe(true)
@@ -217,15 +239,12 @@ export const expectPurchaseCreated = (res: JsonResponse, status: number) => {
   expectUsd(body.balance_after)
   expect(body.balance_after).toBeGreaterThanOrEqual(0)
   expect(body.created_at).toMatch(ISO_UTC)
-  return body as {
-    purchase_id: string
-    custom_id: string
-    status: string
-    item: { market_hash_name: string; price: number; delivery_type: string; estimated_delivery_minutes: number | null }
-    balance_after: number
-    created_at: string
-  }
+  return body as Created
 }
+
+/** POST /buy with a valid body through the typed client: the 201 PurchaseCreated, its shape checked. */
+export const bought = async (server: RunningServer, m: Merchant, body: ReturnType<typeof buyBody>): Promise<Created> =>
+  expectCreatedShape(await server.merchant(m.apiKey).call((client) => client.purchases.buy({ payload: body })))
 
 /** PurchaseFailedResponse (spec 2.10): the Error body plus the failed purchase. */
 export const expectPurchaseFailed = (res: JsonResponse, errorCode: string, failureCode: string) => {
@@ -304,24 +323,24 @@ export const expectDetailShape = (d: any): Detail => {
   return d as Detail
 }
 
-export const getPurchase = async (server: RunningServer, m: Merchant, id: string): Promise<Detail> => {
-  const res = await server.api(`/purchases/${id}`, { key: m.apiKey })
-  expect(res.status, res.text).toBe(200)
-  return expectDetailShape(res.json)
-}
+/** GET /purchases/{id} through the typed client (decoded by PurchaseDetail), then its shape. */
+export const getPurchase = async (server: RunningServer, m: Merchant, id: string): Promise<Detail> =>
+  expectDetailShape(await server.merchant(m.apiKey).call((client) => client.purchases.getPurchase({ path: { purchaseId: id } })))
+
+/** The filters of GET /purchases (the list's decoded query, without the paging). */
+export type PurchaseQuery = Omit<typeof PurchaseListQuery.Type, "cursor" | "limit">
 
 /** Every purchase of a query (all pages, following next_cursor). */
-export const listPurchases = async (server: RunningServer, m: Merchant, query: Record<string, string> = {}): Promise<Array<Detail>> => {
+export const listPurchases = async (server: RunningServer, m: Merchant, query: PurchaseQuery = {}): Promise<Array<Detail>> => {
   const out: Array<Detail> = []
   let cursor: string | null = null
   for (let page = 0; page < 200; page++) {
-    const params = new URLSearchParams({ limit: "200", ...query })
-    if (cursor !== null) params.set("cursor", cursor)
-    const res = await server.api(`/purchases?${params}`, { key: m.apiKey })
-    expect(res.status, res.text).toBe(200)
-    expect(Object.keys(res.json).sort()).toEqual(["next_cursor", "purchases"])
-    out.push(...res.json.purchases.map(expectDetailShape))
-    cursor = res.json.next_cursor
+    const list: typeof PurchaseList.Type = await server.merchant(m.apiKey).call((client) =>
+      client.purchases.listPurchases({ urlParams: { limit: 200, ...query, ...(cursor !== null ? { cursor } : {}) } })
+    )
+    expect(Object.keys(list).sort()).toEqual(["next_cursor", "purchases"])
+    out.push(...list.purchases.map(expectDetailShape))
+    cursor = list.next_cursor
     if (cursor === null) return out
   }
   throw new Error("purchase pagination did not end")

@@ -4,6 +4,7 @@
  */
 import { type ChildProcess, spawn } from "node:child_process"
 import { createServer } from "node:net"
+import { type AdminClient, adminClient, type MerchantClient, merchantClient, type Typed } from "./client.js"
 import { type FreshDatabase, freshDatabase } from "./database.js"
 import { ROOT, SERVICE_ARGS } from "./paths.js"
 
@@ -59,6 +60,10 @@ export interface RunningServer {
   readonly output: () => string
   /** A request to the merchant API (path relative to /api/v1/merchant). */
   readonly api: (path: string, init?: { method?: string; key?: string | null; body?: unknown; headers?: Record<string, string> }) => Promise<JsonResponse>
+  /** The merchant API's typed client (HttpApiClient) for an API key: the way to read and buy when the input is valid. */
+  readonly merchant: (apiKey: string) => Typed<MerchantClient>
+  /** The admin API's typed client with the admin token. */
+  readonly adminApi: Typed<AdminClient>
   /** A request to the ops listener with the admin token. */
   readonly admin: (path: string, init?: { method?: string; body?: unknown; token?: string | null }) => Promise<JsonResponse>
   readonly createMerchant: (name?: string, webhookUrl?: string | null) => Promise<{ id: string; apiKey: string; webhookSecret: string }>
@@ -166,13 +171,15 @@ const startOn = async (database: FreshDatabase, options: StartOptions, port: num
       ...init,
       headers: init.token === null ? {} : { authorization: `Bearer ${init.token ?? ADMIN_TOKEN}` }
     })
+  const adminApi = adminClient(opsUrl, ADMIN_TOKEN)
+  const merchant: RunningServer["merchant"] = (apiKey) => merchantClient(baseUrl, apiKey)
   const createMerchant: RunningServer["createMerchant"] = async (name, webhookUrl = null) => {
-    const res = await admin("/admin/merchants", {
-      method: "POST",
-      body: { name: name ?? `merchant-${process.pid}-${merchantCounter++}-${Math.random().toString(36).slice(2, 8)}`, webhook_url: webhookUrl }
-    })
-    if (res.status !== 201) throw new Error(`create merchant: ${res.status} ${res.text}`)
-    return { id: res.json.merchant_id, apiKey: res.json.api_key, webhookSecret: res.json.webhook_secret }
+    const created = await adminApi.call((client) =>
+      client.merchants.createMerchant({
+        payload: { name: name ?? `merchant-${process.pid}-${merchantCounter++}-${Math.random().toString(36).slice(2, 8)}`, webhook_url: webhookUrl }
+      })
+    )
+    return { id: created.merchant_id, apiKey: created.api_key, webhookSecret: created.webhook_secret }
   }
   const deposit: RunningServer["deposit"] = (merchantId, amount, txId) =>
     admin("/admin/deposits", { method: "POST", body: { merchant_id: merchantId, network: "tron", amount, ...(txId ? { tx_id: txId } : {}) } })
@@ -187,7 +194,21 @@ const startOn = async (database: FreshDatabase, options: StartOptions, port: num
     return code
   }
 
-  return { baseUrl, opsUrl, adminToken: ADMIN_TOKEN, database, output: () => output, api, admin, createMerchant, deposit, stop, process: child }
+  return {
+    baseUrl,
+    opsUrl,
+    adminToken: ADMIN_TOKEN,
+    database,
+    output: () => output,
+    api,
+    merchant,
+    adminApi,
+    admin,
+    createMerchant,
+    deposit,
+    stop,
+    process: child
+  }
 }
 
 /** The value of a metric's line (its name with any labels, e.g. `name{route="/x"}`) in /metrics; 0 when absent. */

@@ -1,0 +1,100 @@
+/**
+ * The tests' typed clients: HttpApiClient of the merchant API (src/Api.ts) and of the admin API
+ * (src/Ops/AdminApi.ts). A request is built from the contract (path, query, body) and its answer
+ * is decoded by the endpoint's success schema, so a body that breaks the contract fails the test;
+ * a declared API error comes back as its typed error (`_tag`, `code`, `message`). A success whose
+ * JSON holds a field its schema does not declare fails too (decoding alone would drop it).
+ *
+ * Bad input, raw headers and undocumented answers cannot be sent or read through a typed client:
+ * those tests keep `server.api` / `server.admin` (support/server.ts).
+ */
+import { FetchHttpClient, HttpApiClient, HttpClient, HttpClientRequest } from "@effect/platform"
+import { Effect, Either } from "effect"
+import { MerchantApi } from "../../src/Api.js"
+import { AdminApi } from "../../src/Ops/AdminApi.js"
+
+/** Called with the text of every response the client gets (to compare the bytes with the decoded answer). */
+type Seen = (text: string) => void
+
+const withToken = (token: string, seen: Seen) => (client: HttpClient.HttpClient) =>
+  client.pipe(
+    HttpClient.mapRequest(HttpClientRequest.bearerToken(token)),
+    // the body's bytes are read once and kept: the decoding reads the same bytes again
+    HttpClient.tap((response) => Effect.ignore(Effect.map(response.arrayBuffer, (bytes) => seen(new TextDecoder().decode(bytes)))))
+  )
+
+const merchantClientOf = (baseUrl: string, apiKey: string, seen: Seen = () => undefined) =>
+  HttpApiClient.make(MerchantApi, { baseUrl, transformClient: withToken(apiKey, seen) })
+
+const adminClientOf = (opsUrl: string, token: string, seen: Seen = () => undefined) =>
+  HttpApiClient.make(AdminApi, { baseUrl: opsUrl, transformClient: withToken(token, seen) })
+
+export type MerchantClient = Effect.Effect.Success<ReturnType<typeof merchantClientOf>>
+export type AdminClient = Effect.Effect.Success<ReturnType<typeof adminClientOf>>
+
+/** Runs requests through one typed client: `call` resolves to the decoded answer, `attempt` to an Either. */
+export interface Typed<C> {
+  /** The decoded success; a declared error or a body that breaks the contract rejects. */
+  readonly call: <A, E>(request: (client: C) => Effect.Effect<A, E>) => Promise<A>
+  /** Right: the decoded success; Left: the declared API error (a transport or decoding failure rejects). */
+  readonly attempt: <A, E extends { readonly _tag: string }>(request: (client: C) => Effect.Effect<A, E>) => Promise<Either.Either<A, E>>
+}
+
+/** Failures that are not an answer of the API: the test fails on them rather than reading them as one. */
+const NOT_AN_ANSWER = new Set(["HttpApiDecodeError", "RequestError", "ResponseError", "ParseError"])
+
+const isPlainObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value) && Object.getPrototypeOf(value) === Object.prototype
+
+/**
+ * Decoding drops the fields a schema does not name, so a success whose JSON has a field the
+ * contract does not declare would pass unseen: every field of the JSON must be in the decoded answer.
+ */
+const expectNoUndeclaredFields = (json: unknown, decoded: unknown, path: string): void => {
+  if (Array.isArray(json) && Array.isArray(decoded)) {
+    json.forEach((element, i) => expectNoUndeclaredFields(element, decoded[i], `${path}[${i}]`))
+  } else if (isPlainObject(json) && isPlainObject(decoded)) {
+    for (const key of Object.keys(json)) {
+      if (!(key in decoded)) throw new Error(`the answer has a field the contract does not declare: ${path}.${key}`)
+      expectNoUndeclaredFields(json[key], decoded[key], `${path}.${key}`)
+    }
+  }
+}
+
+const expectOnlyDeclared = (texts: ReadonlyArray<string>, decoded: unknown) => {
+  const text = texts[texts.length - 1]
+  if (text === undefined || text === "") return
+  let json: unknown
+  try {
+    json = JSON.parse(text)
+  } catch {
+    return
+  }
+  expectNoUndeclaredFields(json, decoded, "$")
+}
+
+/** A client for each request (cheap), so the text it saw belongs to that request alone. */
+const typed = <C>(make: (seen: Seen) => C): Typed<C> => ({
+  call: async (request) => {
+    const texts: Array<string> = []
+    const value = await Effect.runPromise(request(make((text) => texts.push(text))))
+    expectOnlyDeclared(texts, value)
+    return value
+  },
+  attempt: async (request) => {
+    const texts: Array<string> = []
+    const result = await Effect.runPromise(
+      request(make((text) => texts.push(text))).pipe(Effect.catchIf((error) => NOT_AN_ANSWER.has(error._tag), Effect.die), Effect.either)
+    )
+    if (Either.isRight(result)) expectOnlyDeclared(texts, result.right)
+    return result
+  }
+})
+
+/** The merchant API's typed client for one API key (`baseUrl`: the listener's root, without the /api prefix). */
+export const merchantClient = (baseUrl: string, apiKey: string): Typed<MerchantClient> =>
+  typed((seen) => Effect.runSync(merchantClientOf(baseUrl, apiKey, seen).pipe(Effect.provide(FetchHttpClient.layer))))
+
+/** The admin API's typed client on the ops listener. */
+export const adminClient = (opsUrl: string, token: string): Typed<AdminClient> =>
+  typed((seen) => Effect.runSync(adminClientOf(opsUrl, token, seen).pipe(Effect.provide(FetchHttpClient.layer))))
