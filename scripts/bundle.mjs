@@ -49,3 +49,6 @@ await build({
   logLevel: "warning"
 })
 for (const file of ["index.html", "app.css"]) copyFileSync(`web/cabinet/${file}`, `dist/cabinet/${file}`)
+
+// a new embedded database's files, copied by a first start instead of running initdb
+await import("./pglite-initdb.mjs")

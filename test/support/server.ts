@@ -43,6 +43,8 @@ export interface StartOptions {
   readonly env?: Record<string, string>
   /** Reuse a database (several servers on one PostgreSQL); a fresh one otherwise. */
   readonly database?: FreshDatabase
+  /** What to wait for before the server is handed over: `/ready` (the default) or only `/health` (start-up still running). */
+  readonly waitFor?: "ready" | "health"
 }
 
 export interface JsonResponse {
@@ -156,7 +158,7 @@ const startOn = async (database: FreshDatabase, options: StartOptions, port: num
       child.kill("SIGKILL")
       throw new Error(`server did not become ready:\n${output}`)
     }
-    const ready = await fetch(`${opsUrl}/ready`).then((r) => r.status === 200, () => false)
+    const ready = await fetch(`${opsUrl}/${options.waitFor ?? "ready"}`).then((r) => r.status === 200, () => false)
     if (ready) break
     await new Promise((r) => setTimeout(r, 100))
   }
