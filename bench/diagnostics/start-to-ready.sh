@@ -2,7 +2,8 @@
 # Start to /ready on a fresh database: SIZE (default 100000) simulator items, no churn; prints the
 # time, the process's CPU and its RSS then (and SETTLE seconds later if SETTLE is set).
 #   bash bench/diagnostics/start-to-ready.sh [pglite]     (needs npm run build; PostgreSQL at 127.0.0.1)
-# The node flags are npm start's (package.json), or FLAGS if set.
+# The node flags are npm start's (package.json), or FLAGS if set. PIN=0 runs the service (all its
+# threads) on core 0 with taskset, as the issue's method pins it.
 cd "$(dirname "$0")/../.."
 FLAGS=${FLAGS:-$(node -p 'require("./package.json").scripts.start.split(" ").filter((a) => a.startsWith("--")).join(" ")')}
 mkdir -p .tmp
@@ -12,7 +13,7 @@ else
   psql -h 127.0.0.1 -U postgres -d test -qc "DROP DATABASE IF EXISTS mps_start" -c "CREATE DATABASE mps_start" 2>/dev/null
   DBENV="DATABASE_URL=postgres://postgres@127.0.0.1:5432/mps_start DATA_DIR=.tmp/start-data"
 fi
-env $DBENV PORT=18080 OPS_PORT=18081 SIM_CATALOGUE_SIZE=${SIZE:-100000} SIM_CHURN_PER_SECOND=0 DEMO_MERCHANT=false LOG_LEVEL=info node $FLAGS dist/bundle/main.mjs > .tmp/start.log 2>&1 &
+env $DBENV PORT=18080 OPS_PORT=18081 SIM_CATALOGUE_SIZE=${SIZE:-100000} SIM_CHURN_PER_SECOND=0 DEMO_MERCHANT=false LOG_LEVEL=info ${PIN:+taskset -c $PIN} node $FLAGS dist/bundle/main.mjs > .tmp/start.log 2>&1 &
 PID=$!
 START=$(date +%s.%N)
 for i in $(seq 1 1200); do
