@@ -183,80 +183,49 @@ export const syntheticListing = (seed: number, index: number): SupplierListing =
   const holder = rng() < 0.12 ? `7656119${digits(rng, 10)}` : null
   const deliveryInstant = rng() < 0.65
   const minutes = rng() < 0.1 ? null : deliveryInstant ? 5 + Math.floor(rng() * 20) : 30 + Math.floor(rng() * 700)
-  // The items are object literals with every field written out: built by spreading `base`, they
-  // took ten times as long to make (about 25 µs each) and to collect.
-  const base = {
+  // One object literal with every field, then the kind's fields set: built by spreading a base
+  // object into each kind's literal, an item took ten times as long to make (about 25 µs) and to collect.
+  const item: Types.Mutable<CatalogItem> = {
+    id,
     image_url: rng() < 0.03 ? null : CDN + base64ish(rng, 96 + Math.floor(rng() * 40)),
     asset_id: rng() < 0.02 ? null : assetId,
     steam_id: holder,
     class_id: digits(rng, 9 + Math.floor(rng() * 2)),
     instance_id: rng() < 0.2 ? "0" : digits(rng, 9 + Math.floor(rng() * 2)),
-    delivery_type: deliveryInstant ? "instant" as const : "manual" as const,
-    estimated_delivery_minutes: minutes
+    delivery_type: deliveryInstant ? "instant" : "manual",
+    estimated_delivery_minutes: minutes,
+    market_hash_name: "",
+    price: 0,
+    exterior: null,
+    exterior_code: null,
+    float: null,
+    paint_seed: null,
+    paint_index: null,
+    inspect_url: null,
+    is_stat_trak: false,
+    is_souvenir: false,
+    has_stickers: false,
+    stickers_count: 0,
+    stickers: [],
+    category: null,
+    weapon_type: null,
+    rarity: null,
+    rarity_color: null
   }
-  let item: Types.Mutable<CatalogItem>
   let median: number
   if (kind < 0.1) {
-    const name = `${pick(rng, CASES)}`
+    item.market_hash_name = pick(rng, CASES)
     median = 0.8
-    item = {
-      id,
-      image_url: base.image_url,
-      asset_id: base.asset_id,
-      steam_id: base.steam_id,
-      class_id: base.class_id,
-      instance_id: base.instance_id,
-      delivery_type: base.delivery_type,
-      estimated_delivery_minutes: base.estimated_delivery_minutes,
-      market_hash_name: name,
-      price: 0,
-      exterior: null,
-      exterior_code: null,
-      float: null,
-      paint_seed: null,
-      paint_index: null,
-      inspect_url: null,
-      is_stat_trak: false,
-      is_souvenir: false,
-      has_stickers: false,
-      stickers_count: 0,
-      stickers: [],
-      category: "case",
-      weapon_type: null,
-      rarity: "Base Grade",
-      rarity_color: "#b0c3d9"
-    }
+    item.category = "case"
+    item.rarity = "Base Grade"
+    item.rarity_color = "#b0c3d9"
   } else if (kind < 0.22) {
-    const name = `Sticker | ${pick(rng, STICKER_TEAMS)}${pick(rng, STICKER_KINDS)} | ${pick(rng, STICKER_EVENTS)}`
+    item.market_hash_name = `Sticker | ${pick(rng, STICKER_TEAMS)}${pick(rng, STICKER_KINDS)} | ${pick(rng, STICKER_EVENTS)}`
     const [rarity, color] = pick(rng, RARITIES.slice(2))
     median = 2.5
-    item = {
-      id,
-      image_url: base.image_url,
-      asset_id: base.asset_id,
-      steam_id: base.steam_id,
-      class_id: base.class_id,
-      instance_id: base.instance_id,
-      delivery_type: base.delivery_type,
-      estimated_delivery_minutes: base.estimated_delivery_minutes,
-      market_hash_name: name,
-      price: 0,
-      exterior: null,
-      exterior_code: null,
-      float: null,
-      paint_seed: null,
-      paint_index: null,
-      inspect_url: null,
-      is_stat_trak: false,
-      is_souvenir: false,
-      has_stickers: false,
-      stickers_count: 0,
-      stickers: [],
-      category: "sticker",
-      weapon_type: null,
-      rarity,
-      rarity_color: color
-    }
+    item.category = "sticker"
+    item.rarity = rarity
+    item.rarity_color = color
   } else {
     const roll = rng()
     const isKnife = roll < 0.08
@@ -273,39 +242,27 @@ export const syntheticListing = (seed: number, index: number): SupplierListing =
       : pick(rng, WEAPONS)
     const finish = isGloves ? pick(rng, GLOVE_FINISHES) : pick(rng, FINISHES)
     const star = isKnife || isGloves ? "★ " : ""
-    const name = `${star}${statTrak ? "StatTrak™ " : ""}${souvenir ? "Souvenir " : ""}${weapon} | ${finish} (${exterior})`
+    item.market_hash_name = `${star}${statTrak ? "StatTrak™ " : ""}${souvenir ? "Souvenir " : ""}${weapon} | ${finish} (${exterior})`
     const [rarity, color] = isKnife || isGloves ? ["Covert", "#eb4b4b"] as const : pick(rng, RARITIES)
     median = isKnife ? 250 : isGloves ? 180 : 6
     const paintSeed = Math.floor(rng() * 1001)
-    item = {
-      id,
-      image_url: base.image_url,
-      asset_id: base.asset_id,
-      steam_id: base.steam_id,
-      class_id: base.class_id,
-      instance_id: base.instance_id,
-      delivery_type: base.delivery_type,
-      estimated_delivery_minutes: base.estimated_delivery_minutes,
-      market_hash_name: name,
-      price: 0,
-      exterior,
-      exterior_code: code,
-      float: rng() < 0.05 ? null : float,
-      paint_seed: paintSeed,
-      paint_index: 1 + Math.floor(rng() * 1200),
-      inspect_url: base.asset_id === null
-        ? null
-        : `steam://rungame/730/76561202255233023/+csgo_econ_action_preview%20S${holder ?? "76561198" + digits(rng, 9)}A${assetId}D${digits(rng, 19)}`,
-      is_stat_trak: statTrak,
-      is_souvenir: souvenir,
-      has_stickers: stickers.has,
-      stickers_count: stickers.count,
-      stickers: stickers.stickers,
-      category,
-      weapon_type: weaponType,
-      rarity,
-      rarity_color: rng() < 0.05 ? null : color
-    }
+    item.exterior = exterior
+    item.exterior_code = code
+    item.float = rng() < 0.05 ? null : float
+    item.paint_seed = paintSeed
+    item.paint_index = 1 + Math.floor(rng() * 1200)
+    item.inspect_url = item.asset_id === null
+      ? null
+      : `steam://rungame/730/76561202255233023/+csgo_econ_action_preview%20S${holder ?? "76561198" + digits(rng, 9)}A${assetId}D${digits(rng, 19)}`
+    item.is_stat_trak = statTrak
+    item.is_souvenir = souvenir
+    item.has_stickers = stickers.has
+    item.stickers_count = stickers.count
+    item.stickers = stickers.stickers
+    item.category = category
+    item.weapon_type = weaponType
+    item.rarity = rarity
+    item.rarity_color = rng() < 0.05 ? null : color
   }
   const providerPriceCents = priceCents(rng, median)
   item.price = markup(providerPriceCents) / 100
