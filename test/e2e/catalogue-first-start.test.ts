@@ -10,7 +10,7 @@
  * cannot be placed inside that window on purpose.
  */
 import { afterAll, expect, it } from "vitest"
-import { applyChanges, eventually, expectGaplessFeed, Feed, metric, rawGet } from "../support/catalogue.js"
+import { applyChanges, availableDump, eventually, expectGaplessFeed, Feed, metric } from "../support/catalogue.js"
 import { type RunningServer, startServer } from "../support/server.js"
 
 // enough items that the reconciliation is still writing when the client connects (seconds of it,
@@ -46,18 +46,10 @@ it.runIf(!!process.env["DATABASE_URL"])(
     expect((await fetch(`${running.opsUrl}/ready`)).status).toBe(503)
     expect(await metric(running, "catalogue_cursor"), "the engine's cursor when the client was live").toBe(0)
 
-    const dump = await eventually(
-      async () => {
-        const res = await rawGet(`${running.baseUrl}/api/v1/merchant/items/full-dump`, { authorization: `Bearer ${key}` })
-        expect(res.status).toBe(200)
-        return res
-      },
-      120_000,
-      200
-    )
-    expect(Number(dump.headers["x-catalog-epoch"])).toBe(epoch)
-    const head = Number(dump.headers["x-catalog-cursor"])
-    const dumped: { items_count: number; items: Array<{ id: string }> } = JSON.parse(dump.body.toString())
+    const dump = await availableDump(running, key, 120_000)
+    expect(dump.epoch).toBe(epoch)
+    const head = dump.cursor
+    const dumped = dump.body
     expect(dumped.items_count).toBe(SIZE)
 
     // follow the feed to the dump's cursor, resuming from the last applied cursor after any close

@@ -10,6 +10,7 @@ import type { Socket } from "node:net"
 import pg from "pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import {
+  availableDump,
   type Change,
   deleteItem,
   eventually,
@@ -306,18 +307,10 @@ describe("catalogue realtime feed", () => {
   it("after a restart, the epoch is kept and cursors from before it resume from the change log", async () => {
     expect(history.length).toBeGreaterThan(0)
     // the dump after the restart: same epoch, at the head
-    const dump = await eventually(
-      async () => {
-        const res = await rawGet(`${server.baseUrl}/api/v1/merchant/items/full-dump`, { authorization: `Bearer ${key}` })
-        expect(res.status).toBe(200)
-        return res
-      },
-      60_000,
-      200
-    )
-    expect(dump.headers["x-catalog-epoch"]).toBe(String(epoch))
-    expect(dump.headers["x-catalog-cursor"]).toBe(String(head))
-    expect(new Set(JSON.parse(dump.body.toString()).items.map((i: Item) => i.id))).toEqual(new Set(model.keys()))
+    const dump = await availableDump(server, key)
+    expect(dump.res.headers["x-catalog-epoch"]).toBe(String(epoch))
+    expect(dump.res.headers["x-catalog-cursor"]).toBe(String(head))
+    expect(new Set(dump.body.items.map((i) => i.id))).toEqual(new Set(model.keys()))
 
     // nothing is in memory any more: these come from the log
     for (const [from, expected] of [[first, history], [0, all], [head - 3, history.slice(-3)]] as const) {
@@ -449,17 +442,7 @@ describe.runIf(!!process.env["DATABASE_URL"])("catalogue realtime feed: the data
 
   it("a feed whose session cannot read the log is closed with 1011 (it was left open and told nothing); it resumes once the log is back", async () => {
     const key = (await server.createMerchant()).apiKey
-    const dump = await eventually(
-      async () => {
-        const res = await rawGet(`${server.baseUrl}/api/v1/merchant/items/full-dump`, { authorization: `Bearer ${key}` })
-        expect(res.status).toBe(200)
-        return res
-      },
-      60_000,
-      200
-    )
-    const epoch = Number(dump.headers["x-catalog-epoch"])
-    const cursor = Number(dump.headers["x-catalog-cursor"])
+    const { cursor, epoch } = await availableDump(server, key)
     const client = new pg.Client({ connectionString: database.url })
     await client.connect()
     try {

@@ -308,6 +308,24 @@ export const eventually = async <A>(attempt: () => Promise<A> | A, timeoutMs = 3
   }
 }
 
+/**
+ * The full dump once it answers 200 (it is built after start-up, and rebuilt after changes): the
+ * response, its epoch and cursor headers and its parsed body.
+ */
+export const availableDump = async (server: RunningServer, key: string, timeoutMs = 60_000) => {
+  const res = await eventually(
+    async () => {
+      const res = await rawGet(`${server.baseUrl}/api/v1/merchant/items/full-dump`, { authorization: `Bearer ${key}` })
+      expect(res.status).toBe(200)
+      return res
+    },
+    timeoutMs,
+    200
+  )
+  const body: { readonly items_count: number; readonly items: ReadonlyArray<{ readonly id: string }> } = JSON.parse(res.body.toString())
+  return { res, epoch: Number(res.headers["x-catalog-epoch"]), cursor: Number(res.headers["x-catalog-cursor"]), body }
+}
+
 /** A gauge of the ops listener's /metrics (e.g. catalogue_cursor). */
 export const metric = async (server: RunningServer, name: string): Promise<number> => {
   const text = await fetch(`${server.opsUrl}/metrics`).then((r) => r.text())
