@@ -4,7 +4,7 @@
  */
 import { SqlClient, SqlError } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
-import { Context, Effect, Layer, Option, Redacted } from "effect"
+import { Context, Effect, Layer, Option, Predicate, Redacted } from "effect"
 import { chmodSync, mkdirSync } from "node:fs"
 import { join } from "node:path"
 import pg from "pg"
@@ -63,7 +63,7 @@ export class DirectTransactions extends Context.Tag("DirectTransactions")<Direct
  * has and should not. Such a connection is dropped, and the next one prepares afresh.
  */
 const STALE_STATEMENT_CODES: ReadonlySet<unknown> = new Set(["0A000", "26000", "42P05"])
-const stalePreparedStatements = (error: unknown) => STALE_STATEMENT_CODES.has((error as { code?: unknown } | undefined)?.code)
+const stalePreparedStatements = (error: unknown) => Predicate.hasProperty(error, "code") && STALE_STATEMENT_CODES.has(error.code)
 
 export const directTransaction = (pool: pg.Pool): DirectTransaction => async (work) => {
   const client = await pool.connect()
