@@ -1,6 +1,7 @@
 /** The admin API of the ops listener (CONTRACT 2) over real sockets. */
 import { randomUUID } from "node:crypto"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import type { LegacyAddresses, PatchMerchant } from "../../src/Ops/AdminApi.js"
 import { expectError, ISO_UTC, isUuid } from "../support/expectations.js"
 import type { JsonResponse, RunningServer } from "../support/server.js"
 import { startServer } from "../support/server.js"
@@ -29,6 +30,19 @@ const expectAdminError = (res: JsonResponse, status: number) => {
   if (codes[status] !== undefined) expect(res.json.error.code).toBe(codes[status])
   expect(res.json.error.message.length).toBeLessThan(300)
 }
+
+/** GET /admin/merchants/{id} through the typed client (valid id; a 404 or any other answer rejects). */
+const viewOf = (id: string) => server.adminApi.call((client) => client.merchants.getMerchant({ path: { id } }))
+
+/** PATCH /admin/merchants/{id} with a valid body through the typed client. */
+const update = (id: string, payload: typeof PatchMerchant.Type) => server.adminApi.call((client) => client.merchants.updateMerchant({ path: { id }, payload }))
+
+/** PUT /admin/merchants/{id}/legacy-addresses with a valid body through the typed client. */
+const setLegacy = (id: string, payload: typeof LegacyAddresses.Type) =>
+  server.adminApi.call((client) => client.merchants.setLegacyAddresses({ path: { id }, payload }))
+
+/** GET /balance with a working key through the typed client (any answer but the 200 Balance rejects). */
+const balance = (apiKey: string) => server.merchant(apiKey).call((client) => client.balance.getBalance())
 
 const MERCHANT_VIEW_KEYS = ["created_at", "deposit_addresses", "merchant_id", "name", "status", "updated_at", "webhook_url"]
 
@@ -61,12 +75,12 @@ describe("admin authentication", () => {
       expect(basic.status).toBe(401)
     }
     // Nothing happened: same key, still active, no balance, no addresses.
-    expect((await server.api("/balance", { key: m.apiKey })).json).toMatchObject({
+    expect(await balance(m.apiKey)).toMatchObject({
       available: 0,
       deposit_addresses: { trc20: null, bep20: null }
     })
-    const view = await server.admin(`/admin/merchants/${m.id}`)
-    expect(view.json.status).toBe("active")
+    const view = await viewOf(m.id)
+    expect(view.status).toBe("active")
   })
 })
 
@@ -84,8 +98,7 @@ describe("POST /admin/merchants", () => {
     expect(res.json.webhook_secret.length).toBeGreaterThanOrEqual(32)
     expect(res.json.webhook_url).toBe("https://hooks.example.com/skins")
     // The key works at once and identifies this merchant.
-    const balance = await server.api("/balance", { key: res.json.api_key })
-    expect(balance.status).toBe(200)
+    await balance(res.json.api_key)
   })
 
   it("webhook_url is optional and may be null", async () => {
@@ -168,27 +181,24 @@ describe("GET and PATCH /admin/merchants/{id}", () => {
 
   it("PATCH changes status and webhook_url independently", async () => {
     const m = await server.createMerchant(uniqueName(), "https://a.example.com/hook")
-    const path = `/admin/merchants/${m.id}`
 
-    const blocked = await server.admin(path, { method: "PATCH", body: { status: "blocked" } })
-    expect(blocked.status).toBe(200)
-    expect(Object.keys(blocked.json).sort()).toEqual(MERCHANT_VIEW_KEYS)
-    expect(blocked.json).toMatchObject({ merchant_id: m.id, status: "blocked", webhook_url: "https://a.example.com/hook" })
-    expect((await server.admin(path)).json.status).toBe("blocked")
+    const blocked = await update(m.id, { status: "blocked" })
+    expect(Object.keys(blocked).sort()).toEqual(MERCHANT_VIEW_KEYS)
+    expect(blocked).toMatchObject({ merchant_id: m.id, status: "blocked", webhook_url: "https://a.example.com/hook" })
+    expect((await viewOf(m.id)).status).toBe("blocked")
 
-    const url = await server.admin(path, { method: "PATCH", body: { webhook_url: "http://b.example.com/hook?x=1" } })
-    expect(url.json).toMatchObject({ status: "blocked", webhook_url: "http://b.example.com/hook?x=1" })
+    const url = await update(m.id, { webhook_url: "http://b.example.com/hook?x=1" })
+    expect(url).toMatchObject({ status: "blocked", webhook_url: "http://b.example.com/hook?x=1" })
 
-    const both = await server.admin(path, { method: "PATCH", body: { status: "inactive", webhook_url: null } })
-    expect(both.json).toMatchObject({ status: "inactive", webhook_url: null })
+    const both = await update(m.id, { status: "inactive", webhook_url: null })
+    expect(both).toMatchObject({ status: "inactive", webhook_url: null })
 
-    const nothing = await server.admin(path, { method: "PATCH", body: {} })
-    expect(nothing.status).toBe(200)
-    expect(nothing.json).toMatchObject({ status: "inactive", webhook_url: null })
+    const nothing = await update(m.id, {})
+    expect(nothing).toMatchObject({ status: "inactive", webhook_url: null })
 
-    const active = await server.admin(path, { method: "PATCH", body: { status: "active" } })
-    expect(active.json.status).toBe("active")
-    expect((await server.admin(path)).json).toMatchObject({ status: "active", webhook_url: null })
+    const active = await update(m.id, { status: "active" })
+    expect(active.status).toBe("active")
+    expect(await viewOf(m.id)).toMatchObject({ status: "active", webhook_url: null })
   })
 
   it("a JSON body is read as JSON whatever its Content-Type (curl's -d sends a form type); a body that is not JSON is 400 and changes nothing", async () => {
@@ -202,14 +212,14 @@ describe("GET and PATCH /admin/merchants/{id}", () => {
       })
     const asForm = await patch(JSON.stringify({ status: "blocked" }), "application/x-www-form-urlencoded")
     expect(asForm.status).toBe(200)
-    expect((await server.admin(path)).json.status).toBe("blocked")
+    expect((await viewOf(m.id)).status).toBe("blocked")
     const untyped = await patch(JSON.stringify({ status: "inactive" }))
     expect(untyped.status).toBe(200)
-    expect((await server.admin(path)).json.status).toBe("inactive")
+    expect((await viewOf(m.id)).status).toBe("inactive")
     const form = await patch("status=active", "application/x-www-form-urlencoded")
     expect(form.status).toBe(400)
     expect(((await form.json()) as { error: { code: string } }).error.code).toBe("ADMIN_INVALID_REQUEST")
-    expect((await server.admin(path)).json.status).toBe("inactive")
+    expect((await viewOf(m.id)).status).toBe("inactive")
   })
 
   it("PATCH with an invalid body is 400 and changes nothing", async () => {
@@ -220,7 +230,7 @@ describe("GET and PATCH /admin/merchants/{id}", () => {
       expect({ body, status: res.status }).toEqual({ body, status: 400 })
       expectAdminError(res, 400)
     }
-    expect((await server.admin(path)).json).toMatchObject({ status: "active", webhook_url: null })
+    expect(await viewOf(m.id)).toMatchObject({ status: "active", webhook_url: null })
   })
 })
 
@@ -257,57 +267,57 @@ describe("unknown and malformed merchant ids", () => {
 describe("credential rotation", () => {
   it("POST /api-key returns 201 with a new key only; the old key stops working", async () => {
     const m = await server.createMerchant()
-    const res = await server.admin(`/admin/merchants/${m.id}/api-key`, { method: "POST" })
-    expect(res.status).toBe(201)
-    expect(Object.keys(res.json)).toEqual(["api_key"])
-    expect(res.json.api_key).toMatch(/^mer_live_[A-Za-z0-9_-]{32,}$/)
-    expect(res.json.api_key).not.toBe(m.apiKey)
+    // the typed call resolves on the declared 201 only
+    const res = await server.adminApi.call((client) => client.merchants.rotateApiKey({ path: { id: m.id } }))
+    expect(Object.keys(res)).toEqual(["api_key"])
+    expect(res.api_key).toMatch(/^mer_live_[A-Za-z0-9_-]{32,}$/)
+    expect(res.api_key).not.toBe(m.apiKey)
     expectError(await server.api("/balance", { key: m.apiKey }), 401, "MERCHANT_API_KEY_MISSING")
-    expect((await server.api("/balance", { key: res.json.api_key })).status).toBe(200)
+    await balance(res.api_key)
   })
 
   it("POST /webhook-secret returns 201 with a new secret each time, never shown by GET", async () => {
     const m = await server.createMerchant()
-    const first = await server.admin(`/admin/merchants/${m.id}/webhook-secret`, { method: "POST" })
-    expect(first.status).toBe(201)
-    expect(Object.keys(first.json)).toEqual(["webhook_secret"])
-    expect(typeof first.json.webhook_secret).toBe("string")
-    expect(first.json.webhook_secret.length).toBeGreaterThanOrEqual(32)
-    expect(first.json.webhook_secret).not.toBe(m.webhookSecret)
-    const second = await server.admin(`/admin/merchants/${m.id}/webhook-secret`, { method: "POST" })
-    expect(second.json.webhook_secret).not.toBe(first.json.webhook_secret)
+    // the typed call resolves on the declared 201 only
+    const rotate = () => server.adminApi.call((client) => client.merchants.rotateWebhookSecret({ path: { id: m.id } }))
+    const first = await rotate()
+    expect(Object.keys(first)).toEqual(["webhook_secret"])
+    expect(typeof first.webhook_secret).toBe("string")
+    expect(first.webhook_secret.length).toBeGreaterThanOrEqual(32)
+    expect(first.webhook_secret).not.toBe(m.webhookSecret)
+    const second = await rotate()
+    expect(second.webhook_secret).not.toBe(first.webhook_secret)
+    // raw: the check is on the answer's text
     const view = await server.admin(`/admin/merchants/${m.id}`)
-    expect(view.text).not.toContain(second.json.webhook_secret)
+    expect(view.text).not.toContain(second.webhook_secret)
     // The API key is unaffected.
-    expect((await server.api("/balance", { key: m.apiKey })).status).toBe(200)
+    await balance(m.apiKey)
   })
 })
 
 describe("PUT /admin/merchants/{id}/legacy-addresses", () => {
   it("sets both addresses (each nullable), shown by GET and as Balance.deposit_addresses", async () => {
     const m = await server.createMerchant()
-    const path = `/admin/merchants/${m.id}/legacy-addresses`
-    const set = await server.admin(path, { method: "PUT", body: { trc20: "TQn9Y2khEsLJW1ChVWFMSMeRDow5KcbLSE", bep20: "0xabc" } })
-    expect(set.status).toBe(200)
-    expect(set.json.deposit_addresses).toEqual({ trc20: "TQn9Y2khEsLJW1ChVWFMSMeRDow5KcbLSE", bep20: "0xabc" })
-    expect((await server.admin(`/admin/merchants/${m.id}`)).json.deposit_addresses).toEqual(set.json.deposit_addresses)
-    expect((await server.api("/balance", { key: m.apiKey })).json.deposit_addresses).toEqual(set.json.deposit_addresses)
+    const set = await setLegacy(m.id, { trc20: "TQn9Y2khEsLJW1ChVWFMSMeRDow5KcbLSE", bep20: "0xabc" })
+    expect(set.deposit_addresses).toEqual({ trc20: "TQn9Y2khEsLJW1ChVWFMSMeRDow5KcbLSE", bep20: "0xabc" })
+    expect((await viewOf(m.id)).deposit_addresses).toEqual(set.deposit_addresses)
+    expect((await balance(m.apiKey)).deposit_addresses).toEqual(set.deposit_addresses)
 
-    const cleared = await server.admin(path, { method: "PUT", body: { trc20: null, bep20: null } })
-    expect(cleared.json.deposit_addresses).toEqual({ trc20: null, bep20: null })
-    expect((await server.api("/balance", { key: m.apiKey })).json.deposit_addresses).toEqual({ trc20: null, bep20: null })
+    const cleared = await setLegacy(m.id, { trc20: null, bep20: null })
+    expect(cleared.deposit_addresses).toEqual({ trc20: null, bep20: null })
+    expect((await balance(m.apiKey)).deposit_addresses).toEqual({ trc20: null, bep20: null })
   })
 
   it("an invalid body is 400 and changes nothing", async () => {
     const m = await server.createMerchant()
     const path = `/admin/merchants/${m.id}/legacy-addresses`
-    await server.admin(path, { method: "PUT", body: { trc20: "T1", bep20: "0x1" } })
+    await setLegacy(m.id, { trc20: "T1", bep20: "0x1" })
     for (const body of [{ trc20: "T2" }, {}, { trc20: "", bep20: null }, { trc20: 5, bep20: null }, { trc20: "x".repeat(129), bep20: null }, "{"]) {
       const res = await server.admin(path, { method: "PUT", body })
       expect({ body, status: res.status }).toEqual({ body, status: 400 })
       expectAdminError(res, 400)
     }
-    expect((await server.api("/balance", { key: m.apiKey })).json.deposit_addresses).toEqual({ trc20: "T1", bep20: "0x1" })
+    expect((await balance(m.apiKey)).deposit_addresses).toEqual({ trc20: "T1", bep20: "0x1" })
   })
 })
 

@@ -4,8 +4,11 @@
  * sorts and limits; a cursor walk returns every match exactly once, in order; items round-trip
  * exactly with every field present and nothing else; the error cases; deletion.
  */
+import { Schema } from "effect"
 import * as fc from "fast-check"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import type { ListParams, SearchParams } from "../../src/Catalogue/Api.js"
+import { CatalogueItems } from "../../src/Ops/AdminApi.js"
 import {
   CATEGORIES,
   deleteItem,
@@ -98,6 +101,9 @@ const queryString = (params: Record<string, string | number | undefined>) => {
   return s === "" ? "" : `?${s}`
 }
 
+/** The typed client's query of GET /items (its decoded Type). */
+type ListUrlParams = typeof ListParams.Type
+
 const listParams = (q: ListQuery) => ({
   market_hash_name: q.market_hash_name,
   min_price: q.min_price?.text,
@@ -120,28 +126,46 @@ describe("catalogue list and search", () => {
   /** The live catalogue as the API must show it, by id. */
   const model = new Map<string, Item>()
 
+  /** Raw GET: for query text the typed client cannot write (numbers as written, bad values) and for statuses. */
   const get = (path: string) => server.api(path, { key })
 
-  /** Walks next_cursor to the end; every page checked for shape and size. */
-  const walk = async (params: Record<string, string | number | undefined>, limit: number) => {
+  /** GET /items through the typed client (valid parameters): the decoded page, or a rejection. */
+  const listItems = (urlParams: ListUrlParams) => server.merchant(key).call((client) => client.catalogue.listItems({ urlParams }))
+
+  /** GET /items/search through the typed client (valid parameters). */
+  const searchItems = (urlParams: typeof SearchParams.Type) => server.merchant(key).call((client) => client.catalogue.searchItems({ urlParams }))
+
+  /** Walks next_cursor to the end, a page read by `page`; every page checked for shape and size. */
+  const walkPages = async (page: (cursor: string | undefined) => Promise<{ items: ReadonlyArray<Item>; next_cursor: string | null }>, limit: number) => {
     const seen: Array<Item> = []
     let cursor: string | undefined
     for (let pages = 0;; pages++) {
       expect(pages).toBeLessThanOrEqual(model.size + 1)
-      const res = await get(`/items${queryString({ ...params, cursor })}`)
-      expect(res.status, res.text).toBe(200)
-      expect(Object.keys(res.json).sort()).toEqual(["items", "next_cursor"])
-      for (const item of res.json.items) expectItemShape(item)
-      seen.push(...res.json.items)
-      if (res.json.next_cursor === null) {
-        expect(res.json.items.length).toBeLessThanOrEqual(limit)
+      const body = await page(cursor)
+      expect(Object.keys(body).sort()).toEqual(["items", "next_cursor"])
+      for (const item of body.items) expectItemShape(item)
+      seen.push(...body.items)
+      if (body.next_cursor === null) {
+        expect(body.items.length).toBeLessThanOrEqual(limit)
         return seen
       }
-      expect(typeof res.json.next_cursor).toBe("string")
-      expect(res.json.items.length).toBe(limit)
-      cursor = res.json.next_cursor
+      expect(typeof body.next_cursor).toBe("string")
+      expect(body.items.length).toBe(limit)
+      cursor = body.next_cursor
     }
   }
+
+  /** The walk through the typed client (valid parameters). */
+  const walk = (urlParams: ListUrlParams, limit: number) =>
+    walkPages((cursor) => listItems({ ...urlParams, ...(cursor !== undefined ? { cursor } : {}) }), limit)
+
+  /** The walk with the query written as text (price bounds in any of their spellings, ignored delivery types). */
+  const walkRaw = (params: Record<string, string | number | undefined>, limit: number) =>
+    walkPages(async (cursor) => {
+      const res = await get(`/items${queryString({ ...params, cursor })}`)
+      expect(res.status, res.text).toBe(200)
+      return res.json
+    }, limit)
 
   beforeAll(async () => {
     server = await startServer({
@@ -193,7 +217,8 @@ describe("catalogue list and search", () => {
       fc.asyncProperty(listQueryArb, async (q) => {
         const expected = Array.from(model.values()).filter((i) => matches(i, q)).sort(byPriceId)
         if (q.sort === "price_desc") expected.reverse()
-        const got = await walk(listParams(q), q.limit ?? 50)
+        // raw: the bounds are sent as written (12.5, 12.50, 12.500), which the typed client would rewrite
+        const got = await walkRaw(listParams(q), q.limit ?? 50)
         expect(got.map((i) => i.id)).toEqual(expected.map((i) => i.id))
         expect(got).toEqual(expected)
       }),
@@ -213,6 +238,7 @@ describe("catalogue list and search", () => {
     await fc.assert(
       fc.asyncProperty(searchArb, async (q) => {
         const expected = Array.from(model.values()).filter((i) => matches(i, { ...q, min_price: undefined })).sort(byPriceId).slice(0, q.limit ?? 10)
+        // raw: max_price is sent as written (see the list property)
         const res = await get(`/items/search${queryString({ ...q, max_price: q.max_price?.text })}`)
         expect(res.status, res.text).toBe(200)
         expect(Object.keys(res.json)).toEqual(["results"])
@@ -225,8 +251,8 @@ describe("catalogue list and search", () => {
 
   it("a cursor stays valid while items change (keyset): unchanged items are neither skipped nor repeated", async () => {
     const items = Array.from(model.values()).sort(byPriceId)
-    const first = await get(`/items${queryString({ limit: 20 })}`)
-    expect(first.json.items).toEqual(items.slice(0, 20))
+    const first = await listItems({ limit: 20 })
+    expect(first.items).toEqual(items.slice(0, 20))
     // after the first page: its last item moves to the end, an item after the cursor is deleted,
     // another one after the cursor gets cheaper (moves before it), and a cheap new item appears
     const last = items[19]!
@@ -241,12 +267,11 @@ describe("catalogue list and search", () => {
     model.delete(gone.id)
     await eventually(async () => expect(await walk({ limit: 200 }, 200)).toEqual(Array.from(model.values()).sort(byPriceId)))
     const rest: Array<Item> = []
-    let cursor: string | null = first.json.next_cursor
+    let cursor: string | null = first.next_cursor
     while (cursor !== null) {
-      const res = await get(`/items${queryString({ limit: 33, cursor })}`)
-      expect(res.status).toBe(200)
-      rest.push(...res.json.items)
-      cursor = res.json.next_cursor
+      const page: { items: ReadonlyArray<Item>; next_cursor: string | null } = await listItems({ limit: 33, cursor })
+      rest.push(...page.items)
+      cursor = page.next_cursor
     }
     // exactly the items after the first page's last (price, id), as they are now
     const after = Array.from(model.values()).sort(byPriceId).filter((i) => byPriceId(i, last) > 0)
@@ -265,8 +290,8 @@ describe("catalogue list and search", () => {
     await deleteItem(server, victim.id)
     model.delete(victim.id)
     await eventually(async () => {
-      const search = await get(`/items/search${queryString({ market_hash_name: victim.market_hash_name, limit: 50 })}`)
-      expect(search.json.results.map((i: Item) => i.id)).not.toContain(victim.id)
+      const search = await searchItems({ market_hash_name: victim.market_hash_name, limit: 50 })
+      expect(search.results.map((i) => i.id)).not.toContain(victim.id)
     })
     const listed = await walk({ market_hash_name: victim.market_hash_name, limit: 200 }, 200)
     expect(listed).toEqual(Array.from(model.values()).filter((i) => i.market_hash_name === victim.market_hash_name).sort(byPriceId))
@@ -333,11 +358,11 @@ describe("catalogue list and search", () => {
   })
 
   it("price bounds compare with prices exactly as written, past what a double holds", async () => {
-    const created = await server.admin("/admin/catalogue/items", {
-      method: "PUT",
-      body: { items: [{ ...(await get("/items?limit=1")).json.items[0], id: undefined, market_hash_name: "Exact Cent Probe", price: 0.01 }] }
+    const [template] = (await listItems({ limit: 1 })).items
+    const payload = Schema.decodeUnknownSync(CatalogueItems)({
+      items: [{ ...template, id: undefined, market_hash_name: "Exact Cent Probe", price: 0.01 }]
     })
-    expect(created.status).toBe(200)
+    const created = await server.adminApi.call((client) => client.catalogue.upsertItems({ payload }))
     const name = encodeURIComponent("Exact Cent Probe")
     const ids = async (query: string) => (await get(`/items?market_hash_name=${name}&${query}`)).json.items.map((i: { price: number }) => i.price)
     expect(await ids("min_price=0.01&max_price=0.01")).toEqual([0.01])
@@ -346,7 +371,7 @@ describe("catalogue list and search", () => {
     expect(await ids("min_price=0.0099999999999999999999&max_price=0.0100000000000000000000")).toEqual([0.01])
     const searched = await get(`/items/search?market_hash_name=${name}&max_price=0.0099999999999999999999`)
     expect(searched.json.results).toEqual([])
-    await server.admin(`/admin/catalogue/items/${created.json.ids[0]}`, { method: "DELETE" })
+    await deleteItem(server, created.ids[0]!)
   })
 
   it("a bound written in many digits is read as the same value written with an exponent (it was refused past 15 digits)", async () => {
@@ -391,9 +416,9 @@ describe("catalogue list and search", () => {
     for (const cursor of ["garbage!", "abc", Buffer.from("[\"a\",1]").toString("base64url"), Buffer.from("[\"a\",1.5,\"x\"]").toString("base64url"), "%00"]) {
       expectError(await get(`/items?cursor=${encodeURIComponent(cursor)}`), 400, "MERCHANT_INVALID_QUERY")
     }
-    const asc = await get("/items?limit=1")
-    expect(asc.json.next_cursor).not.toBeNull()
-    expectError(await get(`/items?limit=1&sort=price_desc&cursor=${asc.json.next_cursor}`), 400, "MERCHANT_INVALID_QUERY")
+    const asc = await listItems({ limit: 1 })
+    expect(asc.next_cursor).not.toBeNull()
+    expectError(await get(`/items?limit=1&sort=price_desc&cursor=${asc.next_cursor}`), 400, "MERCHANT_INVALID_QUERY")
   })
 
   it("search without market_hash_name (or an empty one), or with limit 0, 51 or a bad float, gives 400 MERCHANT_INVALID_QUERY", async () => {
@@ -421,8 +446,8 @@ describe("catalogue list and search", () => {
     const plain = await walk({ limit: 200 }, 200)
     expect(await walk({ limit: 200, delivery_type: "unknown" }, 200)).toEqual(plain)
     const name = NAMES[1]
-    const search = await get(`/items/search${queryString({ market_hash_name: name })}`)
-    expect((await get(`/items/search${queryString({ market_hash_name: name, delivery_type: "unknown" })}`)).json).toEqual(search.json)
+    const search = await searchItems({ market_hash_name: name })
+    expect(await searchItems({ market_hash_name: name, delivery_type: "unknown" })).toEqual(search)
   })
 
   it("list and search need an API key", async () => {
@@ -436,8 +461,8 @@ describe("catalogue list and search", () => {
     expect(del.status, del.text).toBe(204)
     model.delete(victim.id)
     await eventually(async () => {
-      const search = await get(`/items/search${queryString({ market_hash_name: victim.market_hash_name, limit: 50 })}`)
-      expect(search.json.results.map((i: Item) => i.id)).not.toContain(victim.id)
+      const search = await searchItems({ market_hash_name: victim.market_hash_name, limit: 50 })
+      expect(search.results.map((i) => i.id)).not.toContain(victim.id)
     }, 10_000)
   })
 
@@ -452,12 +477,12 @@ describe("catalogue list and search", () => {
     if (res.status === 400) return
     expect(res.status, res.text).toBe(200)
     const found = await eventually(async () => {
-      const search = await get(`/items/search${queryString({ market_hash_name: name })}`)
-      expect(search.json.results.map((i: Item) => i.id.toLowerCase())).toEqual([upper.toLowerCase()])
-      return search.json.results[0] as Item
+      const search = await searchItems({ market_hash_name: name })
+      expect(search.results.map((i) => i.id.toLowerCase())).toEqual([upper.toLowerCase()])
+      return search.results[0]!
     }, 10_000)
-    const del = await server.admin(`/admin/catalogue/items/${found.id}`, { method: "DELETE" })
-    expect(del.status, del.text).toBe(204)
-    await eventually(async () => expect((await get(`/items/search${queryString({ market_hash_name: name })}`)).json.results).toEqual([]), 10_000)
+    // the typed call resolves on the declared 204 only
+    await deleteItem(server, found.id)
+    await eventually(async () => expect((await searchItems({ market_hash_name: name })).results).toEqual([]), 10_000)
   })
 })

@@ -85,13 +85,21 @@ beforeAll(async () => {
   // request would be a 502
   let merchant = await server.createMerchant()
   while (losesCreationAnswer(merchant.id, "tron")) merchant = await server.createMerchant()
-  expect((await server.deposit(merchant.id, 1010.1)).status).toBe(201)
+  await credit(merchant.id, 1010.1)
   demo = { merchant_id: merchant.id, api_key: merchant.apiKey, webhook_secret: merchant.webhookSecret }
-  await pollUntil("the catalogue synced", async () => ((await server.api("/items?limit=1", { key: demo.api_key })).json?.items?.length > 0 ? true : undefined))
+  await pollUntil(
+    "the catalogue synced",
+    async () =>
+      (await server.merchant(demo.api_key).call((client) => client.catalogue.listItems({ urlParams: { limit: 1 } }))).items.length > 0 ? true : undefined
+  )
 }, 180_000)
 afterAll(async () => {
   await server?.stop()
 })
+
+/** POST /admin/deposits through the typed client (the 201 deposit): `amount` USDT sent on tron. */
+const credit = (merchantId: string, amount: number) =>
+  server.adminApi.call((client) => client.deposits.creditDeposit({ payload: { merchant_id: merchantId, network: "tron", amount } }))
 
 /** A working directory as the quick start leaves it: data/demo-merchant.json and data/admin-token. */
 const workingDir = () => {
@@ -174,8 +182,7 @@ describe("the README's examples", () => {
   it("Admin API: the block runs as written, every request answered without an HTTP error", async () => {
     const block = blockOf("Admin API")
     // the block pays into the demo merchant's tron wallet, which "Using the API" requests (a repeat returns it)
-    const wallet = await server.api("/deposits/wallets", { method: "POST", key: demo.api_key, body: { network: "tron" } })
-    expect([200, 201], wallet.text).toContain(wallet.status)
+    await server.merchant(demo.api_key).call((client) => client.deposits.requestWallet({ payload: { network: "tron" } }))
     const stdout = runScript(block, workingDir(), block.code)
     expect(stdout).toContain("\"name\":\"acme\"")
     expect(stdout).toContain("\"trc20\":\"TJRabPrwbZy45sbavfcjinPJC18kjpRTv8\"")
@@ -227,11 +234,10 @@ describe("the README's examples", () => {
     try {
       await runEach(block, workingDir(), (command) => command.replaceAll("127.0.0.1:4000", `127.0.0.1:${port}`))
       // what `npm run cli -- deposit simulate $MID 102.50` does
-      const deposit = await server.deposit(demo.merchant_id, 102.5)
-      expect(deposit.status).toBe(201)
+      const deposit = await credit(demo.merchant_id, 102.5)
       await pollUntil(
         "the deposit's webhook",
-        async () => deliveries.find((d) => d.event === "balance.deposited" && d.body.data?.deposit_id === deposit.json.id) ?? undefined,
+        async () => deliveries.find((d) => d.event === "balance.deposited" && d.body.data?.deposit_id === deposit.id) ?? undefined,
         30_000
       )
     } finally {
