@@ -145,8 +145,9 @@ export class CatalogueEngine extends Effect.Service<CatalogueEngine>()("Catalogu
       synced ||= state.reconciled
       yield* Deferred.succeed(firstLoad, undefined)
       yield* Effect.logInfo("catalogue loaded").pipe(Effect.annotateLogs({ items: fresh.size, epoch, cursor }))
-      // a reload after an epoch change leaves the same garbage as the first load
-      yield* collectStartupGarbage("catalogue loaded")
+      // a reload after an epoch change leaves the same garbage as the first load; a load of
+      // nothing (a new database's, before its first reconciliation) leaves none
+      if (fresh.size > 0) yield* collectStartupGarbage("catalogue loaded")
       if (changedEpoch) publish({ _tag: "reset", epoch })
       else if (advanced) publish({ _tag: "advanced", epoch, cursor })
     }).pipe(Effect.withSpan("CatalogueEngine.load"))

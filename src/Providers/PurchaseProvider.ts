@@ -34,6 +34,11 @@ export interface OrderStatus {
   readonly nextChangeAt: Date | undefined
 }
 
+/** Whether a status says no more than that the provider has the order (a new order's usual first answer). */
+export const onlyTaken = (status: OrderStatus) =>
+  !status.waitingTopUp && !status.acknowledged && status.tradeOffer === undefined && status.outcome._tag === "pending" &&
+  status.reversal === undefined
+
 export interface PurchaseProviderService {
   /**
    * Places the orders (placing a request id again is the same order) and reports their statuses,

@@ -15,11 +15,12 @@ import { SqlClient, type Statement } from "@effect/sql"
 import { Effect, FiberSet, Layer, Option, Queue, Schema } from "effect"
 import { SimHints } from "../Domain/CatalogItem.js"
 import type { EventType } from "../Domain/EventType.js"
+import { PurchaseStatus } from "../Domain/Purchase.js"
 import { parseTradeUrl } from "../Domain/TradeUrl.js"
 import { Ledger } from "../Ledger/Ledger.js"
 import { Fibers } from "../Ops/Fibers.js"
 import { Metrics } from "../Ops/Metrics.js"
-import { type OrderStatus, PurchaseProvider } from "../Providers/PurchaseProvider.js"
+import { onlyTaken, type OrderStatus, PurchaseProvider } from "../Providers/PurchaseProvider.js"
 import { Outbox } from "../Webhooks/Outbox.js"
 import { PurchaseHandover } from "./Handover.js"
 import { PurchaseNotifications } from "./Notifications.js"
@@ -165,11 +166,6 @@ export const PurchaseWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
       return nextStep
     })).pipe(Effect.flatMap(dueBy))
 
-  /** Whether the provider reports no more than that it has the order. */
-  const onlyTaken = (status: OrderStatus) =>
-    !status.waitingTopUp && !status.acknowledged && status.tradeOffer === undefined && status.outcome._tag === "pending" &&
-    status.reversal === undefined
-
   /**
    * The usual first step, for several purchases in one statement instead of a transaction of five
    * each: created → processing with its event, the lease released and the next look scheduled, as
@@ -294,10 +290,8 @@ export const PurchaseWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
   yield* metrics.onScrape(
     Effect.gen(function*() {
       const counts = yield* statements.countByStatus
-      for (const s of ["created", "processing", "sent_to_steam", "completed", "failed"]) {
-        byStatus.set({ status: s }, counts.find((c) => c.status === s)?.n ?? 0)
-      }
-      queueDepth.set((yield* statements.countDue).n)
+      for (const s of PurchaseStatus.literals) byStatus.set({ status: s }, counts.find((c) => c.status === s)?.n ?? 0)
+      queueDepth.set(yield* statements.countDue)
     }).pipe(Effect.orDie)
   )
 }))

@@ -137,13 +137,11 @@ export const makeWorkerStatements = (owner: string) =>
     const countByStatus = sql`SELECT status, count(*) AS n FROM purchases GROUP BY status`.pipe(
       rowsOf(Schema.Struct({ status: Schema.String, ...CountRow.fields }))
     )
-    const countDue = SqlSchema.single({
-      Request: Schema.Void,
-      Result: CountRow,
-      execute: () =>
-        sql`SELECT count(*) AS n FROM purchases
-            WHERE status IN ('created', 'processing', 'sent_to_steam') AND next_step_at <= now()`
-    })(undefined)
+    const countDue = sql`SELECT count(*) AS n FROM purchases
+                         WHERE status IN ('created', 'processing', 'sent_to_steam') AND next_step_at <= now()`.pipe(
+      rowsOf(CountRow),
+      Effect.map((rows) => rows[0]?.n ?? 0)
+    )
 
     return {
       releaseAll,

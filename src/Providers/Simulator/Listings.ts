@@ -59,6 +59,9 @@ const RARITIES = [
   ["Covert", "#eb4b4b"]
 ] as const
 
+/** Stickers are never of the two lowest grades. */
+const STICKER_RARITIES = RARITIES.slice(2)
+
 const EXTERIORS = [
   ["Factory New", "FN", 0, 0.07],
   ["Minimal Wear", "MW", 0.07, 0.15],
@@ -221,7 +224,7 @@ export const syntheticListing = (seed: number, index: number): SupplierListing =
     item.rarity_color = "#b0c3d9"
   } else if (kind < 0.22) {
     item.market_hash_name = `Sticker | ${pick(rng, STICKER_TEAMS)}${pick(rng, STICKER_KINDS)} | ${pick(rng, STICKER_EVENTS)}`
-    const [rarity, color] = pick(rng, RARITIES.slice(2))
+    const [rarity, color] = pick(rng, STICKER_RARITIES)
     median = 2.5
     item.category = "sticker"
     item.rarity = rarity
