@@ -1,8 +1,9 @@
 /** The admin API of the ops listener (CONTRACT 2) over real sockets. */
+import { Schema } from "effect"
 import { randomUUID } from "node:crypto"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import type { LegacyAddresses, PatchMerchant } from "../../src/Ops/AdminApi.js"
-import { expectError, ISO_UTC, isUuid } from "../support/expectations.js"
+import { CreatedMerchant, type LegacyAddresses, MerchantView, type PatchMerchant } from "../../src/Ops/AdminApi.js"
+import { bodyOf, errorBody, expectError, ISO_UTC, isUuid, objectOf } from "../support/expectations.js"
 import type { JsonResponse, RunningServer } from "../support/server.js"
 import { startServer } from "../support/server.js"
 
@@ -20,16 +21,17 @@ const uniqueName = (prefix = "acme") => `${prefix}-${process.pid}-${counter++}-$
 /** An admin error: the spec's Error body (2.1) with the given status. */
 const expectAdminError = (res: JsonResponse, status: number) => {
   expect({ status: res.status, text: res.text }).toMatchObject({ status })
-  expect(Object.keys(res.json)).toEqual(["error"])
-  expect(Object.keys(res.json.error).sort()).toEqual(["code", "message"])
-  expect(typeof res.json.error.code).toBe("string")
-  expect(typeof res.json.error.message).toBe("string")
+  const { code, message } = errorBody(res)
   expect(res.headers.get("content-type") ?? "").toMatch(/^application\/json/)
   // the admin API's own codes (README, "Admin API"), and a message a person can read in one line
   const codes: Record<number, string> = { 400: "ADMIN_INVALID_REQUEST", 401: "ADMIN_UNAUTHORIZED", 404: "ADMIN_NOT_FOUND", 409: "ADMIN_CONFLICT" }
-  if (codes[status] !== undefined) expect(res.json.error.code).toBe(codes[status])
-  expect(res.json.error.message.length).toBeLessThan(300)
+  if (codes[status] !== undefined) expect(code).toBe(codes[status])
+  expect(message.length).toBeLessThan(300)
 }
+
+/** POST /admin/merchants with a valid body through the typed client: the 201 CreatedMerchant. */
+const create = (name: string, webhook_url: string | null = null) =>
+  server.adminApi.call((client) => client.merchants.createMerchant({ payload: { name, webhook_url } }))
 
 /** GET /admin/merchants/{id} through the typed client (valid id; a 404 or any other answer rejects). */
 const viewOf = (id: string) => server.adminApi.call((client) => client.merchants.getMerchant({ path: { id } }))
@@ -87,40 +89,37 @@ describe("admin authentication", () => {
 describe("POST /admin/merchants", () => {
   it("creates an active merchant: 201 with its id, key, webhook secret and URL", async () => {
     const name = uniqueName()
-    const res = await server.admin("/admin/merchants", { method: "POST", body: { name, webhook_url: "https://hooks.example.com/skins" } })
-    expect(res.status).toBe(201)
-    expect(Object.keys(res.json).sort()).toEqual(["api_key", "merchant_id", "name", "status", "webhook_secret", "webhook_url"])
-    expect(isUuid(res.json.merchant_id)).toBe(true)
-    expect(res.json.name).toBe(name)
-    expect(res.json.status).toBe("active")
-    expect(res.json.api_key).toMatch(/^mer_live_[A-Za-z0-9_-]{32,}$/)
-    expect(typeof res.json.webhook_secret).toBe("string")
-    expect(res.json.webhook_secret.length).toBeGreaterThanOrEqual(32)
-    expect(res.json.webhook_url).toBe("https://hooks.example.com/skins")
+    const created = await create(name, "https://hooks.example.com/skins")
+    expect(Object.keys(created).sort()).toEqual(["api_key", "merchant_id", "name", "status", "webhook_secret", "webhook_url"])
+    expect(isUuid(created.merchant_id)).toBe(true)
+    expect(created.name).toBe(name)
+    expect(created.status).toBe("active")
+    expect(created.api_key).toMatch(/^mer_live_[A-Za-z0-9_-]{32,}$/)
+    expect(typeof created.webhook_secret).toBe("string")
+    expect(created.webhook_secret.length).toBeGreaterThanOrEqual(32)
+    expect(created.webhook_url).toBe("https://hooks.example.com/skins")
     // The key works at once and identifies this merchant.
-    await balance(res.json.api_key)
+    await balance(created.api_key)
   })
 
   it("webhook_url is optional and may be null", async () => {
+    // raw: the typed client sends the field's default (null); leaving it out is what is tested
     const omitted = await server.admin("/admin/merchants", { method: "POST", body: { name: uniqueName() } })
     expect(omitted.status).toBe(201)
-    expect(omitted.json.webhook_url).toBeNull()
-    const nulled = await server.admin("/admin/merchants", { method: "POST", body: { name: uniqueName(), webhook_url: null } })
-    expect(nulled.status).toBe(201)
-    expect(nulled.json.webhook_url).toBeNull()
+    expect(bodyOf(omitted, CreatedMerchant).webhook_url).toBeNull()
+    expect((await create(uniqueName(), null)).webhook_url).toBeNull()
   })
 
   it("issues different keys and secrets to every merchant", async () => {
-    const created = await Promise.all(Array.from({ length: 4 }, () => server.admin("/admin/merchants", { method: "POST", body: { name: uniqueName() } })))
-    for (const res of created) expect(res.status).toBe(201)
-    expect(new Set(created.map((r) => r.json.api_key)).size).toBe(4)
-    expect(new Set(created.map((r) => r.json.webhook_secret)).size).toBe(4)
-    expect(new Set(created.map((r) => r.json.merchant_id)).size).toBe(4)
+    const created = await Promise.all(Array.from({ length: 4 }, () => create(uniqueName())))
+    expect(new Set(created.map((r) => r.api_key)).size).toBe(4)
+    expect(new Set(created.map((r) => r.webhook_secret)).size).toBe(4)
+    expect(new Set(created.map((r) => r.merchant_id)).size).toBe(4)
   })
 
   it("a taken name is 409", async () => {
     const name = uniqueName()
-    expect((await server.admin("/admin/merchants", { method: "POST", body: { name } })).status).toBe(201)
+    await create(name)
     const again = await server.admin("/admin/merchants", { method: "POST", body: { name, webhook_url: "https://other.example.com" } })
     expectAdminError(again, 409)
   })
@@ -153,29 +152,31 @@ describe("POST /admin/merchants", () => {
     }
     // the message names the field at fault
     const res = await server.admin("/admin/merchants", { method: "POST", body: { name: uniqueName(), webhook_url: 42 } })
-    expect(res.json.error.message).toMatch(/^webhook_url: /)
+    expect(errorBody(res).message).toMatch(/^webhook_url: /)
   })
 })
 
 describe("GET and PATCH /admin/merchants/{id}", () => {
   it("GET shows the merchant without its key or webhook secret", async () => {
     const name = uniqueName()
-    const created = await server.admin("/admin/merchants", { method: "POST", body: { name, webhook_url: "https://h.example.com/x" } })
-    const res = await server.admin(`/admin/merchants/${created.json.merchant_id}`)
+    const created = await create(name, "https://h.example.com/x")
+    // raw: its text must not hold the key or the secret
+    const res = await server.admin(`/admin/merchants/${created.merchant_id}`)
     expect(res.status).toBe(200)
-    expect(Object.keys(res.json).sort()).toEqual(MERCHANT_VIEW_KEYS)
+    expect(Object.keys(objectOf(res)).sort()).toEqual(MERCHANT_VIEW_KEYS)
     expect(res.json).toMatchObject({
-      merchant_id: created.json.merchant_id,
+      merchant_id: created.merchant_id,
       name,
       status: "active",
       webhook_url: "https://h.example.com/x",
       deposit_addresses: { trc20: null, bep20: null }
     })
-    expect(res.json.created_at).toMatch(ISO_UTC)
-    expect(res.json.updated_at).toMatch(ISO_UTC)
-    expect(res.text).not.toContain(created.json.api_key)
-    expect(res.text).not.toContain(created.json.api_key.slice("mer_live_".length))
-    expect(res.text).not.toContain(created.json.webhook_secret)
+    const view = bodyOf(res, MerchantView)
+    expect(view.created_at).toMatch(ISO_UTC)
+    expect(view.updated_at).toMatch(ISO_UTC)
+    expect(res.text).not.toContain(created.api_key)
+    expect(res.text).not.toContain(created.api_key.slice("mer_live_".length))
+    expect(res.text).not.toContain(created.webhook_secret)
     expect(res.text).not.toMatch(/api_key|webhook_secret|key_hash/)
   })
 
@@ -329,14 +330,23 @@ describe("the ops listener outside /admin", () => {
   })
 })
 
+/** What the test reads of an OpenAPI document (its other fields are left out of the decoding). */
+const Operation = Schema.Struct({ security: Schema.optional(Schema.Unknown), responses: Schema.Record({ key: Schema.String, value: Schema.Unknown }) })
+const PathsOnly = Schema.Struct({ paths: Schema.Record({ key: Schema.String, value: Schema.Unknown }) })
+const AdminDocument = Schema.Struct({
+  openapi: Schema.String,
+  paths: Schema.Record({ key: Schema.String, value: Schema.Record({ key: Schema.String, value: Operation }) }),
+  components: Schema.Struct({ securitySchemes: Schema.Record({ key: Schema.String, value: Schema.Unknown }) })
+})
+
 describe("the admin API's OpenAPI document", () => {
   it("is served under the admin token and states every admin route with its bearer security and ADMIN_* errors", async () => {
     expectAdminError(await server.admin("/admin/openapi.json", { method: "GET", token: null }), 401)
     const res = await server.admin("/admin/openapi.json", { method: "GET" })
     expect(res.status).toBe(200)
-    const doc = res.json
+    const doc = Schema.decodeUnknownSync(AdminDocument)(res.json)
     expect(doc.openapi).toMatch(/^3\./)
-    const operations = Object.entries(doc.paths as Record<string, Record<string, { security?: unknown; responses: Record<string, unknown> }>>)
+    const operations = Object.entries(doc.paths)
       .flatMap(([path, methods]) => Object.entries(methods).map(([method, operation]) => ({ route: `${method.toUpperCase()} ${path}`, operation })))
     expect(operations.map((o) => o.route).sort()).toEqual([
       "DELETE /admin/catalogue/items/{id}",
@@ -361,12 +371,12 @@ describe("the admin API's OpenAPI document", () => {
       expect(operation.security).toEqual([{ bearer: [] }])
       expect(Object.keys(operation.responses)).toEqual(expect.arrayContaining(["401", "404"]))
     }
-    expect(doc.components.securitySchemes.bearer).toMatchObject({ type: "http", scheme: "bearer" })
+    expect(doc.components.securitySchemes["bearer"]).toMatchObject({ type: "http", scheme: "bearer" })
     // a body that does not decode is ADMIN_INVALID_REQUEST, as the document says (not HttpApi's own error)
-    expect(JSON.stringify(doc)).not.toContain("HttpApiDecodeError")
-    expect(JSON.stringify(doc.paths["/admin/merchants"].post.responses["400"])).toContain("ADMIN_INVALID_REQUEST")
+    expect(res.text).not.toContain("HttpApiDecodeError")
+    expect(JSON.stringify(doc.paths["/admin/merchants"]?.["post"]?.responses["400"])).toContain("ADMIN_INVALID_REQUEST")
     // the merchant API's document does not carry the admin routes
-    const merchantDoc = await fetch(`${server.baseUrl}/api/v1/merchant/openapi.json`).then((r) => r.json() as Promise<{ paths: object }>)
+    const merchantDoc = Schema.decodeUnknownSync(PathsOnly)(await fetch(`${server.baseUrl}/api/v1/merchant/openapi.json`).then((r) => r.json()))
     expect(Object.keys(merchantDoc.paths).some((path) => path.startsWith("/admin"))).toBe(false)
   })
 })

@@ -4,8 +4,9 @@
  * per-address budget of failed authentications.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { expectError, rateLimitHeaders } from "../support/expectations.js"
-import { type JsonResponse, type RunningServer, startServer } from "../support/server.js"
+import { Balance } from "../../src/Merchants/Api.js"
+import { bodyOf, expectError, rateLimitHeaders } from "../support/expectations.js"
+import { type JsonResponse, type RunningServer, setMerchantStatus, startServer } from "../support/server.js"
 
 /** A well-formed key (prefix + 32 base64url characters) that was never issued. */
 const UNKNOWN_KEY = "mer_live_" + "A".repeat(32)
@@ -26,7 +27,7 @@ describe("authentication", () => {
   it("a valid Bearer key is accepted", async () => {
     const res = await server.api("/balance", { key: merchant.apiKey })
     expect(res.status).toBe(200)
-    expect(res.json.currency).toBe("USD")
+    expect(bodyOf(res, Balance).currency).toBe("USD")
   })
 
   it("every missing, malformed, unknown or foreign credential is 401 MERCHANT_API_KEY_MISSING with byte-identical bodies", async () => {
@@ -87,9 +88,8 @@ describe("authentication", () => {
   it("rotating the key revokes the previous one at once; the new one works", async () => {
     const m = await server.createMerchant()
     expect((await server.api("/balance", { key: m.apiKey })).status).toBe(200) // now cached as valid
-    const rotated = await server.admin(`/admin/merchants/${m.id}/api-key`, { method: "POST" })
-    expect(rotated.status).toBe(201)
-    const newKey: string = rotated.json.api_key
+    const rotate = () => server.adminApi.call((client) => client.merchants.rotateApiKey({ path: { id: m.id } }))
+    const newKey = (await rotate()).api_key
     expect(newKey).toMatch(/^mer_live_[A-Za-z0-9_-]{32}$/)
     expect(newKey).not.toBe(m.apiKey)
 
@@ -99,11 +99,10 @@ describe("authentication", () => {
     expect((await server.api("/balance", { key: newKey })).status).toBe(200)
 
     // A second rotation revokes the first replacement as well.
-    const again = await server.admin(`/admin/merchants/${m.id}/api-key`, { method: "POST" })
-    expect(again.status).toBe(201)
+    const again = await rotate()
     expect((await server.api("/balance", { key: newKey })).status).toBe(401)
     expect((await server.api("/balance", { key: m.apiKey })).status).toBe(401)
-    expect((await server.api("/balance", { key: again.json.api_key })).status).toBe(200)
+    expect((await server.api("/balance", { key: again.api_key })).status).toBe(200)
     // Other merchants' keys are untouched.
     expect((await server.api("/balance", { key: merchant.apiKey })).status).toBe(200)
   })
@@ -111,9 +110,7 @@ describe("authentication", () => {
   it("a blocked merchant gets 403 MERCHANT_BLOCKED on every merchant endpoint, with rate-limit headers; unblocking restores access", async () => {
     const m = await server.createMerchant()
     expect((await server.api("/balance", { key: m.apiKey })).status).toBe(200)
-    const blocked = await server.admin(`/admin/merchants/${m.id}`, { method: "PATCH", body: { status: "blocked" } })
-    expect(blocked.status).toBe(200)
-    expect(blocked.json.status).toBe("blocked")
+    expect((await setMerchantStatus(server, m.id, "blocked")).status).toBe("blocked")
 
     for (const path of ["/balance", "/deposits", "/deposits/fees", "/deposits?limit=0"]) {
       const res = await server.api(path, { key: m.apiKey })
@@ -123,16 +120,14 @@ describe("authentication", () => {
     // A blocked merchant's wrong key is still a 401: blocking reveals nothing to a stranger.
     expectError(await server.api("/balance", { key: UNKNOWN_KEY }), 401, "MERCHANT_API_KEY_MISSING")
 
-    const unblocked = await server.admin(`/admin/merchants/${m.id}`, { method: "PATCH", body: { status: "active" } })
-    expect(unblocked.json.status).toBe("active")
+    expect((await setMerchantStatus(server, m.id, "active")).status).toBe("active")
     const res = await server.api("/balance", { key: m.apiKey })
     expect(res.status).toBe(200)
   })
 
   it("an inactive merchant can still read balance, deposits and fees", async () => {
     const m = await server.createMerchant()
-    const patched = await server.admin(`/admin/merchants/${m.id}`, { method: "PATCH", body: { status: "inactive" } })
-    expect(patched.json.status).toBe("inactive")
+    expect((await setMerchantStatus(server, m.id, "inactive")).status).toBe("inactive")
     for (const path of ["/balance", "/deposits", "/deposits/fees"]) {
       const res = await server.api(path, { key: m.apiKey })
       expect({ path, status: res.status }).toEqual({ path, status: 200 })

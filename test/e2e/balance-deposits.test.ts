@@ -5,8 +5,10 @@
  */
 import { randomUUID } from "node:crypto"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { expectError, expectUsd, ISO_UTC, isUuid } from "../support/expectations.js"
-import type { JsonResponse, RunningServer } from "../support/server.js"
+import { DepositItem } from "../../src/Deposits/Api.js"
+import type { SimulatedDeposit } from "../../src/Ops/AdminApi.js"
+import { bodyOf, errorBody, expectError, expectUsd, ISO_UTC, isUuid } from "../support/expectations.js"
+import type { RunningServer } from "../support/server.js"
 import { startServer } from "../support/server.js"
 
 let server: RunningServer
@@ -21,13 +23,21 @@ type Merchant = { id: string; apiKey: string }
 
 const balanceOf = (m: Merchant) => server.merchant(m.apiKey).call((client) => client.balance.getBalance())
 
+type Deposit = typeof DepositItem.Type
+
+/** POST /admin/deposits as sent: for bodies that are not valid, and where the status or headers are the point. */
 const credit = (body: Record<string, unknown>) => server.admin("/admin/deposits", { method: "POST", body })
+/** A tron deposit through `credit` (raw). */
+const creditRaw = (merchantId: string, amount: number, txId?: string) =>
+  credit({ merchant_id: merchantId, network: "tron", amount, ...(txId !== undefined ? { tx_id: txId } : {}) })
+/** POST /admin/deposits through the typed client: the 201 DepositItem. */
+const credited = (payload: typeof SimulatedDeposit.Type) => server.adminApi.call((client) => client.deposits.creditDeposit({ payload }))
 
 const listAll = async (m: Merchant, limit?: number) => {
-  const seen: Array<any> = []
+  const seen: Array<Deposit> = []
   let cursor: string | null = null
   for (let page = 0; page < 100; page++) {
-    const res: { deposits: ReadonlyArray<any>; next_cursor: string | null } = await server.merchant(m.apiKey).call((client) =>
+    const res: { deposits: ReadonlyArray<Deposit>; next_cursor: string | null } = await server.merchant(m.apiKey).call((client) =>
       client.deposits.listDeposits({ urlParams: { ...(limit !== undefined ? { limit } : {}), ...(cursor !== null ? { cursor } : {}) } })
     )
     expect(Object.keys(res).sort()).toEqual(["deposits", "next_cursor"])
@@ -50,7 +60,7 @@ const expectInvariant = async (m: Merchant) => {
   return b
 }
 
-const expectDepositItem = (item: any) => {
+const expectDepositItem = (item: Deposit) => {
   expect(Object.keys(item).sort()).toEqual(
     ["amount", "created_at", "currency", "destination", "id", "network", "provider", "status", "tx_id"]
   )
@@ -121,17 +131,16 @@ describe("POST /admin/deposits: crediting", () => {
       [5000, 4975] // exactly 5000 is in the 0.5 % tier
     ]
     let expectedCents = 0
-    const items: Array<any> = []
+    const items: Array<Deposit> = []
     for (const [sent, credited] of cases) {
       const txId = `tx-${randomUUID()}`
-      const res = await server.deposit(m.id, sent, txId)
-      expect(res.status, res.text).toBe(201)
-      expectDepositItem(res.json)
-      expect({ sent, amount: res.json.amount }).toEqual({ sent, amount: credited })
-      expect(res.json.tx_id).toBe(txId)
-      expect(res.json.network).toBe("tron")
-      expect(res.json.destination).toBeNull()
-      items.push(res.json)
+      const item = await server.deposit(m.id, sent, txId)
+      expectDepositItem(item)
+      expect({ sent, amount: item.amount }).toEqual({ sent, amount: credited })
+      expect(item.tx_id).toBe(txId)
+      expect(item.network).toBe("tron")
+      expect(item.destination).toBeNull()
+      items.push(item)
       expectedCents += cents(credited)
       const b = await expectInvariant(m)
       expect(cents(b.available)).toBe(expectedCents)
@@ -146,29 +155,27 @@ describe("POST /admin/deposits: crediting", () => {
 
   it("credits a bsc payment and names the legacy destination when the merchant has a retained address", async () => {
     const m = await server.createMerchant()
-    const fresh = await credit({ merchant_id: m.id, network: "bsc", amount: 10 })
-    expect(fresh.status).toBe(201)
-    expectDepositItem(fresh.json)
-    expect(fresh.json).toMatchObject({ network: "bsc", destination: null, amount: 9.9 })
-    expect(fresh.json.tx_id.length).toBeGreaterThan(0) // an internal transfer id when none is given
+    const fresh = await credited({ merchant_id: m.id, network: "bsc", amount: 10 })
+    expectDepositItem(fresh)
+    expect(fresh).toMatchObject({ network: "bsc", destination: null, amount: 9.9 })
+    expect(fresh.tx_id?.length).toBeGreaterThan(0) // an internal transfer id when none is given
 
     const bep20 = "0x8894E0a0c962CB723c1976a4421c95949bE2D4E3"
-    await server.admin(`/admin/merchants/${m.id}/legacy-addresses`, { method: "PUT", body: { trc20: null, bep20 } })
-    const legacy = await credit({ merchant_id: m.id, network: "bsc", amount: 20 })
-    expect(legacy.status).toBe(201)
-    expect(legacy.json).toMatchObject({ network: "bsc", destination: bep20, amount: 19.8 })
-    expect(legacy.json.provider).not.toBe(fresh.json.provider) // the retained earlier provider
+    await server.adminApi.call((client) => client.merchants.setLegacyAddresses({ path: { id: m.id }, payload: { trc20: null, bep20 } }))
+    const legacy = await credited({ merchant_id: m.id, network: "bsc", amount: 20 })
+    expect(legacy).toMatchObject({ network: "bsc", destination: bep20, amount: 19.8 })
+    expect(legacy.provider).not.toBe(fresh.provider) // the retained earlier provider
     // A network without a retained address still goes to the new provider.
-    const tron = await credit({ merchant_id: m.id, network: "tron", amount: 30 })
-    expect(tron.json).toMatchObject({ network: "tron", destination: null, provider: fresh.json.provider })
+    const tron = await credited({ merchant_id: m.id, network: "tron", amount: 30 })
+    expect(tron).toMatchObject({ network: "tron", destination: null, provider: fresh.provider })
     expect((await expectInvariant(m)).available).toBe(59.4) // 9.90 + 19.80 + 29.70
   })
 
   it("the same tx_id twice returns the same deposit and credits once", async () => {
     const m = await server.createMerchant()
     const txId = `tx-${randomUUID()}`
-    const first = await server.deposit(m.id, 102.5, txId)
-    const second = await server.deposit(m.id, 102.5, txId)
+    const first = await creditRaw(m.id, 102.5, txId)
+    const second = await creditRaw(m.id, 102.5, txId)
     expect(first.status).toBe(201)
     expect([200, 201]).toContain(second.status)
     expect(second.json).toEqual(first.json)
@@ -183,10 +190,10 @@ describe("POST /admin/deposits: crediting", () => {
   it("concurrent confirmations of one tx_id credit exactly once", async () => {
     const m = await server.createMerchant()
     const txId = `tx-${randomUUID()}`
-    const results = await Promise.all(Array.from({ length: 8 }, () => server.deposit(m.id, 250, txId)))
+    const results = await Promise.all(Array.from({ length: 8 }, () => creditRaw(m.id, 250, txId)))
     for (const res of results) {
       expect([200, 201], res.text).toContain(res.status)
-      expect(res.json.id).toBe(results[0]!.json.id)
+      expect(bodyOf(res, DepositItem).id).toBe(bodyOf(results[0]!, DepositItem).id)
     }
     const b = await expectInvariant(m)
     expect(b.available).toBe(247.5)
@@ -197,28 +204,28 @@ describe("POST /admin/deposits: crediting", () => {
     const a = await server.createMerchant()
     const b = await server.createMerchant()
     const txId = `tx-${randomUUID()}`
-    expect((await server.deposit(a.id, 100, txId)).status).toBe(201)
+    await server.deposit(a.id, 100, txId)
 
-    const foreign = await server.deposit(b.id, 100, txId)
+    const foreign = await creditRaw(b.id, 100, txId)
     expect(foreign.status).toBe(409)
-    expect(Object.keys(foreign.json.error).sort()).toEqual(["code", "message"])
+    errorBody(foreign)
     expect(await balanceOf(b)).toMatchObject({ available: 0, total_deposited: 0 })
     expect(await listAll(b)).toHaveLength(0)
 
-    const otherAmount = await server.deposit(a.id, 200, txId)
+    const otherAmount = await creditRaw(a.id, 200, txId)
     expect(otherAmount.status).toBe(409)
     expect(await balanceOf(a)).toMatchObject({ available: 99, total_deposited: 99 })
   })
 
   it("refuses invalid amounts with 400 and leaves the balance unchanged", async () => {
     const m = await server.createMerchant()
-    expect((await server.deposit(m.id, 10)).status).toBe(201)
+    await server.deposit(m.id, 10)
     const before = await balanceOf(m)
     const amounts: Array<unknown> = [0, -0, -5, -0.01, "10", "abc", null, true, [10], { value: 10 }, 1.0000001, 10.1234567, 1e-7, 0.001, 0.0049]
     for (const amount of amounts) {
       const res = await credit({ merchant_id: m.id, network: "tron", amount, tx_id: `tx-${randomUUID()}` })
       expect({ amount, status: res.status }).toEqual({ amount, status: 400 })
-      expect(Object.keys(res.json.error).sort()).toEqual(["code", "message"])
+      errorBody(res)
     }
     const missing = await credit({ merchant_id: m.id, network: "tron" })
     expect(missing.status).toBe(400)
@@ -252,10 +259,10 @@ describe("POST /admin/deposits: crediting", () => {
     const outcomes: Array<{ amount: number; status: number }> = []
     for (const amount of [1e10, 1e13]) {
       const m = await server.createMerchant()
-      const res = await server.deposit(m.id, amount)
+      const res = await creditRaw(m.id, amount)
       outcomes.push({ amount, status: res.status })
       const b = await expectInvariant(m)
-      expect(b.total_deposited).toBe(res.status === 201 ? res.json.amount : 0)
+      expect(b.total_deposited).toBe(res.status === 201 ? bodyOf(res, DepositItem).amount : 0)
     }
     expect(outcomes.filter((o) => o.status !== 201 && o.status !== 400)).toEqual([])
   })
@@ -263,28 +270,24 @@ describe("POST /admin/deposits: crediting", () => {
   it("an unknown merchant is 404", async () => {
     const res = await credit({ merchant_id: randomUUID(), network: "tron", amount: 10, tx_id: `tx-${randomUUID()}` })
     expect(res.status).toBe(404)
-    expect(Object.keys(res.json.error).sort()).toEqual(["code", "message"])
+    errorBody(res)
   })
 })
 
 describe("GET /deposits", () => {
   let m: Merchant
-  let created: Array<any>
+  let created: Array<Deposit>
   beforeAll(async () => {
     m = await server.createMerchant()
     created = []
-    for (const amount of [10, 20, 30, 40, 50]) {
-      const res: JsonResponse = await server.deposit(m.id, amount, `tx-${randomUUID()}`)
-      expect(res.status).toBe(201)
-      created.push(res.json)
-    }
+    for (const amount of [10, 20, 30, 40, 50]) created.push(await server.deposit(m.id, amount, `tx-${randomUUID()}`))
   })
 
   /**
    * Created one after another, each in its own transaction, so creation times strictly increase:
    * newest first is the reverse creation order (the id tie-break cannot be provoked through the API).
    */
-  const ordered = (items: ReadonlyArray<any>) => [...items].reverse()
+  const ordered = (items: ReadonlyArray<Deposit>) => [...items].reverse()
 
   it("lists confirmed credits newest first, then by id, with a null next_cursor at the end", async () => {
     const res = await server.merchant(m.apiKey).call((client) => client.deposits.listDeposits({ urlParams: {} }))
@@ -355,7 +358,7 @@ describe("GET /deposits", () => {
     const stranger = await server.createMerchant()
     const own = await server.deposit(stranger.id, 77)
     const list = await listAll(stranger)
-    expect(list.map((d) => d.id)).toEqual([own.json.id])
+    expect(list.map((d) => d.id)).toEqual([own.id])
     const first = await server.merchant(m.apiKey).call((client) => client.deposits.listDeposits({ urlParams: { limit: 1 } }))
     expect(first.next_cursor).not.toBeNull()
     const borrowed = await server.merchant(stranger.apiKey).call((client) => client.deposits.listDeposits({ urlParams: { cursor: first.next_cursor! } }))

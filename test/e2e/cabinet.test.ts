@@ -6,8 +6,13 @@
 import pg from "pg"
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest"
 import { WebSocket } from "ws"
-import { AuthenticatorApp, cabinet, invite, merchantApi, onboard } from "../support/cabinet.js"
-import { type RunningServer, startServer } from "../support/server.js"
+import { Profile } from "../../src/Cabinet/Api.js"
+import { DepositWalletList } from "../../src/Deposits/Api.js"
+import { ApiKeyIssued, WebhookSecretIssued } from "../../src/Ops/AdminApi.js"
+import { WebhookEventList } from "../../src/Webhooks/Api.js"
+import { AuthenticatorApp, cabinet, type CabinetInit, invite, InviteStarted, merchantApi, onboard } from "../support/cabinet.js"
+import { bodyOf, codeOf, field } from "../support/expectations.js"
+import { type RunningServer, setMerchantStatus, startServer } from "../support/server.js"
 
 // a code is accepted once per merchant: a test that needs a third code waits for the clock (up to 30 s)
 vi.setConfig({ testTimeout: 120_000 })
@@ -20,7 +25,14 @@ afterAll(async () => {
   await server?.stop()
 })
 
-const errorCode = (res: { json: any }) => res.json?.error?.code
+/** GET /cabinet/api/me, which must answer 200: the decoded Profile. */
+const profileOf = async (init: CabinetInit) => bodyOf(await cabinet(server, "/me", init), Profile)
+
+/** The wallets of GET /api/v1/merchant/deposits/wallets through the session, which must answer 200. */
+const walletsOf = async (init: CabinetInit) => bodyOf(await merchantApi(server, "/deposits/wallets", init), DepositWalletList).wallets
+
+/** The API key still works (a 200 through the typed client). */
+const keyWorks = (apiKey: string) => server.merchant(apiKey).call((client) => client.balance.getBalance())
 
 /** The status a WebSocket upgrade is answered with (101: opened, then closed at once). */
 const upgradeStatus = (url: string, headers: Record<string, string>) =>
@@ -40,21 +52,21 @@ const upgradeStatus = (url: string, headers: Record<string, string>) =>
 describe("onboarding by invite", () => {
   it("an invite gives one secret on every start; completing signs in with exactly the contract's cookie and keeps the API key", async () => {
     const merchant = await server.createMerchant()
-    const issued = await server.admin(`/admin/merchants/${merchant.id}/invite`, { method: "POST" })
-    expect(issued.status).toBe(201)
-    expect(issued.json.invite_url).toMatch(new RegExp(`^${server.baseUrl}/cabinet/invite#[A-Za-z0-9_-]{43,}$`))
-    expect(Date.parse(issued.json.expires_at) - Date.now()).toBeGreaterThan(71.9 * 3600_000)
-    const token = String(issued.json.invite_url).split("#")[1]!
+    const issued = await server.adminApi.call((client) => client.merchants.inviteMerchant({ path: { id: merchant.id } }))
+    expect(issued.invite_url).toMatch(new RegExp(`^${server.baseUrl}/cabinet/invite#[A-Za-z0-9_-]{43,}$`))
+    expect(Date.parse(issued.expires_at) - Date.now()).toBeGreaterThan(71.9 * 3600_000)
+    const token = issued.invite_url.split("#")[1]!
 
     const first = await cabinet(server, "/invite/start", { method: "POST", body: { token } })
     const second = await cabinet(server, "/invite/start", { method: "POST", body: { token } })
     expect(first.status, first.text).toBe(200)
-    expect(first.json.totp_secret).toMatch(/^[A-Z2-7]{32}$/)
+    const started = bodyOf(first, InviteStarted)
+    expect(started.totp_secret).toMatch(/^[A-Z2-7]{32}$/)
     expect(second.json).toEqual(first.json)
-    expect(first.json.otpauth_uri).toMatch(/^otpauth:\/\/totp\/.*secret=[A-Z2-7]+.*/)
-    expect(first.json.otpauth_uri).toContain("algorithm=SHA1")
+    expect(started.otpauth_uri).toMatch(/^otpauth:\/\/totp\/.*secret=[A-Z2-7]+.*/)
+    expect(started.otpauth_uri).toContain("algorithm=SHA1")
 
-    const app = new AuthenticatorApp(first.json.totp_secret)
+    const app = new AuthenticatorApp(started.totp_secret)
     const done = await cabinet(server, "/invite/complete", {
       method: "POST",
       body: { token, login: "Owner@Shop.example", password: "twelve chars!", code: await app.code() }
@@ -73,38 +85,38 @@ describe("onboarding by invite", () => {
       status: "active",
       api_key_last4: merchant.apiKey.slice(-4)
     })
-    expect(Object.keys(me.json).sort()).toEqual(["api_key_created_at", "api_key_last4", "login", "merchant_id", "name", "status", "webhook_url"])
+    expect(Object.keys(bodyOf(me, Profile)).sort()).toEqual(["api_key_created_at", "api_key_last4", "login", "merchant_id", "name", "status", "webhook_url"])
     // the API key is not changed by onboarding
-    expect((await server.api("/balance", { key: merchant.apiKey })).status).toBe(200)
+    await keyWorks(merchant.apiKey)
     // single use
     const reused = await cabinet(server, "/invite/start", { method: "POST", body: { token } })
-    expect([reused.status, errorCode(reused)]).toEqual([400, "CABINET_INVITE_INVALID"])
+    expect([reused.status, codeOf(reused)]).toEqual([400, "CABINET_INVITE_INVALID"])
   })
 
   it("refuses unknown and voided invites, weak passwords, wrong codes and a login another merchant has, and stores only hashes", async () => {
     const unknown = await cabinet(server, "/invite/start", { method: "POST", body: { token: "not-a-token" } })
-    expect([unknown.status, errorCode(unknown)]).toEqual([400, "CABINET_INVITE_INVALID"])
+    expect([unknown.status, codeOf(unknown)]).toEqual([400, "CABINET_INVITE_INVALID"])
 
     const taken = await onboard(server)
     const merchant = await server.createMerchant()
     const voided = await invite(server, merchant.id)
     const token = await invite(server, merchant.id)
     const old = await cabinet(server, "/invite/start", { method: "POST", body: { token: voided } })
-    expect([old.status, errorCode(old)]).toEqual([400, "CABINET_INVITE_INVALID"])
+    expect([old.status, codeOf(old)]).toEqual([400, "CABINET_INVITE_INVALID"])
     const started = await cabinet(server, "/invite/start", { method: "POST", body: { token } })
-    const app = new AuthenticatorApp(started.json.totp_secret)
+    const app = new AuthenticatorApp(bodyOf(started, InviteStarted).totp_secret)
     const complete = (body: object) => cabinet(server, "/invite/complete", { method: "POST", body: { token, ...body } })
 
     const weak = await complete({ login: "a@b.example", password: "short", code: await app.code() })
-    expect([weak.status, errorCode(weak)]).toEqual([400, "CABINET_WEAK_PASSWORD"])
+    expect([weak.status, codeOf(weak)]).toEqual([400, "CABINET_WEAK_PASSWORD"])
     const wrongCode = await complete({ login: "a@b.example", password: "long enough password", code: app.wrong() })
-    expect([wrongCode.status, errorCode(wrongCode)]).toEqual([400, "CABINET_CODE_INVALID"])
+    expect([wrongCode.status, codeOf(wrongCode)]).toEqual([400, "CABINET_CODE_INVALID"])
     const stale = await complete({ login: "a@b.example", password: "long enough password", code: app.stale() })
-    expect([stale.status, errorCode(stale)]).toEqual([400, "CABINET_CODE_INVALID"])
+    expect([stale.status, codeOf(stale)]).toEqual([400, "CABINET_CODE_INVALID"])
     const notEmail = await complete({ login: "not an email", password: "long enough password", code: app.last() })
-    expect([notEmail.status, errorCode(notEmail)]).toEqual([400, "MERCHANT_INVALID_QUERY"])
+    expect([notEmail.status, codeOf(notEmail)]).toEqual([400, "MERCHANT_INVALID_QUERY"])
     const sameLogin = await complete({ login: taken.login.toUpperCase(), password: "long enough password", code: app.last() })
-    expect([sameLogin.status, errorCode(sameLogin)]).toEqual([409, "CABINET_LOGIN_TAKEN"])
+    expect([sameLogin.status, codeOf(sameLogin)]).toEqual([409, "CABINET_LOGIN_TAKEN"])
     // none of the refusals used the invite up
     const done = await complete({ login: "b@b.example", password: "long enough password", code: app.last() })
     expect(done.status, done.text).toBe(201)
@@ -152,7 +164,7 @@ describe("signing in", () => {
     }
     expect(replayed.text).toBe(unknown.text)
     expect(wrongPassword.text).toBe(unknown.text)
-    expect(errorCode(unknown)).toBe("CABINET_LOGIN_FAILED")
+    expect(codeOf(unknown)).toBe("CABINET_LOGIN_FAILED")
   })
 
   it("five failures for one login lock it with 429 and Retry-After, even for the right password", async () => {
@@ -162,7 +174,7 @@ describe("signing in", () => {
       expect(res.status).toBe(401)
     }
     const locked = await cabinet(server, "/login", { method: "POST", body: { login: m.login, password: m.password, code: await m.app.code() } })
-    expect([locked.status, errorCode(locked)]).toEqual([429, "MERCHANT_RATE_LIMITED"])
+    expect([locked.status, codeOf(locked)]).toEqual([429, "MERCHANT_RATE_LIMITED"])
     expect(Number(locked.headers.get("retry-after"))).toBeGreaterThanOrEqual(1)
     expect(Number(locked.headers.get("retry-after"))).toBeLessThanOrEqual(900)
     // another login is not locked
@@ -173,23 +185,23 @@ describe("signing in", () => {
 
   it("an inactive merchant signs in and manages its key in the cabinet, but its wallet requests through the session get 403", async () => {
     const m = await onboard(server)
-    await server.admin(`/admin/merchants/${m.merchant.id}`, { method: "PATCH", body: { status: "inactive" } })
+    await setMerchantStatus(server, m.merchant.id, "inactive")
     const wallet = await merchantApi(server, "/deposits/wallets", { method: "POST", cookie: m.cookie, body: { network: "tron" } })
-    expect([wallet.status, errorCode(wallet)]).toEqual([403, "MERCHANT_NOT_ACTIVE"])
-    expect((await merchantApi(server, "/deposits/wallets", { cookie: m.cookie })).json.wallets).toEqual([])
+    expect([wallet.status, codeOf(wallet)]).toEqual([403, "MERCHANT_NOT_ACTIVE"])
+    expect(await walletsOf({ cookie: m.cookie })).toEqual([])
     const key = await cabinet(server, "/api-key", { method: "POST", cookie: m.cookie, body: { code: await m.app.code() } })
     expect(key.status, key.text).toBe(201)
-    expect((await cabinet(server, "/me", { cookie: m.cookie })).json.status).toBe("inactive")
+    expect((await profileOf({ cookie: m.cookie })).status).toBe("inactive")
   })
 
   it("a blocked merchant gets 403 MERCHANT_BLOCKED, and blocking ends its sessions", async () => {
     const m = await onboard(server)
     expect((await cabinet(server, "/me", { cookie: m.cookie })).status).toBe(200)
-    await server.admin(`/admin/merchants/${m.merchant.id}`, { method: "PATCH", body: { status: "blocked" } })
+    await setMerchantStatus(server, m.merchant.id, "blocked")
     const me = await cabinet(server, "/me", { cookie: m.cookie })
-    expect([me.status, errorCode(me)]).toEqual([401, "CABINET_SESSION_REQUIRED"])
+    expect([me.status, codeOf(me)]).toEqual([401, "CABINET_SESSION_REQUIRED"])
     const login = await cabinet(server, "/login", { method: "POST", body: { login: m.login, password: m.password, code: await m.app.code() } })
-    expect([login.status, errorCode(login)]).toEqual([403, "MERCHANT_BLOCKED"])
+    expect([login.status, codeOf(login)]).toEqual([403, "MERCHANT_BLOCKED"])
   })
 })
 
@@ -198,12 +210,12 @@ describe("the Origin rule", () => {
     const m = await onboard(server)
     for (const origin of [null, "https://evil.example", `${server.baseUrl}.evil.example`]) {
       const login = await cabinet(server, "/login", { method: "POST", origin, body: { login: m.login, password: m.password, code: m.app.wrong() } })
-      expect([login.status, errorCode(login)]).toEqual([403, "MERCHANT_ORIGIN_NOT_ALLOWED"])
+      expect([login.status, codeOf(login)]).toEqual([403, "MERCHANT_ORIGIN_NOT_ALLOWED"])
       expect(login.cookie).toBeUndefined()
       const logout = await cabinet(server, "/logout", { method: "POST", origin, cookie: m.cookie })
-      expect([logout.status, errorCode(logout)]).toEqual([403, "MERCHANT_ORIGIN_NOT_ALLOWED"])
+      expect([logout.status, codeOf(logout)]).toEqual([403, "MERCHANT_ORIGIN_NOT_ALLOWED"])
       const start = await cabinet(server, "/invite/start", { method: "POST", origin, body: { token: "x" } })
-      expect([start.status, errorCode(start)]).toEqual([403, "MERCHANT_ORIGIN_NOT_ALLOWED"])
+      expect([start.status, codeOf(start)]).toEqual([403, "MERCHANT_ORIGIN_NOT_ALLOWED"])
     }
     // the session lived through the refused logouts
     expect((await cabinet(server, "/me", { cookie: m.cookie, origin: null })).status).toBe(200)
@@ -227,12 +239,12 @@ describe("the Origin rule", () => {
       for (const origin of [null, "http://127.0.0.1:1"]) {
         const send = where === "cabinet" ? cabinet : merchantApi
         const res = await send(server, path, { method, origin, cookie: m.cookie, ...(body !== undefined ? { body } : {}) })
-        expect([res.status, errorCode(res)], `${method} ${path} from ${origin}`).toEqual([403, "MERCHANT_ORIGIN_NOT_ALLOWED"])
+        expect([res.status, codeOf(res)], `${method} ${path} from ${origin}`).toEqual([403, "MERCHANT_ORIGIN_NOT_ALLOWED"])
       }
     }
     // nothing changed, and the code sent with the refused key request is still unused
-    expect((await server.api("/balance", { key: m.merchant.apiKey })).status).toBe(200)
-    expect((await cabinet(server, "/me", { cookie: m.cookie })).json.webhook_url).toBeNull()
+    await keyWorks(m.merchant.apiKey)
+    expect((await profileOf({ cookie: m.cookie })).webhook_url).toBeNull()
     const key = await cabinet(server, "/api-key", { method: "POST", cookie: m.cookie, body: { code: m.app.last() } })
     expect(key.status, key.text).toBe(201)
   })
@@ -240,17 +252,17 @@ describe("the Origin rule", () => {
   it("a cookie-authenticated change needs an allowed Origin (a wallet request creates nothing without one); reads do not", async () => {
     const m = await onboard(server)
     const refused = await merchantApi(server, "/deposits/wallets", { method: "POST", origin: null, cookie: m.cookie, body: { network: "tron" } })
-    expect([refused.status, errorCode(refused)]).toEqual([403, "MERCHANT_ORIGIN_NOT_ALLOWED"])
+    expect([refused.status, codeOf(refused)]).toEqual([403, "MERCHANT_ORIGIN_NOT_ALLOWED"])
     const webhook = await cabinet(server, "/webhook", { method: "PUT", origin: "https://evil.example", cookie: m.cookie, body: { url: "https://x.example/h" } })
-    expect([webhook.status, errorCode(webhook)]).toEqual([403, "MERCHANT_ORIGIN_NOT_ALLOWED"])
+    expect([webhook.status, codeOf(webhook)]).toEqual([403, "MERCHANT_ORIGIN_NOT_ALLOWED"])
     const listed = await merchantApi(server, "/deposits/wallets", { origin: null, cookie: m.cookie })
     expect(listed.status, listed.text).toBe(200)
-    expect(listed.json.wallets).toEqual([])
-    expect((await cabinet(server, "/me", { origin: null, cookie: m.cookie })).json.webhook_url).toBeNull()
+    expect(bodyOf(listed, DepositWalletList).wallets).toEqual([])
+    expect((await profileOf({ origin: null, cookie: m.cookie })).webhook_url).toBeNull()
     // with the Origin, the same request is made (200, or 502 for the merchants whose creation answer the simulator loses)
     const made = await merchantApi(server, "/deposits/wallets", { method: "POST", cookie: m.cookie, body: { network: "tron" } })
     expect([200, 502], made.text).toContain(made.status)
-    expect((await merchantApi(server, "/deposits/wallets", { cookie: m.cookie })).json.wallets).toMatchObject([{ network: "tron" }])
+    expect(await walletsOf({ cookie: m.cookie })).toMatchObject([{ network: "tron" }])
   })
 })
 
@@ -263,12 +275,12 @@ describe("where the session is accepted", () => {
     }
     for (const path of ["/balance", "/items?limit=1", "/purchases", "/webhook-events"]) {
       const res = await merchantApi(server, path, { cookie: m.cookie })
-      expect([res.status, errorCode(res)], path).toEqual([401, "MERCHANT_API_KEY_MISSING"])
+      expect([res.status, codeOf(res)], path).toEqual([401, "MERCHANT_API_KEY_MISSING"])
     }
     const wrongKey = await merchantApi(server, "/deposits", { cookie: m.cookie, key: "mer_live_0000000000000000000000000000000A" })
-    expect([wrongKey.status, errorCode(wrongKey)]).toEqual([401, "MERCHANT_API_KEY_MISSING"])
+    expect([wrongKey.status, codeOf(wrongKey)]).toEqual([401, "MERCHANT_API_KEY_MISSING"])
     const noSession = await merchantApi(server, "/deposits", { cookie: "mer_session=forged" })
-    expect([noSession.status, errorCode(noSession)]).toEqual([401, "MERCHANT_API_KEY_MISSING"])
+    expect([noSession.status, codeOf(noSession)]).toEqual([401, "MERCHANT_API_KEY_MISSING"])
     // the feed's upgrade takes neither the cookie nor a key in the query string
     for (const [query, headers] of [["", { cookie: m.cookie }], [`?api_key=${m.merchant.apiKey}`, {}], [`?key=${m.merchant.apiKey}`, {}]] as const) {
       expect(await upgradeStatus(`${server.baseUrl.replace("http", "ws")}/api/v1/merchant/items/stream${query}`, headers)).toBe(401)
@@ -279,23 +291,23 @@ describe("where the session is accepted", () => {
     )
     // the cabinet's own endpoints take the session only
     const byKey = await cabinet(server, "/me", { key: m.merchant.apiKey })
-    expect([byKey.status, errorCode(byKey)]).toEqual([401, "CABINET_SESSION_REQUIRED"])
+    expect([byKey.status, codeOf(byKey)]).toEqual([401, "CABINET_SESSION_REQUIRED"])
   })
 
   it("the cabinet's balance, purchases and webhook log are the merchant API's, for the session's merchant", async () => {
     const m = await onboard(server)
     await server.deposit(m.merchant.id, 102.5)
     const viaSession = await cabinet(server, "/balance", { cookie: m.cookie })
-    const viaKey = await server.api("/balance", { key: m.merchant.apiKey })
+    const viaKey = await keyWorks(m.merchant.apiKey)
     expect(viaSession.status).toBe(200)
-    expect(viaSession.json).toEqual(viaKey.json)
+    expect(viaSession.json).toEqual(viaKey)
     const events = await cabinet(server, "/webhook-events?limit=5", { cookie: m.cookie })
     expect(events.status).toBe(200)
-    expect(events.json.events.map((e: any) => e.event_type)).toEqual(["balance.deposited"])
+    expect(bodyOf(events, WebhookEventList).events.map((e) => e.event_type)).toEqual(["balance.deposited"])
     const purchases = await cabinet(server, "/purchases?status=completed", { cookie: m.cookie })
     expect([purchases.status, purchases.json]).toEqual([200, { purchases: [], next_cursor: null }])
     const badFilter = await cabinet(server, "/purchases?status=nope", { cookie: m.cookie })
-    expect([badFilter.status, errorCode(badFilter)]).toEqual([400, "MERCHANT_INVALID_STATUS"])
+    expect([badFilter.status, codeOf(badFilter)]).toEqual([400, "MERCHANT_INVALID_STATUS"])
   })
 })
 
@@ -303,26 +315,27 @@ describe("keys, webhook settings and the end of a session", () => {
   it("a new API key needs a fresh code, is shown once, and stops the previous key at once", async () => {
     const m = await onboard(server)
     const noCode = await cabinet(server, "/api-key", { method: "POST", cookie: m.cookie, body: { code: m.app.last() } })
-    expect([noCode.status, errorCode(noCode)]).toEqual([400, "CABINET_CODE_INVALID"])
-    expect((await server.api("/balance", { key: m.merchant.apiKey })).status).toBe(200)
+    expect([noCode.status, codeOf(noCode)]).toEqual([400, "CABINET_CODE_INVALID"])
+    await keyWorks(m.merchant.apiKey)
     const issued = await cabinet(server, "/api-key", { method: "POST", cookie: m.cookie, body: { code: await m.app.code() } })
     expect(issued.status, issued.text).toBe(201)
-    expect(issued.json.api_key).toMatch(/^mer_live_[A-Za-z0-9_-]{32}$/)
+    const { api_key } = bodyOf(issued, ApiKeyIssued)
+    expect(api_key).toMatch(/^mer_live_[A-Za-z0-9_-]{32}$/)
     expect((await server.api("/balance", { key: m.merchant.apiKey })).status).toBe(401)
-    expect((await server.api("/balance", { key: issued.json.api_key })).status).toBe(200)
-    expect((await cabinet(server, "/me", { cookie: m.cookie })).json.api_key_last4).toBe(issued.json.api_key.slice(-4))
+    await keyWorks(api_key)
+    expect((await profileOf({ cookie: m.cookie })).api_key_last4).toBe(api_key.slice(-4))
   })
 
   it("the webhook URL is checked and saved; a new secret needs a fresh code and may keep the previous one", async () => {
     const m = await onboard(server)
     for (const url of ["ftp://x.example/h", "not a url", `https://x.example/${"a".repeat(2048)}`]) {
       const res = await cabinet(server, "/webhook", { method: "PUT", cookie: m.cookie, body: { url } })
-      expect([res.status, errorCode(res)], url.slice(0, 20)).toEqual([400, "CABINET_WEBHOOK_URL_INVALID"])
+      expect([res.status, codeOf(res)], url.slice(0, 20)).toEqual([400, "CABINET_WEBHOOK_URL_INVALID"])
     }
     const set = await cabinet(server, "/webhook", { method: "PUT", cookie: m.cookie, body: { url: "https://hooks.shop.example/skins" } })
-    expect([set.status, set.json.webhook_url]).toEqual([200, "https://hooks.shop.example/skins"])
+    expect([set.status, bodyOf(set, Profile).webhook_url]).toEqual([200, "https://hooks.shop.example/skins"])
     const cleared = await cabinet(server, "/webhook", { method: "PUT", cookie: m.cookie, body: { url: null } })
-    expect([cleared.status, cleared.json.webhook_url]).toEqual([200, null])
+    expect([cleared.status, bodyOf(cleared, Profile).webhook_url]).toEqual([200, null])
 
     const secret = await cabinet(server, "/webhook-secret", {
       method: "POST",
@@ -330,10 +343,11 @@ describe("keys, webhook settings and the end of a session", () => {
       body: { code: await m.app.code(), previous_valid_seconds: 60 }
     })
     expect(secret.status, secret.text).toBe(201)
-    expect(secret.json.webhook_secret).toMatch(/^whsec_/)
-    expect(secret.json.webhook_secret).not.toBe(m.merchant.webhookSecret)
+    const { webhook_secret } = bodyOf(secret, WebhookSecretIssued)
+    expect(webhook_secret).toMatch(/^whsec_/)
+    expect(webhook_secret).not.toBe(m.merchant.webhookSecret)
     const replay = await cabinet(server, "/webhook-secret", { method: "POST", cookie: m.cookie, body: { code: m.app.last() } })
-    expect([replay.status, errorCode(replay)]).toEqual([400, "CABINET_CODE_INVALID"])
+    expect([replay.status, codeOf(replay)]).toEqual([400, "CABINET_CODE_INVALID"])
   })
 
   it("logout ends the session; a new invite completed ends every session but keeps the key", async () => {
@@ -343,20 +357,20 @@ describe("keys, webhook settings and the end of a session", () => {
     const out = await cabinet(server, "/logout", { method: "POST", cookie: second.cookie })
     expect(out.status).toBe(204)
     expect(out.headers.getSetCookie()[0]).toMatch(/^mer_session=; .*Max-Age=0/)
-    expect(errorCode(await cabinet(server, "/me", { cookie: second.cookie }))).toBe("CABINET_SESSION_REQUIRED")
+    expect(codeOf(await cabinet(server, "/me", { cookie: second.cookie }))).toBe("CABINET_SESSION_REQUIRED")
     expect((await cabinet(server, "/me", { cookie: m.cookie })).status).toBe(200)
 
     const token = await invite(server, m.merchant.id)
     const started = await cabinet(server, "/invite/start", { method: "POST", body: { token } })
-    const app = new AuthenticatorApp(started.json.totp_secret)
+    const app = new AuthenticatorApp(bodyOf(started, InviteStarted).totp_secret)
     const done = await cabinet(server, "/invite/complete", {
       method: "POST",
       body: { token, login: m.login, password: "a brand new password", code: await app.code() }
     })
     expect(done.status, done.text).toBe(201)
-    expect(errorCode(await cabinet(server, "/me", { cookie: m.cookie }))).toBe("CABINET_SESSION_REQUIRED")
+    expect(codeOf(await cabinet(server, "/me", { cookie: m.cookie }))).toBe("CABINET_SESSION_REQUIRED")
     expect((await cabinet(server, "/me", { cookie: done.cookie })).status).toBe(200)
-    expect((await server.api("/balance", { key: m.merchant.apiKey })).status).toBe(200)
+    await keyWorks(m.merchant.apiKey)
     // the old password no longer signs in
     const old = await cabinet(server, "/login", { method: "POST", body: { login: m.login, password: m.password, code: await app.code() } })
     expect(old.status).toBe(401)
@@ -367,28 +381,28 @@ describe("hostile input", () => {
   it("text the database cannot hold, bodies that are not JSON and oversized fields get the Error shape and change nothing", async () => {
     const m = await onboard(server)
     const nulLogin = await cabinet(server, "/login", { method: "POST", body: { login: "a\u0000@b.example", password: m.password, code: "123456" } })
-    expect([nulLogin.status, errorCode(nulLogin)]).toEqual([401, "CABINET_LOGIN_FAILED"])
+    expect([nulLogin.status, codeOf(nulLogin)]).toEqual([401, "CABINET_LOGIN_FAILED"])
     const unknown = await cabinet(server, "/login", { method: "POST", body: { login: "nobody@b.example", password: m.password, code: "123456" } })
     expect(nulLogin.text).toBe(unknown.text)
     const surrogate = await cabinet(server, "/login", { method: "POST", body: { login: "\ud800@b.example", password: m.password, code: "123456" } })
-    expect([surrogate.status, errorCode(surrogate)]).toEqual([401, "CABINET_LOGIN_FAILED"])
+    expect([surrogate.status, codeOf(surrogate)]).toEqual([401, "CABINET_LOGIN_FAILED"])
     const nulUrl = await cabinet(server, "/webhook", { method: "PUT", cookie: m.cookie, body: { url: "https://x.example/\u0000" } })
-    expect([nulUrl.status, errorCode(nulUrl)]).toEqual([400, "CABINET_WEBHOOK_URL_INVALID"])
+    expect([nulUrl.status, codeOf(nulUrl)]).toEqual([400, "CABINET_WEBHOOK_URL_INVALID"])
     const huge = await cabinet(server, "/login", { method: "POST", body: { login: m.login, password: "p".repeat(5_000), code: "123456" } })
-    expect([huge.status, errorCode(huge)]).toEqual([400, "MERCHANT_INVALID_QUERY"])
+    expect([huge.status, codeOf(huge)]).toEqual([400, "MERCHANT_INVALID_QUERY"])
     const wrongType = await cabinet(server, "/api-key", { method: "POST", cookie: m.cookie, body: { code: 123456 } })
-    expect([wrongType.status, errorCode(wrongType)]).toEqual([400, "MERCHANT_INVALID_QUERY"])
+    expect([wrongType.status, codeOf(wrongType)]).toEqual([400, "MERCHANT_INVALID_QUERY"])
     const notJson = await fetch(`${server.baseUrl}/cabinet/api/login`, {
       method: "POST",
       headers: { origin: server.baseUrl, "content-type": "application/json" },
       body: "{not json"
     })
     expect(notJson.status).toBe(400)
-    expect(((await notJson.json()) as any).error.code).toBe("MERCHANT_MALFORMED_JSON")
+    expect(field(await notJson.json(), "error", "code")).toBe("MERCHANT_MALFORMED_JSON")
     const empty = await cabinet(server, "/webhook", { method: "PUT", cookie: m.cookie })
-    expect([empty.status, errorCode(empty)]).toEqual([400, "MERCHANT_MALFORMED_JSON"])
+    expect([empty.status, codeOf(empty)]).toEqual([400, "MERCHANT_MALFORMED_JSON"])
     const me = await cabinet(server, "/me", { cookie: m.cookie })
-    expect([me.status, me.json.webhook_url, me.json.api_key_last4]).toEqual([200, null, m.merchant.apiKey.slice(-4)])
+    expect([me.status, field(me.json, "webhook_url"), field(me.json, "api_key_last4")]).toEqual([200, null, m.merchant.apiKey.slice(-4)])
     // still signs in: none of it counted as five failures of this login (two did, for other logins)
     const ok = await cabinet(server, "/login", { method: "POST", body: { login: m.login, password: m.password, code: await m.app.code() } })
     expect(ok.status, ok.text).toBe(204)
@@ -415,14 +429,14 @@ describe("settings: the per-address budget, session lifetimes", () => {
       expect((await cabinet(strict, "/me", { cookie: m.cookie })).status).toBe(200)
       await new Promise((resolve) => setTimeout(resolve, 1_000))
     }
-    expect(errorCode(await cabinet(strict, "/me", { cookie: idle.cookie }))).toBe("CABINET_SESSION_REQUIRED")
+    expect(codeOf(await cabinet(strict, "/me", { cookie: idle.cookie }))).toBe("CABINET_SESSION_REQUIRED")
     // and still ends at its lifetime, however busy
     let last = 200
     while (Date.now() - born < 13_000 && last === 200) {
       last = (await cabinet(strict, "/me", { cookie: m.cookie })).status
       await new Promise((resolve) => setTimeout(resolve, 1_000))
     }
-    expect(errorCode(await cabinet(strict, "/me", { cookie: m.cookie }))).toBe("CABINET_SESSION_REQUIRED")
+    expect(codeOf(await cabinet(strict, "/me", { cookie: m.cookie }))).toBe("CABINET_SESSION_REQUIRED")
   })
 
   // last: it spends this address's budget
@@ -432,7 +446,7 @@ describe("settings: the per-address budget, session lifetimes", () => {
       expect(res.status).toBe(401)
     }
     const refused = await cabinet(strict, "/login", { method: "POST", body: { login: "someone@x.example", password: "wrong password!", code: "123456" } })
-    expect([refused.status, errorCode(refused)]).toEqual([429, "MERCHANT_RATE_LIMITED"])
+    expect([refused.status, codeOf(refused)]).toEqual([429, "MERCHANT_RATE_LIMITED"])
     expect(Number(refused.headers.get("retry-after"))).toBeGreaterThanOrEqual(1)
   })
 })

@@ -140,10 +140,8 @@ describe("catalogue full dump", () => {
     if (h["content-length"] !== undefined) expect(Number(h["content-length"])).toBe(d.res.body.length)
     expectItems(d.items, model)
     // the dump at its cursor is what the live list shows
-    const listed = await fetch(`${server.baseUrl}/api/v1/merchant/items?limit=200`, { headers: auth() }).then((r) =>
-      r.json() as Promise<{ items: Array<Item> }>
-    )
-    expect(new Set(listed.items.map((i: Item) => i.id))).toEqual(new Set(model.keys()))
+    const listed = await server.merchant(key).call((client) => client.catalogue.listItems({ urlParams: { limit: 200 } }))
+    expect(new Set(listed.items.map((i) => i.id))).toEqual(new Set(model.keys()))
   })
 
   it("Accept-Encoding containing gzip gives gzip; without it (or with gzip;q=0) the body is identity JSON", async () => {

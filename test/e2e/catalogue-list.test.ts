@@ -7,7 +7,7 @@
 import { Schema } from "effect"
 import * as fc from "fast-check"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import type { ListParams, SearchParams } from "../../src/Catalogue/Api.js"
+import { ItemPage, type ListParams, type SearchParams, SearchResults } from "../../src/Catalogue/Api.js"
 import { CatalogueItems } from "../../src/Ops/AdminApi.js"
 import {
   CATEGORIES,
@@ -22,7 +22,7 @@ import {
   putItems,
   RARITIES
 } from "../support/catalogue.js"
-import { expectError } from "../support/expectations.js"
+import { bodyOf, codeOf, expectError, objectOf } from "../support/expectations.js"
 import { type RunningServer, startServer } from "../support/server.js"
 
 const SEED = Number(process.env["CATALOGUE_SEED"] ?? Date.now() % 1_000_000)
@@ -129,6 +129,9 @@ describe("catalogue list and search", () => {
   /** Raw GET: for query text the typed client cannot write (numbers as written, bad values) and for statuses. */
   const get = (path: string) => server.api(path, { key })
 
+  /** The items of a raw GET /items whose answer must be an ItemPage (query text as written). */
+  const itemsOf = async (path: string) => bodyOf(await get(path), ItemPage).items
+
   /** GET /items through the typed client (valid parameters): the decoded page, or a rejection. */
   const listItems = (urlParams: ListUrlParams) => server.merchant(key).call((client) => client.catalogue.listItems({ urlParams }))
 
@@ -164,7 +167,7 @@ describe("catalogue list and search", () => {
     walkPages(async (cursor) => {
       const res = await get(`/items${queryString({ ...params, cursor })}`)
       expect(res.status, res.text).toBe(200)
-      return res.json
+      return bodyOf(res, ItemPage)
     }, limit)
 
   beforeAll(async () => {
@@ -241,9 +244,10 @@ describe("catalogue list and search", () => {
         // raw: max_price is sent as written (see the list property)
         const res = await get(`/items/search${queryString({ ...q, max_price: q.max_price?.text })}`)
         expect(res.status, res.text).toBe(200)
-        expect(Object.keys(res.json)).toEqual(["results"])
-        for (const item of res.json.results) expectItemShape(item)
-        expect(res.json.results).toEqual(expected)
+        expect(Object.keys(objectOf(res))).toEqual(["results"])
+        const { results } = bodyOf(res, SearchResults)
+        for (const item of results) expectItemShape(item)
+        expect(results).toEqual(expected)
       }),
       { numRuns: 40, seed: SEED }
     )
@@ -349,7 +353,7 @@ describe("catalogue list and search", () => {
       ]
     ) {
       const res = await get(path)
-      expect({ path, status: res.status, code: res.json?.error?.code }).toEqual({ path, status: 400, code: "MERCHANT_INVALID_QUERY" })
+      expect({ path, status: res.status, code: codeOf(res) }).toEqual({ path, status: 400, code: "MERCHANT_INVALID_QUERY" })
     }
     // a decimal may be written as JSON (and JavaScript's String) writes it: 1e-7
     for (const path of ["/items?limit=010", "/items?min_price=0.50&max_price=1e2", "/items?min_float=1e-7&max_float=1.0", "/purchases?limit=200"]) {
@@ -364,13 +368,13 @@ describe("catalogue list and search", () => {
     })
     const created = await server.adminApi.call((client) => client.catalogue.upsertItems({ payload }))
     const name = encodeURIComponent("Exact Cent Probe")
-    const ids = async (query: string) => (await get(`/items?market_hash_name=${name}&${query}`)).json.items.map((i: { price: number }) => i.price)
+    const ids = async (query: string) => (await itemsOf(`/items?market_hash_name=${name}&${query}`)).map((i) => i.price)
     expect(await ids("min_price=0.01&max_price=0.01")).toEqual([0.01])
     expect(await ids("min_price=0.0100000000000000000001")).toEqual([])
     expect(await ids("max_price=0.0099999999999999999999")).toEqual([])
     expect(await ids("min_price=0.0099999999999999999999&max_price=0.0100000000000000000000")).toEqual([0.01])
     const searched = await get(`/items/search?market_hash_name=${name}&max_price=0.0099999999999999999999`)
-    expect(searched.json.results).toEqual([])
+    expect(bodyOf(searched, SearchResults).results).toEqual([])
     await deleteItem(server, created.ids[0]!)
   })
 
@@ -379,14 +383,13 @@ describe("catalogue list and search", () => {
     const tiny = `0.${"0".repeat(40)}1`
     for (const [written, exponent] of [[long, "1e16"], [tiny, "1e-41"]] as const) {
       const a = await get(`/items?limit=3&max_price=${written}&min_float=${tiny}`)
-      const b = await get(`/items?limit=3&max_price=${exponent}&min_float=1e-41`)
       expect({ written, status: a.status }).toEqual({ written, status: 200 })
-      expect(a.json.items).toEqual(b.json.items)
+      expect(bodyOf(a, ItemPage).items).toEqual(await itemsOf(`/items?limit=3&max_price=${exponent}&min_float=1e-41`))
     }
-    expect((await get(`/items?max_price=${tiny}`)).json.items).toEqual([])
+    expect(await itemsOf(`/items?max_price=${tiny}`)).toEqual([])
     // an integer past its bounds fails on the bounds, however it is written
     for (const limit of [`5${"0".repeat(20)}`, "00000000000000000201"]) expectError(await get(`/items?limit=${limit}`), 400, "MERCHANT_INVALID_QUERY")
-    expect((await get("/items?limit=00000000000000000003")).json.items).toHaveLength(3)
+    expect(await itemsOf("/items?limit=00000000000000000003")).toHaveLength(3)
   })
 
   it("a price bound that is not a finite number (NaN, Infinity, 1e400) gives 400 MERCHANT_INVALID_QUERY, not 500", async () => {
@@ -404,7 +407,7 @@ describe("catalogue list and search", () => {
       ]
     ) {
       const res = await get(path)
-      expect({ path, status: res.status, code: res.json?.error?.code }).toEqual({ path, status: 400, code: "MERCHANT_INVALID_QUERY" })
+      expect({ path, status: res.status, code: codeOf(res) }).toEqual({ path, status: 400, code: "MERCHANT_INVALID_QUERY" })
     }
   })
 

@@ -28,7 +28,7 @@ import {
   simpleItem
 } from "../support/catalogue.js"
 import { type FreshDatabase, freshDatabase } from "../support/database.js"
-import { type RunningServer, startServer } from "../support/server.js"
+import { type RunningServer, setMerchantStatus, startServer } from "../support/server.js"
 
 const ENV = { SIM_CATALOGUE_SIZE: "0", SIM_CHURN_PER_SECOND: "0", DUMP_INTERVAL_SECONDS: "1", RATE_LIMIT_RPS: "100000", RATE_LIMIT_BURST: "100000" }
 
@@ -160,10 +160,10 @@ describe("catalogue realtime feed", () => {
       return feed
     }))
     const [rotatedFeed, blockedFeed, inactiveFeed, bystanderFeed] = opened as [Feed, Feed, Feed, Feed]
-    expect((await server.admin(`/admin/merchants/${rotated.id}/api-key`, { method: "POST" })).status).toBe(201)
+    await server.adminApi.call((client) => client.merchants.rotateApiKey({ path: { id: rotated.id } }))
     expect(await rotatedFeed.waitForClose(10_000)).toEqual({ code: 1008, reason: "api key revoked" })
-    expect((await server.admin(`/admin/merchants/${inactive.id}`, { method: "PATCH", body: { status: "inactive" } })).status).toBe(200)
-    expect((await server.admin(`/admin/merchants/${blocked.id}`, { method: "PATCH", body: { status: "blocked" } })).status).toBe(200)
+    await setMerchantStatus(server, inactive.id, "inactive")
+    await setMerchantStatus(server, blocked.id, "blocked")
     expect(await blockedFeed.waitForClose(10_000)).toEqual({ code: 1008, reason: "merchant blocked" })
     // the inactive merchant changed before the blocked one and may still read; the bystander never changed
     expect([inactiveFeed.closed, bystanderFeed.closed]).toEqual([undefined, undefined])
@@ -252,11 +252,10 @@ describe("catalogue realtime feed", () => {
 
   it("a blocked merchant gets 403 MERCHANT_BLOCKED before the upgrade; an inactive one may still read the feed", async () => {
     const other = await server.createMerchant()
-    const patch = (status: string) => server.admin(`/admin/merchants/${other.id}`, { method: "PATCH", body: { status } })
-    expect((await patch("blocked")).status).toBe(200)
+    await setMerchantStatus(server, other.id, "blocked")
     const refused = await refusedUpgrade(server, `?cursor=${head}&epoch=${epoch}`, { authorization: `Bearer ${other.apiKey}` })
     expect({ status: refused.status, body: refused.json }).toEqual({ status: 403, body: { error: { code: "MERCHANT_BLOCKED", message: expect.any(String) } } })
-    expect((await patch("inactive")).status).toBe(200)
+    await setMerchantStatus(server, other.id, "inactive")
     const feed = await Feed.open(server, other.apiKey, head, epoch)
     feeds.push(feed)
     await feed.waitFor((ms) => ms.length >= 1, "hello")

@@ -57,6 +57,7 @@ import { rmSync, writeFileSync } from "node:fs"
 import * as http from "node:http"
 import { gunzipSync } from "node:zlib"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { arrayField, field } from "../support/expectations.js"
 import { ROOT, TMP } from "../support/paths.js"
 import { freePort, type RunningServer, startServer } from "../support/server.js"
 
@@ -612,7 +613,7 @@ const describeRequest = (g: { op: Operation; path: string; auth?: Auth; body?: s
     g.body !== undefined ? ` body=${short(JSON.stringify(g.body), 300)}` : ""
   }${g.note !== undefined ? ` (${g.note})` : ""}`
 const count = (key: string) => stats.statuses.set(key, (stats.statuses.get(key) ?? 0) + 1)
-const parseJson = (text: string): any => {
+const parseJson = (text: string): unknown => {
   try {
     return JSON.parse(text)
   } catch {
@@ -699,7 +700,8 @@ const throughPrism = async (g: Generated, valid: boolean): Promise<Reply | undef
   }
   const fromService = reply.headers["x-request-id"] !== undefined
   const body = parseJson(reply.text)
-  const type = typeof body?.type === "string" ? body.type as string : ""
+  const prismType = field(body, "type")
+  const type = typeof prismType === "string" ? prismType : ""
   if (!fromService && type.startsWith(PRISM_ERROR)) {
     const kind = type.slice(PRISM_ERROR.length)
     count(`prism ${reply.status} ${kind}`)
@@ -709,7 +711,7 @@ const throughPrism = async (g: Generated, valid: boolean): Promise<Reply | undef
       if (valid) report(reply.status)("Prism refused a request our ajv finds valid", short(reply.text, 600))
     } else if (kind === "VIOLATIONS") {
       // (a) the service's response breaks the document (Prism replaced it with its 500)
-      report(reply.status)("Prism: response violates the document", short(JSON.stringify(body.validation), 800))
+      report(reply.status)("Prism: response violates the document", short(JSON.stringify(field(body, "validation")), 800))
     } else {
       report(reply.status)(`Prism error ${kind}`, short(reply.text))
     }
@@ -730,8 +732,8 @@ const throughPrism = async (g: Generated, valid: boolean): Promise<Reply | undef
   const header = reply.headers["sl-violations"]
   if (header !== undefined) {
     const violations = parseJson(String(header))
-    const list: Array<any> = Array.isArray(violations) ? violations : [{ location: ["response"], severity: "?", message: String(header) }]
-    const responseViolations = list.filter((v) => Array.isArray(v.location) && v.location[0] === "response")
+    const list: ReadonlyArray<unknown> = Array.isArray(violations) ? violations : [{ location: ["response"], severity: "?", message: String(header) }]
+    const responseViolations = list.filter((v) => arrayField(v, "location")[0] === "response")
     if (responseViolations.length > 0) {
       report(reply.status)("Prism: response violates the document (sl-violations)", short(JSON.stringify(responseViolations), 800))
     }
@@ -805,8 +807,7 @@ beforeAll(async () => {
     }
   })
   merchant = await server.createMerchant()
-  const funded = await server.deposit(merchant.id, 1000)
-  if (funded.status >= 300) throw new Error(`deposit: ${funded.status} ${funded.text}`)
+  await server.deposit(merchant.id, 1000)
   const res = await fetch(`${server.baseUrl}${PREFIX}/openapi.json`)
   if (res.status !== 200) throw new Error(`openapi.json: ${res.status}`)
   const text = await res.text()
@@ -867,34 +868,44 @@ describe("the service against its OpenAPI document, checked by Prism's validatio
     }
     /** List items, buy the cheapest, read it back by id and find it in the list: through Prism and straight. */
     const stateful = async (round: string): Promise<void> => {
-      const bought: Array<string> = []
+      const bought: Array<unknown> = []
       for (const via of ["prism", "direct"] as const) {
         const fail = (answer: { request: string; status: number; operation: string }, detail: string) =>
           findings.push({ rule: "stateful sequence", via, operation: answer.operation, request: answer.request, status: answer.status, detail })
         const list = await call(via, "get", "/items", "/items?limit=20&sort=price_asc")
-        const item = (list.json?.items ?? []).find((i: any) => !bought.includes(i.id))
+        const item = arrayField(list.json, "items").find((i) => !bought.includes(field(i, "id")))
         if (list.status !== 200 || item === undefined) {
           fail(list, "no item to buy")
           continue
         }
+        const itemId = field(item, "id")
         const customId = `cf-${round}-${via}`
-        const buy = await call(via, "post", "/buy", "/buy", { item_id: item.id, max_price: item.price, custom_id: customId, target_trade_url: TRADE_URL })
-        if (buy.status !== 201 || typeof buy.json?.purchase_id !== "string") {
+        const buy = await call(via, "post", "/buy", "/buy", {
+          item_id: itemId,
+          max_price: field(item, "price"),
+          custom_id: customId,
+          target_trade_url: TRADE_URL
+        })
+        const id = field(buy.json, "purchase_id")
+        if (buy.status !== 201 || typeof id !== "string") {
           fail(buy, `expected 201 with a purchase_id: ${JSON.stringify(buy.json)}`)
           continue
         }
-        const id: string = buy.json.purchase_id
-        bought.push(item.id)
+        bought.push(itemId)
         const read = await call(via, "get", "/purchases/{purchaseId}", `/purchases/${id}`)
-        if (read.status !== 200 || read.json?.purchase_id !== id || read.json?.custom_id !== customId || read.json?.item?.id !== item.id) {
-          fail(read, `expected the purchase ${id} of item ${item.id} as ${customId}: ${JSON.stringify(read.json)}`)
+        if (
+          read.status !== 200 || field(read.json, "purchase_id") !== id || field(read.json, "custom_id") !== customId ||
+          field(read.json, "item", "id") !== itemId
+        ) {
+          fail(read, `expected the purchase ${id} of item ${itemId} as ${customId}: ${JSON.stringify(read.json)}`)
         }
+        const listed = (answer: { json: unknown }) => arrayField(answer.json, "purchases").some((p) => field(p, "purchase_id") === id)
         const byCustomId = await call(via, "get", "/purchases", `/purchases?custom_id=${encodeURIComponent(customId)}`)
-        if (byCustomId.status !== 200 || !(byCustomId.json?.purchases ?? []).some((p: any) => p.purchase_id === id)) {
+        if (byCustomId.status !== 200 || !listed(byCustomId)) {
           fail(byCustomId, `purchase ${id} not in the list: ${short(JSON.stringify(byCustomId.json))}`)
         }
         const latest = await call(via, "get", "/purchases", "/purchases?limit=200")
-        if (latest.status !== 200 || !(latest.json?.purchases ?? []).some((p: any) => p.purchase_id === id)) {
+        if (latest.status !== 200 || !listed(latest)) {
           fail(latest, `purchase ${id} not in the first page of the list: ${short(JSON.stringify(latest.json))}`)
         }
       }
@@ -904,7 +915,7 @@ describe("the service against its OpenAPI document, checked by Prism's validatio
 
     // real values for the generators: items, names, prices, a cursor, the dump's ETag, purchase ids
     const catalogue = await server.api("/items?limit=200", { key: merchant.apiKey })
-    const items: Array<any> = catalogue.json?.items ?? []
+    const items = arrayField(catalogue.json, "items")
     const page = await server.api("/items?limit=5", { key: merchant.apiKey })
     const dump = await fetch(`${server.baseUrl}${PREFIX}/items/full-dump`, { method: "HEAD", headers: { authorization: `Bearer ${merchant.apiKey}` } }).catch(
       () => undefined
@@ -913,15 +924,18 @@ describe("the service against its OpenAPI document, checked by Prism's validatio
     const distinct = (values: Array<unknown>) => [...new Set(values.filter((v) => v !== null && v !== undefined))].slice(0, 30)
     const hints: Hints = {
       byName: {
-        item_id: distinct(items.map((i) => i.id)),
-        market_hash_name: distinct(items.map((i) => i.market_hash_name)),
-        max_price: distinct(items.flatMap((i) => [i.price, Math.round(i.price * 300) / 100])),
-        category: distinct(items.map((i) => i.category)),
-        exterior: distinct(items.map((i) => i.exterior)),
-        rarity: distinct(items.map((i) => i.rarity)),
+        item_id: distinct(items.map((i) => field(i, "id"))),
+        market_hash_name: distinct(items.map((i) => field(i, "market_hash_name"))),
+        max_price: distinct(items.flatMap((i) => {
+          const price = Number(field(i, "price"))
+          return [price, Math.round(price * 300) / 100]
+        })),
+        category: distinct(items.map((i) => field(i, "category"))),
+        exterior: distinct(items.map((i) => field(i, "exterior"))),
+        rarity: distinct(items.map((i) => field(i, "rarity"))),
         delivery_type: ["instant", "manual"],
-        cursor: distinct([page.json?.next_cursor]),
-        purchaseId: distinct((purchases.json?.purchases ?? []).map((p: any) => p.purchase_id)),
+        cursor: distinct([field(page.json, "next_cursor")]),
+        purchaseId: distinct(arrayField(purchases.json, "purchases").map((p) => field(p, "purchase_id"))),
         target_trade_url: TOKENS.map((token) => `https://steamcommunity.com/tradeoffer/new/?partner=12345678&token=${token}`),
         trade_url: TOKENS.map((token) => `https://steamcommunity.com/tradeoffer/new/?partner=12345678&token=${token}`),
         "if-none-match": distinct([dump?.headers.get("etag")])
@@ -951,8 +965,8 @@ describe("the service against its OpenAPI document, checked by Prism's validatio
     // money: every cent deposited is either available or spent, and what is on hold was spent
     const balance = await server.api("/balance", { key: merchant.apiKey })
     const cents = (x: unknown) => Math.round(Number(x) * 100)
-    const b = balance.json ?? {}
-    if (balance.status !== 200 || cents(b.available) + cents(b.total_spent) !== cents(b.total_deposited) || cents(b.on_hold) > cents(b.total_spent)) {
+    const [available, totalSpent, totalDeposited, onHold] = ["available", "total_spent", "total_deposited", "on_hold"].map((k) => cents(field(balance.json, k)))
+    if (balance.status !== 200 || available! + totalSpent! !== totalDeposited || onHold! > totalSpent!) {
       findings.push({
         rule: "money not conserved: available + total_spent == total_deposited, on_hold <= total_spent",
         operation: "GET /balance",

@@ -6,9 +6,11 @@
  * rate-limit token.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { expectError } from "../support/expectations.js"
+import { PurchaseCreated } from "../../src/Purchases/Api.js"
+import { bodyOf, codeOf, expectError, objectOf } from "../support/expectations.js"
+import { bought, buyBody } from "../support/purchases.js"
 import type { JsonResponse, RunningServer } from "../support/server.js"
-import { fastLaneAnswers, startServer } from "../support/server.js"
+import { fastLaneAnswers, setMerchantStatus, startServer } from "../support/server.js"
 
 const TRADE_URL = "https://steamcommunity.com/tradeoffer/new/?partner=12345678&token=abcdEFGH"
 let server: RunningServer
@@ -21,14 +23,21 @@ beforeAll(async () => {
     env: { SIM_CHURN_PER_SECOND: "0", SIM_CATALOGUE_SIZE: "300", RATE_LIMIT_RPS: "0.01", RATE_LIMIT_BURST: "40" }
   })
   const browser = await server.createMerchant()
-  items = (await server.api("/items?limit=100&sort=price_asc", { key: browser.apiKey })).json.items
-  mostExpensive = (await server.api("/items?limit=1&sort=price_desc", { key: browser.apiKey })).json.items[0]
+  items = [...await listed(browser.apiKey, "price_asc", 100)]
+  mostExpensive = (await listed(browser.apiKey, "price_desc", 1))[0]!
 })
 afterAll(async () => {
   await server?.stop()
 })
 
 const fastBuys = () => fastLaneAnswers(server, "/buy")
+
+/** GET /items through the typed client: the first `limit` items in price order. */
+const listed = async (key: string, sort: "price_asc" | "price_desc", limit: number) =>
+  (await server.merchant(key).call((client) => client.catalogue.listItems({ urlParams: { limit, sort } }))).items
+
+/** GET /balance through the typed client. */
+const balanceOf = (key: string) => server.merchant(key).call((client) => client.balance.getBalance())
 
 const remaining = (res: JsonResponse) => Number(res.headers.get("x-ratelimit-remaining"))
 
@@ -43,7 +52,7 @@ const buy = (key: string, fields: Record<string, unknown>) =>
 const warmMerchant = async () => {
   const m = await server.createMerchant()
   await server.deposit(m.id, 102.5)
-  expect((await server.api("/balance", { key: m.apiKey })).json.available).toBe(101.47)
+  expect((await balanceOf(m.apiKey)).available).toBe(101.47)
   return m
 }
 
@@ -71,7 +80,8 @@ describe("POST /buy in the fast lane", () => {
       expect(res.status).toBe(201)
       expect(res.headers.get("content-type")).toBe("application/json")
       expect(res.headers.get("content-length")).toBe(String(Buffer.byteLength(res.text)))
-      expect(res.json).toMatchObject({
+      const body = bodyOf(res, PurchaseCreated)
+      expect(body).toMatchObject({
         custom_id: "same",
         status: "created",
         item: {
@@ -81,41 +91,41 @@ describe("POST /buy in the fast lane", () => {
           estimated_delivery_minutes: item.estimated_delivery_minutes
         }
       })
-      expect(cents(res.json.balance_after)).toBe(cents(101.47) - cents(item.price))
-      expect(res.json.created_at).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/)
+      expect(cents(body.balance_after)).toBe(cents(101.47) - cents(item.price))
+      expect(body.created_at).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/)
     }
     expect(shape(viaFastLane.json)).toEqual(shape(viaHttpApi.json))
     expect(remaining(viaFastLane)).toBe(remaining(balance) - 1)
     expect(viaFastLane.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/)
 
     // the purchase is the one GET /purchases/{id} shows, and the ledger has its debit
-    const detail = await server.api(`/purchases/${viaFastLane.json.purchase_id}`, { key: m.apiKey })
-    expect(detail.json).toMatchObject({ purchase_id: viaFastLane.json.purchase_id, custom_id: "same", price: hot.price })
-    const after = await server.api("/balance", { key: m.apiKey })
-    expect(cents(after.json.available)).toBe(cents(viaFastLane.json.balance_after))
-    expect(cents(after.json.total_deposited) - cents(after.json.available)).toBe(cents(hot.price))
+    const created = bodyOf(viaFastLane, PurchaseCreated)
+    const detail = await server.merchant(m.apiKey).call((client) => client.purchases.getPurchase({ path: { purchaseId: created.purchase_id } }))
+    expect(detail).toMatchObject({ purchase_id: created.purchase_id, custom_id: "same", price: hot.price })
+    const after = await balanceOf(m.apiKey)
+    expect(cents(after.available)).toBe(cents(created.balance_after))
+    expect(cents(after.total_deposited) - cents(after.available)).toBe(cents(hot.price))
   })
 
   it("passes a repeat on to HttpApi, which answers the same purchase without a second debit", async () => {
     const m = await warmMerchant()
     const item = items[3]!
-    const bought = await buy(m.apiKey, { item_id: item.id, custom_id: "again" })
-    expect(bought.status).toBe(201)
+    const first = await buy(m.apiKey, { item_id: item.id, custom_id: "again" })
+    expect(first.status).toBe(201)
     const before = await fastBuys()
     const repeat = await buy(m.apiKey, { item_id: item.id, custom_id: "again" })
     expect(await fastBuys()).toBe(before)
     expect(repeat.status).toBe(201)
     // the status may have moved on since; everything else is the first answer, in the same order
-    expect(JSON.stringify({ ...repeat.json, status: null })).toBe(JSON.stringify({ ...bought.json, status: null }))
-    expect(remaining(repeat)).toBe(remaining(bought) - 1)
-    const balance = await server.api("/balance", { key: m.apiKey })
-    expect(cents(balance.json.available)).toBe(cents(101.47) - cents(item.price))
+    expect(JSON.stringify({ ...objectOf(repeat), status: null })).toBe(JSON.stringify({ ...objectOf(first), status: null }))
+    expect(remaining(repeat)).toBe(remaining(first) - 1)
+    expect(cents((await balanceOf(m.apiKey)).available)).toBe(cents(101.47) - cents(item.price))
   })
 
   it("passes every refusal on to HttpApi with its body: the spec's error, nothing changed, one token each", async () => {
     const m = await warmMerchant()
     const owned = items[4]!
-    expect((await buy(m.apiKey, { item_id: owned.id, custom_id: "taken" })).status).toBe(201)
+    await bought(server, m, buyBody({ itemId: owned.id, maxPrice: 1000, customId: "taken" }))
     expect(mostExpensive.price).toBeGreaterThan(101.47)
     const before = await fastBuys()
     let last = await server.api("/balance", { key: m.apiKey })
@@ -142,27 +152,24 @@ describe("POST /buy in the fast lane", () => {
     for (const [what, request, status, code] of refusals) {
       const res = await request()
       // a body that is not JSON gets problem details, with the spec's error object beside them
-      if (code === "MERCHANT_MALFORMED_JSON") expect([res.status, res.json.error.code]).toEqual([status, code])
+      if (code === "MERCHANT_MALFORMED_JSON") expect([res.status, codeOf(res)]).toEqual([status, code])
       else expectError(res, status, code)
       expect(remaining(res), what).toBe(remaining(last) - 1)
       last = res
     }
     expect(await fastBuys()).toBe(before)
-    const balance = await server.api("/balance", { key: m.apiKey })
-    expect(cents(balance.json.available)).toBe(cents(101.47) - cents(owned.price))
-    const purchases = await server.api("/purchases", { key: m.apiKey })
-    expect(purchases.json.purchases.map((p: { custom_id: string }) => p.custom_id)).toEqual(["taken"])
+    expect(cents((await balanceOf(m.apiKey)).available)).toBe(cents(101.47) - cents(owned.price))
+    const purchases = await server.merchant(m.apiKey).call((client) => client.purchases.listPurchases({ urlParams: {} }))
+    expect(purchases.purchases.map((p) => p.custom_id)).toEqual(["taken"])
     // the items it was refused are still live
-    const browse = await server.api(`/items?limit=100&sort=price_asc`, { key: (await warmMerchant()).apiKey })
-    const live = new Set(browse.json.items.map((i: { id: string }) => i.id))
+    const live = new Set((await listed((await warmMerchant()).apiKey, "price_asc", 100)).map((i) => i.id))
     for (const item of [items[5]!, items[6]!, items[7]!]) expect(live.has(item.id)).toBe(true)
-    const top = await server.api(`/items?limit=1&sort=price_desc`, { key: (await warmMerchant()).apiKey })
-    expect(top.json.items[0].id).toBe(mostExpensive.id)
+    expect((await listed((await warmMerchant()).apiKey, "price_desc", 1))[0]!.id).toBe(mostExpensive.id)
   })
 
   it("refuses an inactive merchant's buy with the middleware's bytes (in the fast lane itself): 403, one token", async () => {
     const m = await warmMerchant()
-    expect((await server.admin(`/admin/merchants/${m.id}`, { method: "PATCH", body: { status: "inactive" } })).status).toBe(200)
+    await setMerchantStatus(server, m.id, "inactive")
     // a read caches the key again, with its new status; this process's own notification of the
     // change (which may come later) does not empty the cache again
     const balance = await server.api("/balance", { key: m.apiKey })

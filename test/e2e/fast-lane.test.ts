@@ -12,10 +12,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { ItemPage, SearchResults } from "../../src/Catalogue/Api.js"
 import { asciiJson } from "../../src/Domain/CatalogItem.js"
 import { Balance } from "../../src/Merchants/Api.js"
-import { putItems, simpleItem } from "../support/catalogue.js"
-import { expectError } from "../support/expectations.js"
+import { deleteItem, putItems, simpleItem } from "../support/catalogue.js"
+import { bodyOf, expectError } from "../support/expectations.js"
 import type { JsonResponse, RunningServer } from "../support/server.js"
-import { fastLaneAnswers, startServer } from "../support/server.js"
+import { fastLaneAnswers, setMerchantStatus, startServer } from "../support/server.js"
 
 const BURST = 6
 let server: RunningServer
@@ -43,8 +43,16 @@ const comparable = (res: JsonResponse) => ({
   limit: res.headers.get("x-ratelimit-limit")
 })
 
-/** The success schema each route declares in the contract. */
-const successSchemas: Record<string, Schema.Schema<any, any>> = { "/balance": Balance, "/items": ItemPage, "/items/search": SearchResults }
+/** A body decoded by a success schema and encoded again, as the service stores and sends it (characters beyond ASCII as \u escapes). */
+const reencoded = <A, I>(schema: Schema.Schema<A, I>) => (text: string) =>
+  asciiJson(JSON.stringify(Schema.encodeSync(schema)(Schema.decodeUnknownSync(schema)(JSON.parse(text)))))
+
+/** Each route's body through the success schema it declares in the contract. */
+const reencode: Record<string, (text: string) => string> = {
+  "/balance": reencoded(Balance),
+  "/items": reencoded(ItemPage),
+  "/items/search": reencoded(SearchResults)
+}
 
 const routes = [
   "/balance",
@@ -75,14 +83,12 @@ describe("fast lane", () => {
       expect(afterFirst).toBe(before)
       // the balance reads PostgreSQL directly; on PGlite it stays on HttpApi
       expect(afterSecond).toBe(route === "/balance" && !onPostgreSql ? before : before + 1)
-      if (route === "/balance") expect(viaFastLane.json.available).toBe(101.47)
-      if (route === "/items") expect(viaFastLane.json.items.length).toBeGreaterThan(0)
-      if (route === "/items/search") expect(Array.isArray(viaFastLane.json.results)).toBe(true)
+      if (route === "/balance") expect(bodyOf(viaFastLane, Balance).available).toBe(101.47)
+      if (route === "/items") expect(bodyOf(viaFastLane, ItemPage).items.length).toBeGreaterThan(0)
+      if (route === "/items/search") expect(Array.isArray(bodyOf(viaFastLane, SearchResults).results)).toBe(true)
       // the pre-serialised bytes are the success schema's encoding of what they say, byte for byte
       // (characters beyond ASCII as \u escapes, as items are stored: Domain/CatalogItem.ts)
-      const schema = successSchemas[route]!
-      const value = Schema.decodeUnknownSync(schema)(JSON.parse(viaFastLane.text))
-      expect(asciiJson(JSON.stringify(Schema.encodeSync(schema)(value)))).toBe(viaFastLane.text)
+      expect(reencode[route]!(viaFastLane.text)).toBe(viaFastLane.text)
     })
   }
 
@@ -114,21 +120,20 @@ describe("fast lane", () => {
     const blocked = await server.createMerchant()
     expect((await server.api("/balance", { key: blocked.apiKey })).status).toBe(200)
     expect((await server.api("/items?limit=1", { key: blocked.apiKey })).status).toBe(200)
-    expect((await server.admin(`/admin/merchants/${blocked.id}`, { method: "PATCH", body: { status: "blocked" } })).status).toBe(200)
+    await setMerchantStatus(server, blocked.id, "blocked")
     for (const path of ["/balance", "/items?limit=1"]) expectError(await server.api(path, { key: blocked.apiKey }), 403, "MERCHANT_BLOCKED")
 
     const inactive = await server.createMerchant()
     await server.api("/items?limit=1", { key: inactive.apiKey })
-    expect((await server.admin(`/admin/merchants/${inactive.id}`, { method: "PATCH", body: { status: "inactive" } })).status).toBe(200)
+    await setMerchantStatus(server, inactive.id, "inactive")
     expect((await server.api("/items?limit=1", { key: inactive.apiKey })).status).toBe(200)
 
     const rotated = await server.createMerchant()
     await server.api("/balance", { key: rotated.apiKey })
     await server.api("/balance", { key: rotated.apiKey })
-    const next = await server.admin(`/admin/merchants/${rotated.id}/api-key`, { method: "POST" })
-    expect(next.status).toBe(201)
+    const next = await server.adminApi.call((client) => client.merchants.rotateApiKey({ path: { id: rotated.id } }))
     for (const path of ["/balance", "/items?limit=1"]) expectError(await server.api(path, { key: rotated.apiKey }), 401, "MERCHANT_API_KEY_MISSING")
-    expect((await server.api("/balance", { key: next.json.api_key })).status).toBe(200)
+    expect((await server.api("/balance", { key: next.api_key })).status).toBe(200)
   })
 
   it("answers many concurrent list and search requests each with its own page, intact (page buffers are reused)", async () => {
@@ -207,17 +212,17 @@ describe("fast lane", () => {
     const m = await server.createMerchant()
     const path = "/items?limit=20&sort=price_asc"
     await server.api(path, { key: m.apiKey })
-    const first = await server.api(path, { key: m.apiKey })
-    const victim = first.json.items[0]
-    expect((await server.admin(`/admin/catalogue/items/${victim.id}`, { method: "DELETE" })).status).toBe(204)
+    const ids = (res: JsonResponse) => bodyOf(res, ItemPage).items.map((item) => item.id)
+    const [victim, runnerUp] = ids(await server.api(path, { key: m.apiKey }))
+    await deleteItem(server, victim!)
     let next = await server.api(path, { key: m.apiKey })
-    for (let tries = 0; tries < 2 && next.json.items[0].id === victim.id; tries++) {
+    for (let tries = 0; tries < 2 && ids(next)[0] === victim; tries++) {
       await new Promise((resolve) => setTimeout(resolve, 200))
       next = await server.api(path, { key: m.apiKey })
     }
     expect(next.status).toBe(200)
-    expect(next.json.items.map((item: { id: string }) => item.id)).not.toContain(victim.id)
-    expect(next.json.items[0].id).toBe(first.json.items[1].id)
+    expect(ids(next)).not.toContain(victim)
+    expect(ids(next)[0]).toBe(runnerUp)
   })
 
   it("answers a repeated search from the live catalogue: a price change and a new item show in the next answer", async () => {
@@ -225,9 +230,9 @@ describe("fast lane", () => {
     const [first] = await putItems(server, [simpleItem(randomUUID(), 500, name)])
     const m = await server.createMerchant()
     const path = `/items/search?market_hash_name=${encodeURIComponent(name)}`
-    const prices = (res: JsonResponse) => res.json.results.map((item: { id: string; price: number }) => [item.id, item.price])
+    const prices = (res: JsonResponse) => bodyOf(res, SearchResults).results.map((item) => [item.id, item.price])
     let seen = await server.api(path, { key: m.apiKey })
-    for (let tries = 0; tries < 3 && seen.json.results.length === 0; tries++) {
+    for (let tries = 0; tries < 3 && prices(seen).length === 0; tries++) {
       await new Promise((resolve) => setTimeout(resolve, 200))
       seen = await server.api(path, { key: m.apiKey })
     }

@@ -8,6 +8,8 @@
 import { randomUUID } from "node:crypto"
 import { request as httpRequest } from "node:http"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { PurchaseCreated } from "../../src/Purchases/Api.js"
+import { bodyOf, codeOf, errorBody, field } from "../support/expectations.js"
 import {
   balanceOf,
   buyBody,
@@ -39,11 +41,11 @@ afterAll(async () => {
 const NUL = "\u0000"
 const cursorOf = (position: unknown) => Buffer.from(JSON.stringify(position)).toString("base64url")
 
-const outcome = (what: string, res: { status: number; json: any }) => `${what}: ${res.status} ${res.json?.error?.code}`
+const outcome = (what: string, res: { status: number; json: unknown }) => `${what}: ${res.status} ${codeOf(res)}`
 
 /** A POST of raw bytes (fetch would re-encode a string as UTF-8); `chunked`: without Content-Length. */
 const rawPost = (url: string, body: Buffer, headers: Record<string, string>, chunked = false) =>
-  new Promise<{ status: number; contentType: string | undefined; json: any }>((resolve, reject) => {
+  new Promise<{ status: number; contentType: string | undefined; text: string; json: unknown }>((resolve, reject) => {
     const req = httpRequest(url, {
       method: "POST",
       headers: { "content-type": "application/json", ...headers, ...(chunked ? {} : { "content-length": String(body.length) }) }
@@ -52,7 +54,7 @@ const rawPost = (url: string, body: Buffer, headers: Record<string, string>, chu
       res.on("data", (c: Buffer) => chunks.push(c))
       res.on("end", () => {
         const text = Buffer.concat(chunks).toString("utf8")
-        resolve({ status: res.statusCode!, contentType: res.headers["content-type"], json: text === "" ? undefined : JSON.parse(text) })
+        resolve({ status: res.statusCode!, contentType: res.headers["content-type"], text, json: text === "" ? undefined : JSON.parse(text) })
       })
     })
     // a server that answers before the whole body is sent may reset the rest of it: the answer came first
@@ -134,8 +136,8 @@ describe("request bodies refused as they are read", () => {
     ]
     for (const [what, path, text, expected] of cases) {
       const res = await rawPost(api(path), Buffer.from(text), auth())
-      expect(`${what}: ${res.status} ${res.json?.error?.code}`).toBe(`${what}: ${expected}`)
-      expect(res.json.error.message).toMatch(/nested more than 32 levels deep/)
+      expect(`${what}: ${res.status} ${codeOf(res)}`).toBe(`${what}: ${expected}`)
+      expect(field(res.json, "error", "message")).toMatch(/nested more than 32 levels deep/)
     }
     expect(await balanceOf(server, m)).toEqual(before)
     expect(await listPurchases(server, m)).toEqual([])
@@ -156,20 +158,20 @@ describe("request bodies refused as they are read", () => {
     bytes[at + 1] = 0xfe
     for (const [what, chunked] of [["with Content-Length", false], ["chunked", true]] as const) {
       const res = await rawPost(api("/buy"), bytes, auth(), chunked)
-      expect([what, res.status, res.contentType, res.json.error.code, res.json.detail]).toEqual(
+      expect([what, res.status, res.contentType, codeOf(res), field(res.json, "detail")]).toEqual(
         [what, 400, "application/problem+json", "MERCHANT_MALFORMED_JSON", "request body is not valid UTF-8 (JSON must be UTF-8)"]
       )
     }
     const surrogate = await rawPost(api("/buy"), Buffer.from(text.replace("\"XX\"", "\"\\ud800\"")), auth())
-    expect([surrogate.status, surrogate.json.error.code]).toEqual([400, "MERCHANT_INVALID_CUSTOM_ID"])
-    expect(surrogate.json.error.message).toMatch(/lone surrogate/)
+    expect([surrogate.status, codeOf(surrogate)]).toEqual([400, "MERCHANT_INVALID_CUSTOM_ID"])
+    expect(errorBody(surrogate).message).toMatch(/lone surrogate/)
     expect(await balanceOf(server, m)).toEqual(before)
     expect(await purchaseIds(server, m)).toEqual(purchasesBefore)
     // UTF-8 beyond ASCII is of course fine, and kept as sent
     const customId = "café-★-😀"
     const another = await loadItem(server, 100)
     const ok = await rawPost(api("/buy"), Buffer.from(JSON.stringify(buyBody({ itemId: another, maxPrice: 5, customId }))), auth())
-    expect([ok.status, ok.json.custom_id]).toEqual([201, customId])
+    expect([ok.status, bodyOf(ok, PurchaseCreated).custom_id]).toEqual([201, customId])
   })
 
   /** POSTs `mebibytes` MiB of a JSON string's inside, streamed without Content-Length: the status. */
@@ -197,21 +199,21 @@ describe("request bodies refused as they are read", () => {
     const huge = Buffer.from(JSON.stringify({ ...byNameBody({ name: "A", maxPrice: 5 }), market_hash_name: "x".repeat(2 * 1024 * 1024) }))
     for (const chunked of [false, true]) {
       const res = await rawPost(api("/buy-by-name"), huge, auth(), chunked).catch((error: Error) => ({ status: 0, contentType: undefined, json: { error } }))
-      expect([chunked, res.status, res.contentType, res.json?.error?.code]).toEqual([chunked, 413, "application/problem+json", "MERCHANT_BODY_TOO_LARGE"])
+      expect([chunked, res.status, res.contentType, codeOf(res)]).toEqual([chunked, 413, "application/problem+json", "MERCHANT_BODY_TOO_LARGE"])
     }
     // 700 MiB, past V8's longest string: reading it whole ended the process
     expect(await streamedPost(api("/buy-by-name"), auth(), 700)).toBe(413)
     const admin = { authorization: `Bearer ${server.adminToken}` }
     // an admin body may be large (a catalogue file), up to 256 MiB
     const taken = await rawPost(`${server.opsUrl}/admin/merchants`, huge, admin)
-    expect([taken.status, taken.json.error.code]).toEqual([400, "ADMIN_INVALID_REQUEST"])
+    expect([taken.status, codeOf(taken)]).toEqual([400, "ADMIN_INVALID_REQUEST"])
     expect(await streamedPost(`${server.opsUrl}/admin/merchants`, admin, 300)).toBe(413)
-    expect((await server.api("/balance", { key: m.apiKey })).status).toBe(200)
-    expect((await server.admin(`/admin/merchants/${m.id}`)).status).toBe(200)
+    await balanceOf(server, m)
+    await server.adminApi.call((client) => client.merchants.getMerchant({ path: { id: m.id } }))
     // a long value under the limit is its field's 400, and the answer does not echo it whole
     const long = await rawPost(api("/buy"), Buffer.from(buyText({ item_id: JSON.stringify("y".repeat(500_000)) })), auth())
-    expect([long.status, long.json.error.code]).toEqual([400, "MERCHANT_INVALID_ITEM_ID"])
-    expect(long.json.error.message.length).toBeLessThan(400)
+    expect([long.status, codeOf(long)]).toEqual([400, "MERCHANT_INVALID_ITEM_ID"])
+    expect(errorBody(long).message.length).toBeLessThan(400)
   })
 
   it("max_price is compared exactly as written, whatever its length or exponent (CONTRACT 6); only <= 0 is invalid", async () => {
@@ -221,7 +223,7 @@ describe("request bodies refused as they are read", () => {
     const buyWith = async (literal: string) => {
       const text = JSON.stringify(buyBody({ itemId: await loadItem(server, 100), maxPrice: 7 })).replace(`"max_price":7`, `"max_price":${literal}`)
       const res = await rawPost(api("/buy"), Buffer.from(text), { authorization: `Bearer ${buyer.apiKey}` })
-      return `${literal.slice(0, 12)}: ${res.status} ${res.json?.error?.code ?? res.json?.item?.price}`
+      return `${literal.slice(0, 12)}: ${res.status} ${codeOf(res) ?? field(res.json, "item", "price")}`
     }
     const before = await balanceOf(server, buyer)
     // JSON.parse reads these as 1 (450 nines), 0 and -0: each was bought, refused as 0, or refused as 0
@@ -253,29 +255,28 @@ describe("request bodies refused as they are read", () => {
         Buffer.from(JSON.stringify({ ...byNameBody({ name: `${name} (none)`, maxPrice: 5 }), estimated_time: estimatedTime })),
         { authorization: `Bearer ${buyer.apiKey}` }
       )
-      expect(`${estimatedTime}: ${res.status} ${res.json.error?.code}`).toBe(`${estimatedTime}: ${expected}`)
+      expect(`${estimatedTime}: ${res.status} ${codeOf(res)}`).toBe(`${estimatedTime}: ${expected}`)
     }
     const bought = await rawPost(api("/buy-by-name"), Buffer.from(JSON.stringify({ ...byNameBody({ name, maxPrice: 5 }), estimated_time: 2 ** 53 })), {
       authorization: `Bearer ${buyer.apiKey}`
     })
     expect([200, 202]).toContain(bought.status)
-    expect(bought.json.item.estimated_delivery_minutes).toBe(2_147_483_647)
+    expect(bodyOf(bought, PurchaseCreated).item.estimated_delivery_minutes).toBe(2_147_483_647)
     expect((await balanceOf(server, buyer)).available).toBe(before.available - 100)
   })
 })
 
 describe("admin API", () => {
   it("a NUL character anywhere in an admin body is 400 ADMIN_INVALID_REQUEST, and nothing changes", async () => {
-    const created = await server.admin("/admin/merchants", { method: "POST", body: { name: `nul-${randomUUID()}` } })
-    expect(created.status).toBe(201)
-    const id = created.json.merchant_id as string
+    const created = await server.adminApi.call((client) => client.merchants.createMerchant({ payload: { name: `nul-${randomUUID()}`, webhook_url: null } }))
+    const id = created.merchant_id
     // m's earlier purchases may still be in flight: compare its balance once they are all done
     const before = await settledBalanceOf(server, m)
     // an item of its own (the first listed one may be an earlier purchase's, delisted meanwhile)
     const name = uniqueName("Nul Guard")
     await loadItem(server, 100, { market_hash_name: name })
-    const byName = `/items?market_hash_name=${encodeURIComponent(name)}`
-    const item = await pollUntil("the item listed", async () => (await server.api(byName, { key: m.apiKey })).json.items[0])
+    const listed = async () => (await server.merchant(m.apiKey).call((client) => client.catalogue.listItems({ urlParams: { market_hash_name: name } }))).items
+    const item = await pollUntil("the item listed", async () => (await listed())[0])
     const cases: ReadonlyArray<[string, string, string, unknown]> = [
       ["merchant name", "POST", "/admin/merchants", { name: `nul${NUL}byte` }],
       ["webhook_url", "PATCH", `/admin/merchants/${id}`, { webhook_url: `https://a.example/${NUL}` }],
@@ -290,19 +291,17 @@ describe("admin API", () => {
       expect(outcome(what, await server.admin(path, { method, body }))).toBe(`${what}: 400 ADMIN_INVALID_REQUEST`)
     }
     expect(await balanceOf(server, m)).toEqual(before)
-    const shown = await server.admin(`/admin/merchants/${id}`)
-    expect([shown.json.webhook_url, shown.json.deposit_addresses ?? null]).toEqual([created.json.webhook_url, shown.json.deposit_addresses ?? null])
-    const again = await server.api(byName, { key: m.apiKey })
-    expect(again.json.items).toEqual([item])
+    const shown = await server.adminApi.call((client) => client.merchants.getMerchant({ path: { id } }))
+    expect([shown.webhook_url, shown.deposit_addresses ?? null]).toEqual([created.webhook_url, shown.deposit_addresses ?? null])
+    expect(await listed()).toEqual([item])
   })
 
   it("the same tx_id on another network is 409 ADMIN_CONFLICT, not the first deposit", async () => {
     const txId = `tx-${randomUUID()}`
-    const first = await server.admin("/admin/deposits", { method: "POST", body: { merchant_id: m.id, network: "tron", amount: 10, tx_id: txId } })
-    expect(first.status).toBe(201)
+    const first = await server.deposit(m.id, 10, txId)
     const before = await settledBalanceOf(server, m)
-    const repeat = await server.admin("/admin/deposits", { method: "POST", body: { merchant_id: m.id, network: "tron", amount: 10, tx_id: txId } })
-    expect([repeat.status, repeat.json.id]).toEqual([201, first.json.id])
+    // the repeat is a 201 too (the typed call takes no other status), with the first deposit
+    expect((await server.deposit(m.id, 10, txId)).id).toBe(first.id)
     const otherNetwork = await server.admin("/admin/deposits", { method: "POST", body: { merchant_id: m.id, network: "bsc", amount: 10, tx_id: txId } })
     expect(outcome("bsc", otherNetwork)).toBe("bsc: 409 ADMIN_CONFLICT")
     expect(await balanceOf(server, m)).toEqual(before)
@@ -320,12 +319,11 @@ describe("admin API", () => {
     ]
     for (const [what, body, message] of cases) {
       const res = await rawPost(url, body, auth)
-      expect([what, res.status, res.json.error.code]).toEqual([what, 400, "ADMIN_INVALID_REQUEST"])
-      expect(res.json.error.message).toMatch(message)
+      expect([what, res.status, codeOf(res)]).toEqual([what, 400, "ADMIN_INVALID_REQUEST"])
+      expect(errorBody(res).message).toMatch(message)
     }
     // the lone surrogate was stored as U+FFFD before: that name is not taken now
-    const replaced = await server.admin("/admin/merchants", { method: "POST", body: { name: `${name}\ufffd` } })
-    expect(replaced.status).toBe(201)
+    await server.createMerchant(`${name}\ufffd`)
   })
 
   it("an unknown admin route is 404 ADMIN_NOT_FOUND, and 401 ADMIN_UNAUTHORIZED without the token (all of /admin is under it)", async () => {

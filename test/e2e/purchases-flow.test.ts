@@ -8,7 +8,7 @@
 import { Schema } from "effect"
 import { randomUUID } from "node:crypto"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { expectError, isUuid } from "../support/expectations.js"
+import { codeOf, expectError, field, isUuid } from "../support/expectations.js"
 import {
   balanceOf,
   bought,
@@ -17,7 +17,6 @@ import {
   buyByName,
   byNameBody,
   type Detail,
-  expectPurchaseCreated,
   fundedMerchant,
   getPurchase,
   IN_FLIGHT,
@@ -38,7 +37,7 @@ import {
   uniqueName,
   watchPurchase
 } from "../support/purchases.js"
-import { type RunningServer, startServer } from "../support/server.js"
+import { type RunningServer, setMerchantStatus, startServer } from "../support/server.js"
 
 let server: RunningServer
 beforeAll(async () => {
@@ -49,7 +48,7 @@ afterAll(async () => {
 })
 
 const patchStatus = async (m: Merchant, status: "active" | "blocked" | "inactive") => {
-  await server.adminApi.call((client) => client.merchants.updateMerchant({ path: { id: m.id }, payload: { status } }))
+  await setMerchantStatus(server, m.id, status)
 }
 
 describe("POST /buy and /buy-sync validation (spec 4.3, 7.2; CONTRACT 6)", () => {
@@ -121,19 +120,19 @@ describe("POST /buy and /buy-sync validation (spec 4.3, 7.2; CONTRACT 6)", () =>
       const body: Record<string, unknown> = { ...valid, custom_id: `v-${randomUUID()}`, ...change }
       for (const [k, v] of Object.entries(change)) if (v === undefined) delete body[k]
       const res = await buy(server, m, body, path)
-      expect(`${what}: ${res.status} ${res.json?.error?.code}`).toBe(`${what}: 400 ${code}`)
+      expect(`${what}: ${res.status} ${codeOf(res)}`).toBe(`${what}: 400 ${code}`)
       expectError(res, 400, code)
     }
     // a body that is not JSON: RFC 9457 problem details
     const malformed = await buy(server, m, "{\"item_id\": ", path)
     expect(malformed.status).toBe(400)
     expect(malformed.headers.get("content-type") ?? "").toMatch(/^application\/problem\+json/)
-    expect(malformed.json.status).toBe(400)
+    expect(field(malformed.json, "status")).toBe(400)
     // an empty body is no JSON either
     const empty = await buy(server, m, "", path)
     expect(empty.status).toBe(400)
     expect(empty.headers.get("content-type") ?? "").toMatch(/^application\/problem\+json/)
-    expect(empty.json.error.code).toBe("MERCHANT_MALFORMED_JSON")
+    expect(codeOf(empty)).toBe("MERCHANT_MALFORMED_JSON")
 
     expect(await balanceOf(server, m)).toEqual(before)
     expect(await listPurchases(server, m)).toEqual([])
@@ -157,13 +156,13 @@ describe("POST /buy and /buy-sync validation (spec 4.3, 7.2; CONTRACT 6)", () =>
     // text that is not JSON, whatever it is labelled: problem details, nothing bought
     for (const contentType of ["text/plain", "application/x-www-form-urlencoded", undefined]) {
       const res = await post("item_id=x&max_price=1", contentType)
-      expect([contentType, res.status, res.headers.get("content-type")?.split(";")[0], ((await res.json()) as any).error.code])
+      expect([contentType, res.status, res.headers.get("content-type")?.split(";")[0], field(await res.json(), "error", "code")])
         .toEqual([contentType, 400, "application/problem+json", "MERCHANT_MALFORMED_JSON"])
     }
     expect(await balanceOf(server, m)).toEqual(before)
     // JSON labelled otherwise (or not at all) is read as JSON: a field's own code, and a purchase
     const wrongField = await post(JSON.stringify({ ...buyBody({ itemId: a!, maxPrice: 1 }), item_id: 5 }), "text/plain")
-    expect([wrongField.status, ((await wrongField.json()) as any).error.code]).toEqual([400, "MERCHANT_INVALID_ITEM_ID"])
+    expect([wrongField.status, field(await wrongField.json(), "error", "code")]).toEqual([400, "MERCHANT_INVALID_ITEM_ID"])
     for (const [itemId, contentType] of [[b!, "text/plain;charset=UTF-8"], [c!, undefined]] as const) {
       const res = await post(JSON.stringify(buyBody({ itemId, maxPrice: 1 })), contentType)
       expect([contentType, res.status]).toEqual([contentType, 201])
@@ -174,15 +173,13 @@ describe("POST /buy and /buy-sync validation (spec 4.3, 7.2; CONTRACT 6)", () =>
   it("accepts the boundaries: partner 1 and 4294967295, a 100-character custom_id, the derived target_steam_id", async () => {
     const m = await fundedMerchant(server, 10_000)
     const [a, b, c] = await loadItems(server, [itemOf(100), itemOf(100), itemOf(100)])
-    const first = await buy(server, m, buyBody({ itemId: a!, maxPrice: 1, partner: 1, steamId: steamIdOf(1) }))
-    expectPurchaseCreated(first, 201)
-    const last = await buy(server, m, buyBody({ itemId: b!, maxPrice: 1, partner: 4294967295 }))
-    expectPurchaseCreated(last, 201)
+    const first = await bought(server, m, buyBody({ itemId: a!, maxPrice: 1, partner: 1, steamId: steamIdOf(1) }))
+    const last = await bought(server, m, buyBody({ itemId: b!, maxPrice: 1, partner: 4294967295 }))
     const longId = "L".repeat(99) + "é"
-    const long = await buy(server, m, buyBody({ itemId: c!, maxPrice: 1, customId: longId }))
-    expect(expectPurchaseCreated(long, 201).custom_id).toBe(longId)
-    expect((await getPurchase(server, m, first.json.purchase_id)).target_steam_id).toBe("76561197960265729")
-    expect((await getPurchase(server, m, last.json.purchase_id)).target_steam_id).toBe("76561202255233023")
+    const long = await bought(server, m, buyBody({ itemId: c!, maxPrice: 1, customId: longId }))
+    expect(long.custom_id).toBe(longId)
+    expect((await getPurchase(server, m, first.purchase_id)).target_steam_id).toBe("76561197960265729")
+    expect((await getPurchase(server, m, last.purchase_id)).target_steam_id).toBe("76561202255233023")
   })
 
   it("/buy-by-name validates its own fields", async () => {
@@ -206,7 +203,7 @@ describe("POST /buy and /buy-sync validation (spec 4.3, 7.2; CONTRACT 6)", () =>
       const body: Record<string, unknown> = { ...valid, ...change }
       for (const [k, v] of Object.entries(change)) if (v === undefined) delete body[k]
       const res = await buyByName(server, m, body)
-      expect(`${JSON.stringify(change).slice(0, 60)}: ${res.status} ${res.json?.error?.code}`).toBe(
+      expect(`${JSON.stringify(change).slice(0, 60)}: ${res.status} ${codeOf(res)}`).toBe(
         `${JSON.stringify(change).slice(0, 60)}: 400 ${code}`
       )
       expectError(res, 400, code)
@@ -494,13 +491,11 @@ describe("GET /purchases (spec 4.3)", () => {
     const ids = await loadItems(server, plan.map(() => itemOf(100)))
     for (let i = 0; i < plan.length; i++) {
       const [customId, token, partner] = plan[i]!
-      const res = await buy(server, m, buyBody({ itemId: ids[i]!, maxPrice: 1, customId, token, partner }))
-      expect(res.status, res.text).toBe(201)
-      made.push((await watchPurchase(server, m, res.json.purchase_id)).final)
+      const created = await bought(server, m, buyBody({ itemId: ids[i]!, maxPrice: 1, customId, token, partner }))
+      made.push((await watchPurchase(server, m, created.purchase_id)).final)
       await sleep(15) // distinct created_at milliseconds
     }
-    const own = await buy(server, other, buyBody({ itemId: await loadItem(server, 100), maxPrice: 1, customId: "list-1", partner: 111 }))
-    expect(own.status, own.text).toBe(201)
+    await bought(server, other, buyBody({ itemId: await loadItem(server, 100), maxPrice: 1, customId: "list-1", partner: 111 }))
   })
 
   const ids = (list: ReadonlyArray<Detail>) => list.map((p) => p.purchase_id)

@@ -30,6 +30,7 @@ import {
   type Merchant,
   pollUntil,
   PURCHASE_ENV,
+  purchaseIdOf,
   steamIdOf,
   TOKENS,
   uniqueName,
@@ -56,7 +57,7 @@ const buySyncVerdict = async (m: Merchant, body: unknown) => {
   let res = first
   for (let i = 0; res.status === 202 && i < 30; i++) {
     res = await buy(server, m, body, "/buy-sync")
-    expect(res.json.purchase_id).toBe(first.json.purchase_id)
+    expect(purchaseIdOf(res)).toBe(purchaseIdOf(first))
   }
   return res
 }
@@ -143,7 +144,7 @@ describe("/buy repeats (spec 4.4 rule 2)", () => {
     const syncFirst = await buy(server, m, buyBody({ itemId: b!, maxPrice: 8, customId: "mix-2" }), "/buy-sync")
     expect([200, 202]).toContain(syncFirst.status)
     const thenBuy = await bought(server, m, buyBody({ itemId: b!, maxPrice: 8, customId: "mix-2" }))
-    expect(thenBuy.purchase_id).toBe(syncFirst.json.purchase_id)
+    expect(thenBuy.purchase_id).toBe(expectPurchaseCreated(syncFirst, syncFirst.status).purchase_id)
     expect((await balanceOf(server, m)).totalSpent).toBe(1_500)
   })
 
@@ -222,7 +223,7 @@ describe("/buy-sync answers (spec 4.3)", () => {
     const first = await buySyncVerdict(m, request)
     // acknowledged before the decline (200), unless the decline came within the wait (409)
     expect([200, 409]).toContain(first.status)
-    const id = first.json.purchase_id as string
+    const id = purchaseIdOf(first)
     const { final } = await watchPurchase(server, m, id)
     expect(final.failure).toMatchObject({ code: "TRADE_DECLINED", refunded_amount: 9 })
     const again = expectPurchaseFailed(await buy(server, m, request, "/buy-sync"), "MERCHANT_PURCHASE_FAILED", "TRADE_DECLINED")
@@ -434,9 +435,9 @@ describe("/buy-by-name (spec 4.3, 4.4 rule 3)", () => {
       expect([200, 202, 409], r.text).toContain(r.status)
       if (r.status === 409) expectPurchaseFailed(r, "MERCHANT_ITEM_UNAVAILABLE", "ITEM_UNAVAILABLE")
       else expectPurchaseCreated(r, r.status)
-      during.push({ status: r.status, id: r.json.purchase_id })
+      during.push({ status: r.status, id: purchaseIdOf(r) })
       if (r.status === 409) return undefined
-      const itemId = (await getPurchase(server, m, r.json.purchase_id)).item.id
+      const itemId = (await getPurchase(server, m, purchaseIdOf(r))).item.id
       // only the second attempt (the first item is unavailable) can be acknowledged
       if (r.status === 200) expect(itemId).toBe(ids[1])
       return itemId === ids[1] ? true : undefined

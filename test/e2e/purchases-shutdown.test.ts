@@ -7,13 +7,14 @@
 import { Agent, request as httpRequest } from "node:http"
 import { describe, expect, it } from "vitest"
 import { freshDatabase } from "../support/database.js"
+import { field } from "../support/expectations.js"
 import { withStoppedDatabase } from "../support/purchases-db.js"
 import { buyBody, fundedMerchant, listPurchases, loadItem, pollUntil, PURCHASE_ENV } from "../support/purchases.js"
 import { startServer } from "../support/server.js"
 
 /** A POST on a kept-alive connection: status, the Connection header and the JSON body. */
 const postKeptAlive = (agent: Agent, url: string, key: string, body: unknown) =>
-  new Promise<{ status: number; connection: string | undefined; json: any }>((resolve, reject) => {
+  new Promise<{ status: number; connection: string | undefined; json: unknown }>((resolve, reject) => {
     const text = JSON.stringify(body)
     const req = httpRequest(url, {
       method: "POST",
@@ -48,13 +49,13 @@ describe("graceful shutdown with purchases under way", () => {
         // draining: the ops listener still answers, and says the process takes no more work
         const ready = await pollUntil("/ready during the drain", async () => {
           const res = await fetch(`${server.opsUrl}/ready`)
-          const report = await res.json() as { checks: Record<string, { ok: boolean }> }
+          const report: unknown = await res.json()
           return res.status === 503 ? report : undefined
         })
-        expect(ready.checks["api"]).toEqual({ ok: false })
+        expect(field(ready, "checks", "api")).toEqual({ ok: false })
         const res = await answer
         expect(res.status).toBe(200)
-        expect(["processing", "sent_to_steam", "completed"]).toContain(res.json.status)
+        expect(["processing", "sent_to_steam", "completed"]).toContain(field(res.json, "status"))
         expect(res.connection).toBe("close")
         // once the request is answered, nothing holds the process (the harness kills it after 15 s)
         expect(await exited).toBe(0)

@@ -7,10 +7,12 @@
  */
 import { randomUUID } from "node:crypto"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { DepositWallet } from "../../src/Deposits/Api.js"
 import { losesCreationAnswer } from "../../src/Providers/Simulator/WalletProviderSim.js"
 import { type FreshDatabase, freshDatabase } from "../support/database.js"
+import { bodyOf, codeOf, field } from "../support/expectations.js"
 import { balanceOf, type Merchant, pollUntil, PURCHASE_ENV } from "../support/purchases.js"
-import { metricValue, type RunningServer, startServer } from "../support/server.js"
+import { metricValue, type RunningServer, setMerchantStatus, startServer } from "../support/server.js"
 
 const ENV = { ...PURCHASE_ENV, WALLET_ISSUANCE_ENABLED: "true" }
 type Network = "tron" | "bsc"
@@ -25,9 +27,21 @@ afterAll(async () => {
   await server?.stop()
 })
 
-const wallets = (s: RunningServer, m: Merchant) => s.api("/deposits/wallets", { key: m.apiKey })
+/** GET /deposits/wallets through the typed client (a 200 DepositWalletList). */
+const walletsOf = (s: RunningServer, m: Merchant) => s.merchant(m.apiKey).call((client) => client.deposits.listWallets())
+/** POST /deposits/wallets as sent: for bodies that are not valid, and where the status (200, 502, 409) is the point. */
 const request = (s: RunningServer, m: Merchant, body: unknown) => s.api("/deposits/wallets", { method: "POST", key: m.apiKey, body })
+/** POST /deposits/wallets through the typed client: the 200 DepositWallet. */
+const requested = (s: RunningServer, m: Merchant, network: Network) =>
+  s.merchant(m.apiKey).call((client) => client.deposits.requestWallet({ payload: { network } }))
+/** POST /deposits/wallets/{id}/reconcile as sent: for ids that are not valid, and where the status is the point. */
 const reconcile = (s: RunningServer, m: Merchant, id: string) => s.api(`/deposits/wallets/${id}/reconcile`, { method: "POST", key: m.apiKey })
+/** The reconcile through the typed client: the 200 DepositWallet. */
+const reconciled = (s: RunningServer, m: Merchant, walletId: string) =>
+  s.merchant(m.apiKey).call((client) => client.deposits.reconcileWallet({ path: { walletId } }))
+/** GET /admin/merchants/{id}/wallets through the typed client. */
+const adminWallets = async (s: RunningServer, m: Merchant) =>
+  (await s.adminApi.call((client) => client.deposits.listMerchantWallets({ path: { id: m.id } }))).wallets
 /** The simulated wallet provider up or down (PUT /admin/simulator/wallet-provider, 200). */
 const setProvider = (available: boolean) => server.adminApi.call((client) => client.deposits.setWalletProvider({ payload: { available } }))
 /** A simulated wallet's provider status (POST /admin/simulator/wallets/{id}/status, 200). */
@@ -46,7 +60,7 @@ const merchantWhere = async (s: RunningServer, network: Network, loses: boolean)
   throw new Error("no such merchant in 200 tries")
 }
 
-const expectWalletShape = (w: any) => {
+const expectWalletShape = (w: typeof DepositWallet.Type) => {
   expect(Object.keys(w).sort()).toEqual(["address", "can_deposit", "created_at", "currency", "id", "memo", "network", "provider", "status", "updated_at"])
   expect([w.provider, w.currency]).toEqual(["walletpay", "USDT"])
 }
@@ -54,32 +68,29 @@ const expectWalletShape = (w: any) => {
 describe("requesting a wallet", () => {
   it("a new merchant has none; a request binds a validated address per network; a repeat returns the saved request and creates nothing", async () => {
     const m = await merchantWhere(server, "tron", false)
-    const empty = await wallets(server, m)
-    expect([empty.status, empty.json]).toEqual([200, { issuance_enabled: true, can_create: true, wallets: [] }])
+    expect(await walletsOf(server, m)).toEqual({ issuance_enabled: true, can_create: true, wallets: [] })
     const before = await creations(server)
-    const tron = await request(server, m, { network: "tron" })
-    expect(tron.status, tron.text).toBe(200)
-    expectWalletShape(tron.json)
-    expect(tron.json).toMatchObject({ network: "tron", status: "bound", can_deposit: true, memo: null })
-    expect(tron.json.address).toMatch(TRON)
-    const again = await request(server, m, { network: "tron" })
-    expect([again.status, again.json.id, again.json.address]).toEqual([200, tron.json.id, tron.json.address])
+    const tron = await requested(server, m, "tron")
+    expectWalletShape(tron)
+    expect(tron).toMatchObject({ network: "tron", status: "bound", can_deposit: true, memo: null })
+    expect(tron.address).toMatch(TRON)
+    const again = await requested(server, m, "tron")
+    expect([again.id, again.address]).toEqual([tron.id, tron.address])
     expect(await creations(server)).toBe(before + 1)
 
     const bscMerchant = await merchantWhere(server, "bsc", false)
-    const bsc = await request(server, bscMerchant, { network: "bsc" })
-    expect([bsc.status, bsc.json.status]).toEqual([200, "bound"])
-    expect(bsc.json.address).toMatch(BSC)
+    const bsc = await requested(server, bscMerchant, "bsc")
+    expect(bsc.status).toBe("bound")
+    expect(bsc.address).toMatch(BSC)
 
-    const listed = await wallets(server, m)
-    expect(listed.json.wallets).toEqual([tron.json])
+    expect((await walletsOf(server, m)).wallets).toEqual([tron])
   })
 
   it("an invalid or missing network is 400 MERCHANT_WALLET_NETWORK_INVALID, malformed JSON is problem details; nothing is saved", async () => {
     const m = await server.createMerchant()
     for (const body of [{}, { network: "eth" }, { network: "TRON" }, { network: 5 }, { network: null }, [], JSON.stringify("tron")]) {
       const res = await request(server, m, body)
-      expect([JSON.stringify(body), res.status, res.json?.error?.code]).toEqual([JSON.stringify(body), 400, "MERCHANT_WALLET_NETWORK_INVALID"])
+      expect([JSON.stringify(body), res.status, codeOf(res)]).toEqual([JSON.stringify(body), 400, "MERCHANT_WALLET_NETWORK_INVALID"])
     }
     const malformed = await server.api("/deposits/wallets", {
       method: "POST",
@@ -88,7 +99,7 @@ describe("requesting a wallet", () => {
       headers: { "content-type": "application/json" }
     })
     expect([malformed.status, malformed.headers.get("content-type")]).toEqual([400, "application/problem+json"])
-    expect((await wallets(server, m)).json.wallets).toEqual([])
+    expect((await walletsOf(server, m)).wallets).toEqual([])
   })
 
   it("20 concurrent requests for one network give one request and one provider creation", async () => {
@@ -96,30 +107,29 @@ describe("requesting a wallet", () => {
     const before = await creations(server)
     const answers = await Promise.all(Array.from({ length: 20 }, () => request(server, m, { network: "bsc" })))
     expect(answers.map((a) => a.status)).toEqual(Array(20).fill(200))
-    expect(new Set(answers.map((a) => a.json.id)).size).toBe(1)
+    const ids = answers.map((a) => bodyOf(a, DepositWallet).id)
+    expect(new Set(ids).size).toBe(1)
     expect(await creations(server)).toBe(before + 1)
     // the losers answered the saved request as it was (creation_started or already bound); now it is bound
-    const listed = await wallets(server, m)
-    expect(listed.json.wallets.map((w: any) => [w.id, w.status])).toEqual([[answers[0]!.json.id, "bound"]])
+    expect((await walletsOf(server, m)).wallets.map((w) => [w.id, w.status])).toEqual([[ids[0], "bound"]])
   })
 
   it("a lost creation answer: 502, requires_reconciliation (no address, do not send funds), no second creation; reconcile binds the one provider wallet", async () => {
     const m = await merchantWhere(server, "tron", true)
     const before = await creations(server)
     const lost = await request(server, m, { network: "tron" })
-    expect([lost.status, lost.json.error.code]).toEqual([502, "MERCHANT_WALLET_PROVIDER_UNAVAILABLE"])
-    const [saved] = (await wallets(server, m)).json.wallets
+    expect([lost.status, codeOf(lost)]).toEqual([502, "MERCHANT_WALLET_PROVIDER_UNAVAILABLE"])
+    const [saved] = (await walletsOf(server, m)).wallets
     expect(saved).toMatchObject({ status: "requires_reconciliation", address: null, can_deposit: false })
-    const repeat = await request(server, m, { network: "tron" })
-    expect([repeat.status, repeat.json.id, repeat.json.status]).toEqual([200, saved.id, "requires_reconciliation"])
+    const repeat = await requested(server, m, "tron")
+    expect([repeat.id, repeat.status]).toEqual([saved!.id, "requires_reconciliation"])
     expect(await creations(server)).toBe(before + 1)
-    const reconciled = await reconcile(server, m, saved.id)
-    expect(reconciled.status, reconciled.text).toBe(200)
-    expect(reconciled.json).toMatchObject({ id: saved.id, status: "bound", can_deposit: true })
-    expect(reconciled.json.address).toMatch(TRON)
-    const admin = await server.admin(`/admin/merchants/${m.id}/wallets`)
-    expect(admin.json.wallets).toHaveLength(1)
-    expect(admin.json.wallets[0].provider_wallet_id).toMatch(/^wp_/)
+    const bound = await reconciled(server, m, saved!.id)
+    expect(bound).toMatchObject({ id: saved!.id, status: "bound", can_deposit: true })
+    expect(bound.address).toMatch(TRON)
+    const admin = await adminWallets(server, m)
+    expect(admin).toHaveLength(1)
+    expect(admin[0]!.provider_wallet_id).toMatch(/^wp_/)
     expect(await creations(server)).toBe(before + 1)
   })
 
@@ -128,29 +138,28 @@ describe("requesting a wallet", () => {
     await setProvider(false)
     try {
       const down = await request(server, m, { network: "tron" })
-      expect([down.status, down.json.error.code]).toEqual([502, "MERCHANT_WALLET_PROVIDER_UNAVAILABLE"])
-      const [saved] = (await wallets(server, m)).json.wallets
+      expect([down.status, codeOf(down)]).toEqual([502, "MERCHANT_WALLET_PROVIDER_UNAVAILABLE"])
+      const [saved] = (await walletsOf(server, m)).wallets
       expect(saved).toMatchObject({ status: "prepared", address: null, can_deposit: false })
-      const notStarted = await reconcile(server, m, saved.id)
-      expect([notStarted.status, notStarted.json.error.code]).toEqual([409, "WALLET_CREATION_NOT_STARTED"])
+      const notStarted = await reconcile(server, m, saved!.id)
+      expect([notStarted.status, codeOf(notStarted)]).toEqual([409, "WALLET_CREATION_NOT_STARTED"])
     } finally {
       await setProvider(true)
     }
-    const up = await request(server, m, { network: "tron" })
-    expect([up.status, up.json.status], up.text).toEqual([200, "bound"])
+    expect((await requested(server, m, "tron")).status).toBe("bound")
   })
 
   it("reconcile during an outage of a bound wallet is 502 and changes nothing", async () => {
     const m = await merchantWhere(server, "bsc", false)
-    const bound = (await request(server, m, { network: "bsc" })).json
+    const bound = await requested(server, m, "bsc")
     await setProvider(false)
     try {
       const res = await reconcile(server, m, bound.id)
-      expect([res.status, res.json.error.code]).toEqual([502, "MERCHANT_WALLET_PROVIDER_UNAVAILABLE"])
+      expect([res.status, codeOf(res)]).toEqual([502, "MERCHANT_WALLET_PROVIDER_UNAVAILABLE"])
     } finally {
       await setProvider(true)
     }
-    expect((await wallets(server, m)).json.wallets).toEqual([bound])
+    expect((await walletsOf(server, m)).wallets).toEqual([bound])
   })
 })
 
@@ -158,39 +167,39 @@ describe("reconcile", () => {
   it("of another merchant's wallet, an unknown or a malformed id is 404 MERCHANT_WALLET_NOT_FOUND", async () => {
     const owner = await merchantWhere(server, "tron", false)
     const other = await server.createMerchant()
-    const wallet = (await request(server, owner, { network: "tron" })).json
+    const wallet = await requested(server, owner, "tron")
     for (const [who, id] of [[other, wallet.id], [owner, randomUUID()], [owner, "not-a-uuid"], [owner, "00000000-0000-0000-0000-000000000000x"]] as const) {
       const res = await reconcile(server, who, id)
-      expect([id, res.status, res.json?.error?.code]).toEqual([id, 404, "MERCHANT_WALLET_NOT_FOUND"])
+      expect([id, res.status, codeOf(res)]).toEqual([id, 404, "MERCHANT_WALLET_NOT_FOUND"])
     }
   })
 
   it("refreshes a bound wallet's provider status (disabled: do not send funds) and never its address", async () => {
     const m = await merchantWhere(server, "tron", false)
-    const bound = (await request(server, m, { network: "tron" })).json
+    const bound = await requested(server, m, "tron")
     await setWalletStatus(bound.id, "disabled")
     // saved state only: the list still says what was last read
-    expect((await wallets(server, m)).json.wallets[0].can_deposit).toBe(true)
-    const disabled = await reconcile(server, m, bound.id)
-    expect(disabled.json).toMatchObject({ id: bound.id, status: "bound", address: bound.address, can_deposit: false })
-    expect((await wallets(server, m)).json.wallets[0]).toMatchObject({ can_deposit: false, address: bound.address })
+    expect((await walletsOf(server, m)).wallets[0]!.can_deposit).toBe(true)
+    const disabled = await reconciled(server, m, bound.id)
+    expect(disabled).toMatchObject({ id: bound.id, status: "bound", address: bound.address, can_deposit: false })
+    expect((await walletsOf(server, m)).wallets[0]).toMatchObject({ can_deposit: false, address: bound.address })
     await setWalletStatus(bound.id, "active")
-    expect((await reconcile(server, m, bound.id)).json).toMatchObject({ can_deposit: true, address: bound.address })
+    expect(await reconciled(server, m, bound.id)).toMatchObject({ can_deposit: true, address: bound.address })
   })
 })
 
 describe("an inactive merchant", () => {
   it("gets 403 MERCHANT_NOT_ACTIVE on wallet mutations before any validation; reads still work and can_create is false", async () => {
     const m = await merchantWhere(server, "tron", false)
-    const wallet = (await request(server, m, { network: "tron" })).json
-    await server.adminApi.call((client) => client.merchants.updateMerchant({ path: { id: m.id }, payload: { status: "inactive" } }))
+    const wallet = await requested(server, m, "tron")
+    await setMerchantStatus(server, m.id, "inactive")
     for (const body of [{ network: "bsc" }, { network: "nope" }]) {
       const res = await request(server, m, body)
-      expect([res.status, res.json.error.code]).toEqual([403, "MERCHANT_NOT_ACTIVE"])
+      expect([res.status, codeOf(res)]).toEqual([403, "MERCHANT_NOT_ACTIVE"])
     }
-    expect((await reconcile(server, m, wallet.id)).json.error.code).toBe("MERCHANT_NOT_ACTIVE")
-    const listed = await wallets(server, m)
-    expect([listed.status, listed.json.can_create, listed.json.wallets.length]).toEqual([200, false, 1])
+    expect(codeOf(await reconcile(server, m, wallet.id))).toBe("MERCHANT_NOT_ACTIVE")
+    const listed = await walletsOf(server, m)
+    expect([listed.can_create, listed.wallets.length]).toEqual([false, 1])
   })
 })
 
@@ -198,19 +207,22 @@ describe("payments", () => {
   /** A merchant with a bound wallet on `network`. */
   const payee = async (network: Network) => {
     const m = await merchantWhere(server, network, false)
-    const wallet = (await request(server, m, { network })).json
+    const wallet = await requested(server, m, network)
     expect(wallet.status).toBe("bound")
     return { m, wallet }
   }
-  const pay = (walletId: string, amount: number, txId?: string) =>
-    server.admin(`/admin/simulator/wallets/${walletId}/payments`, { method: "POST", body: { amount, ...(txId ? { tx_id: txId } : {}) } })
+  /** POST /admin/simulator/wallets/{id}/payments as sent: where the refusal is the point. */
+  const pay = (walletId: string, body: Record<string, unknown>) => server.admin(`/admin/simulator/wallets/${walletId}/payments`, { method: "POST", body })
+  /** The payment through the typed client: the 202 WalletPaymentSent. */
+  const paid = (walletId: string, amount: number, txId?: string) =>
+    server.adminApi.call((client) => client.deposits.payWallet({ path: { id: walletId }, payload: { amount, ...(txId ? { tx_id: txId } : {}) } }))
   const depositsOf = async (m: Merchant) => (await server.merchant(m.apiKey).call((client) => client.deposits.listDeposits({ urlParams: {} }))).deposits
 
   it("102.50 USDT credits 101.47 and 6435 credits 6402.82 (tier commission), as walletpay deposits to the wallet's address, with balance.deposited", async () => {
     const { m, wallet } = await payee("tron")
     for (const [amount, credited, txId] of [[102.5, 101.47, `t-${randomUUID()}`], [6435, 6402.82, `t-${randomUUID()}`]] as const) {
-      expect((await pay(wallet.id, amount, txId)).status).toBe(202)
-      const deposit = await pollUntil("the deposit credited", async () => (await depositsOf(m)).find((d: any) => d.tx_id === txId))
+      await paid(wallet.id, amount, txId)
+      const deposit = await pollUntil("the deposit credited", async () => (await depositsOf(m)).find((d) => d.tx_id === txId))
       expect(deposit).toMatchObject({
         provider: "walletpay",
         amount: credited,
@@ -230,9 +242,9 @@ describe("payments", () => {
     const { m, wallet } = await payee("bsc")
     const txId = `again-${randomUUID()}`
     const repeats = await metricValue(server, "wallet_payment_callbacks_total{outcome=\"repeat\"}")
-    await pay(wallet.id, 50, txId)
+    await paid(wallet.id, 50, txId)
     await pollUntil("credited", async () => (await depositsOf(m)).length === 1 ? true : undefined)
-    await pay(wallet.id, 50, txId)
+    await paid(wallet.id, 50, txId)
     await pollUntil(
       "the repeat seen",
       async () => (await metricValue(server, "wallet_payment_callbacks_total{outcome=\"repeat\"}")) > repeats ? true : undefined
@@ -245,7 +257,7 @@ describe("payments", () => {
     const { m, wallet } = await payee("tron")
     await setWalletStatus(wallet.id, "disabled")
     const before = await metricValue(server, "wallet_payment_callbacks_total{outcome=\"wallet_disabled\"}")
-    expect((await pay(wallet.id, 100)).status).toBe(202)
+    await paid(wallet.id, 100)
     await pollUntil(
       "the callback recorded",
       async () => (await metricValue(server, "wallet_payment_callbacks_total{outcome=\"wallet_disabled\"}")) > before ? true : undefined
@@ -256,8 +268,7 @@ describe("payments", () => {
 
   it("a forged callback is 401 and changes nothing", async () => {
     const { m, wallet } = await payee("tron")
-    const admin = await server.admin(`/admin/merchants/${m.id}/wallets`)
-    const providerWalletId = admin.json.wallets[0].provider_wallet_id
+    const providerWalletId = (await adminWallets(server, m))[0]!.provider_wallet_id
     const body = JSON.stringify({
       transfer_id: `forged-${randomUUID()}`,
       provider_wallet_id: providerWalletId,
@@ -281,8 +292,7 @@ describe("payments", () => {
         headers: { "content-type": "application/json", ...headers },
         body
       })
-      const answer = (await res.json()) as { error: { code: string } }
-      expect([res.status, answer.error.code]).toEqual([401, "PROVIDER_CALLBACK_REJECTED"])
+      expect([res.status, field(await res.json(), "error", "code")]).toEqual([401, "PROVIDER_CALLBACK_REJECTED"])
     }
     expect(await depositsOf(m)).toEqual([])
   })
@@ -293,11 +303,11 @@ describe("payments", () => {
     const prepared = await request(server, m, { network: "tron" })
     await setProvider(true)
     expect(prepared.status).toBe(502)
-    const [saved] = (await wallets(server, m)).json.wallets
-    expect((await pay(saved.id, 10)).json.error.code).toBe("ADMIN_CONFLICT")
-    expect((await pay(randomUUID(), 10)).status).toBe(404)
+    const [saved] = (await walletsOf(server, m)).wallets
+    expect(codeOf(await pay(saved!.id, { amount: 10 }))).toBe("ADMIN_CONFLICT")
+    expect((await pay(randomUUID(), { amount: 10 })).status).toBe(404)
     for (const amount of [0, -1, 1e-7, "10"]) {
-      const res = await server.admin(`/admin/simulator/wallets/${saved.id}/payments`, { method: "POST", body: { amount } })
+      const res = await pay(saved!.id, { amount })
       expect([String(amount), res.status]).toEqual([String(amount), 400])
     }
   })
@@ -334,12 +344,12 @@ describe("switches and restarts", { timeout: 180_000 }, () => {
     try {
       for (const [s, issuance] of [[disabled, false], [unverified, true]] as const) {
         const m = await s.createMerchant()
-        expect((await wallets(s, m)).json).toEqual({ issuance_enabled: issuance, can_create: false, wallets: [] })
+        expect(await walletsOf(s, m)).toEqual({ issuance_enabled: issuance, can_create: false, wallets: [] })
         const refused = await request(s, m, { network: "bsc" })
-        expect([refused.status, refused.json.error.code]).toEqual([409, "MERCHANT_WALLET_ISSUANCE_DISABLED"])
+        expect([refused.status, codeOf(refused)]).toEqual([409, "MERCHANT_WALLET_ISSUANCE_DISABLED"])
         // reconcile is there, whatever the switches: an unknown wallet is 404, not 409
-        expect((await reconcile(s, m, randomUUID())).json.error.code).toBe("MERCHANT_WALLET_NOT_FOUND")
-        expect((await wallets(s, m)).json.wallets).toEqual([])
+        expect(codeOf(await reconcile(s, m, randomUUID()))).toBe("MERCHANT_WALLET_NOT_FOUND")
+        expect((await walletsOf(s, m)).wallets).toEqual([])
       }
     } finally {
       await Promise.all([disabled.stop(), unverified.stop()])
@@ -355,8 +365,8 @@ describe("switches and restarts", { timeout: 180_000 }, () => {
       "the request saved and its creation started",
       async () => {
         // the request is saved as prepared, then marked creation_started just before the provider call
-        const listed = (await wallets(slow, m)).json.wallets
-        return listed.length === 1 && listed[0].status === "creation_started" ? listed : undefined
+        const listed = (await walletsOf(slow, m)).wallets
+        return listed.length === 1 && listed[0]!.status === "creation_started" ? listed : undefined
       },
       30_000,
       20
@@ -367,22 +377,22 @@ describe("switches and restarts", { timeout: 180_000 }, () => {
 
     const restarted = await startServer({ env: ENV, database })
     try {
-      expect((await wallets(restarted, m)).json.wallets).toMatchObject([{ id: started.id, status: "creation_started", address: null, can_deposit: false }])
+      expect((await walletsOf(restarted, m)).wallets).toMatchObject([{ id: started!.id, status: "creation_started", address: null, can_deposit: false }])
       // a repeat returns the saved request: the creation that started is never sent again
-      expect((await request(restarted, m, { network: "bsc" })).json).toMatchObject({ id: started.id, status: "creation_started" })
+      expect(await requested(restarted, m, "bsc")).toMatchObject({ id: started!.id, status: "creation_started" })
       expect(await creations(restarted)).toBe(0)
       const bound = await pollUntil(
         "bound once the provider has bound it",
         async () => {
-          const res = await reconcile(restarted, m, started.id)
-          return res.json.status === "bound" ? res.json : undefined
+          // raw: whatever it answers before the provider has bound the wallet, polling goes on
+          const res = await reconcile(restarted, m, started!.id)
+          return field(res.json, "status") === "bound" ? bodyOf(res, DepositWallet) : undefined
         },
         30_000,
         200
       )
       expect(bound.address).toMatch(BSC)
-      const admin = await restarted.admin(`/admin/merchants/${m.id}/wallets`)
-      expect(admin.json.wallets).toHaveLength(1)
+      expect(await adminWallets(restarted, m)).toHaveLength(1)
     } finally {
       await restarted.stop()
     }

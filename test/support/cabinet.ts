@@ -2,14 +2,16 @@
  * The merchant cabinet from a client's side: its JSON endpoints with Origin and the session
  * cookie, an authenticator app that never gives one code twice, and onboarding by invite.
  */
+import { Schema } from "effect"
 import * as OTPAuth from "otpauth"
+import { bodyOf } from "./expectations.js"
 import type { RunningServer } from "./server.js"
 
 export interface CabinetResponse {
   readonly status: number
   readonly headers: Headers
   readonly text: string
-  readonly json: any
+  readonly json: unknown
   /** The `mer_session=...` pair of a Set-Cookie, if one came. */
   readonly cookie: string | undefined
 }
@@ -46,6 +48,9 @@ export const request = async (url: string, server: RunningServer, init: CabinetI
   const setCookie = response.headers.getSetCookie().find((c) => c.startsWith("mer_session="))
   return { status: response.status, headers: response.headers, text, json, cookie: setCookie?.split(";")[0] }
 }
+
+/** POST /cabinet/api/invite/start's answer (CONTRACT 7; src/Cabinet/Api.ts keeps its schema to itself). */
+export const InviteStarted = Schema.Struct({ merchant_name: Schema.String, totp_secret: Schema.String, otpauth_uri: Schema.String })
 
 /** A request to /cabinet/api{path}. */
 export const cabinet = (server: RunningServer, path: string, init: CabinetInit = {}) => request(`${server.baseUrl}/cabinet/api${path}`, server, init)
@@ -122,7 +127,7 @@ export const onboard = async (server: RunningServer, login = `ops-${Math.random(
   const token = await invite(server, merchant.id)
   const started = await cabinet(server, "/invite/start", { method: "POST", body: { token } })
   if (started.status !== 200) throw new Error(`invite start: ${started.status} ${started.text}`)
-  const app = new AuthenticatorApp(started.json.totp_secret)
+  const app = new AuthenticatorApp(bodyOf(started, InviteStarted).totp_secret)
   const password = "correct horse battery staple"
   const done = await cabinet(server, "/invite/complete", { method: "POST", body: { token, login, password, code: await app.code() } })
   if (done.status !== 201 || done.cookie === undefined) throw new Error(`invite complete: ${done.status} ${done.text}`)

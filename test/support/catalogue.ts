@@ -8,6 +8,8 @@ import { randomBytes } from "node:crypto"
 import * as http from "node:http"
 import { expect } from "vitest"
 import WebSocket from "ws"
+import { ItemsUpserted } from "../../src/Ops/AdminApi.js"
+import { bodyOf } from "./expectations.js"
 import type { RunningServer } from "./server.js"
 
 // ---- the public item ---------------------------------------------------------------------------
@@ -274,7 +276,8 @@ export const randomText = (n: number) => randomBytes(Math.ceil(n * 3 / 4) + 3).t
 /**
  * PUT /admin/catalogue/items; the ids the server used, in order. A PUT of the same items is
  * idempotent, so a transport failure (a pooled keep-alive connection the server just closed) is
- * retried once.
+ * retried once. Raw on purpose: the inputs carry fields the admin schema does not declare
+ * (provider economics), which a typed client would drop before sending.
  */
 export const putItems = async (server: RunningServer, items: ReadonlyArray<ItemInput>): Promise<Array<string>> => {
   const put = () => server.admin("/admin/catalogue/items", { method: "PUT", body: { items } })
@@ -282,8 +285,9 @@ export const putItems = async (server: RunningServer, items: ReadonlyArray<ItemI
     throw new Error(`PUT /admin/catalogue/items: ${String(error)} (${String(error.cause)}); server output:\n${server.output().slice(-3000)}`)
   })
   if (res.status !== 200) throw new Error(`PUT /admin/catalogue/items: ${res.status} ${res.text.slice(0, 500)}`)
-  expect(res.json.upserted).toBe(items.length)
-  return res.json.ids
+  const { ids, upserted } = bodyOf(res, ItemsUpserted)
+  expect(upserted).toBe(items.length)
+  return [...ids]
 }
 
 export const deleteItem = async (server: RunningServer, id: string) => {
@@ -466,7 +470,7 @@ export const refusedUpgrade = (
   server: RunningServer,
   query: string,
   headers: Record<string, string>
-): Promise<{ status: number; json: any; headers: http.IncomingHttpHeaders }> =>
+): Promise<{ status: number; json: unknown; headers: http.IncomingHttpHeaders }> =>
   new Promise((resolve, reject) => {
     const ws = new WebSocket(feedUrl(server, query), { headers })
     ws.once("open", () => {

@@ -50,7 +50,7 @@ const isPlainObject = (value: unknown): value is Record<string, unknown> =>
  * Decoding drops the fields a schema does not name, so a success whose JSON has a field the
  * contract does not declare would pass unseen: every field of the JSON must be in the decoded answer.
  */
-const expectNoUndeclaredFields = (json: unknown, decoded: unknown, path: string): void => {
+export const expectNoUndeclaredFields = (json: unknown, decoded: unknown, path = "$"): void => {
   if (Array.isArray(json) && Array.isArray(decoded)) {
     json.forEach((element, i) => expectNoUndeclaredFields(element, decoded[i], `${path}[${i}]`))
   } else if (isPlainObject(json) && isPlainObject(decoded)) {
@@ -70,7 +70,7 @@ const expectOnlyDeclared = (texts: ReadonlyArray<string>, decoded: unknown) => {
   } catch {
     return
   }
-  expectNoUndeclaredFields(json, decoded, "$")
+  expectNoUndeclaredFields(json, decoded)
 }
 
 /** A client for each request (cheap), so the text it saw belongs to that request alone. */

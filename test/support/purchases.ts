@@ -8,8 +8,8 @@ import { Schema } from "effect"
 import { randomUUID } from "node:crypto"
 import { expect } from "vitest"
 import { CatalogueItems } from "../../src/Ops/AdminApi.js"
-import { type PurchaseList, type PurchaseListQuery } from "../../src/Purchases/Api.js"
-import { expectUsd, ISO_UTC, isUuid } from "./expectations.js"
+import { PurchaseCreated, PurchaseDetail, PurchaseFailedResponse, type PurchaseList, type PurchaseListQuery } from "../../src/Purchases/Api.js"
+import { bodyOf, expectUsd, field, ISO_UTC, isUuid } from "./expectations.js"
 import type { JsonResponse, RunningServer } from "./server.js"
 
 /** Small budgets, a quiet synthetic catalogue, no rate limit getting in the way of many requests. */
@@ -70,11 +70,7 @@ export const balanceOf = async (server: RunningServer, m: Merchant): Promise<Bal
 
 /** Credits exactly `amountCents` to the merchant through the real deposit path. */
 export const fund = async (server: RunningServer, m: Merchant, amountCents: number) => {
-  const deposit = await server.adminApi.call((client) =>
-    client.deposits.creditDeposit({
-      payload: { merchant_id: m.id, network: "tron", amount: sentCentsFor(amountCents) / 100, tx_id: `tx-${randomUUID()}` }
-    })
-  )
+  const deposit = await server.deposit(m.id, sentCentsFor(amountCents) / 100, `tx-${randomUUID()}`)
   expect(cents(deposit.amount)).toBe(amountCents)
 }
 
@@ -226,11 +222,11 @@ export type Created = {
 /** PurchaseCreated (spec 2.8): exactly its fields. */
 export const expectPurchaseCreated = (res: JsonResponse, status: number) => {
   expect(res.status, res.text).toBe(status)
-  return expectCreatedShape(res.json)
+  return expectCreatedShape(bodyOf(res, PurchaseCreated))
 }
 
-/** A PurchaseCreated body (raw JSON or the typed client's decoded answer): exactly its fields, USD amounts, an ISO time. */
-export const expectCreatedShape = (body: any): Created => {
+/** A decoded PurchaseCreated body (a raw answer's or the typed client's): exactly its fields, USD amounts, an ISO time. */
+export const expectCreatedShape = (body: typeof PurchaseCreated.Type): Created => {
   expect(Object.keys(body).sort()).toEqual(["balance_after", "created_at", "custom_id", "item", "purchase_id", "status"])
   expect(Object.keys(body.item).sort()).toEqual(["delivery_type", "estimated_delivery_minutes", "market_hash_name", "price"])
   expect(isUuid(body.purchase_id)).toBe(true)
@@ -239,17 +235,24 @@ export const expectCreatedShape = (body: any): Created => {
   expectUsd(body.balance_after)
   expect(body.balance_after).toBeGreaterThanOrEqual(0)
   expect(body.created_at).toMatch(ISO_UTC)
-  return body as Created
+  return body
 }
 
 /** POST /buy with a valid body through the typed client: the 201 PurchaseCreated, its shape checked. */
 export const bought = async (server: RunningServer, m: Merchant, body: ReturnType<typeof buyBody>): Promise<Created> =>
   expectCreatedShape(await server.merchant(m.apiKey).call((client) => client.purchases.buy({ payload: body })))
 
+/** The purchase_id of an answer that names a purchase (PurchaseCreated or PurchaseFailedResponse, whichever came). */
+export const purchaseIdOf = (res: JsonResponse): string => {
+  const id = field(res.json, "purchase_id")
+  if (typeof id !== "string" || !isUuid(id)) throw new Error(`no purchase_id in the ${res.status} answer: ${res.text.slice(0, 2_000)}`)
+  return id
+}
+
 /** PurchaseFailedResponse (spec 2.10): the Error body plus the failed purchase. */
 export const expectPurchaseFailed = (res: JsonResponse, errorCode: string, failureCode: string) => {
   expect(res.status, res.text).toBe(409)
-  const body = res.json
+  const body = bodyOf(res, Schema.encodedSchema(PurchaseFailedResponse))
   expect(Object.keys(body).sort()).toEqual(["custom_id", "error", "failure", "purchase_id", "trade_offer_id", "trade_offer_url"])
   expect(Object.keys(body.error).sort()).toEqual(["code", "message"])
   expect(body.error.code).toBe(errorCode)
@@ -260,13 +263,7 @@ export const expectPurchaseFailed = (res: JsonResponse, errorCode: string, failu
   expect(body.trade_offer_id === null || typeof body.trade_offer_id === "string").toBe(true)
   expect(body.trade_offer_url === null || typeof body.trade_offer_url === "string").toBe(true)
   expect(res.headers.get("content-type") ?? "").toMatch(/^application\/json/)
-  return body as {
-    purchase_id: string
-    custom_id: string
-    failure: { code: string; message: string }
-    trade_offer_id: string | null
-    trade_offer_url: string | null
-  }
+  return body
 }
 
 export interface Detail {
@@ -292,7 +289,7 @@ export interface Detail {
 }
 
 /** PurchaseDetail (spec 2.9): exactly its fields; `item` has no price. */
-export const expectDetailShape = (d: any): Detail => {
+export const expectDetailShape = (d: typeof PurchaseDetail.Type): Detail => {
   expect(Object.keys(d).sort()).toEqual([
     "completed_at",
     "created_at",
@@ -315,12 +312,12 @@ export const expectDetailShape = (d: any): Detail => {
   if (d.completed_at !== null) expect(d.completed_at).toMatch(ISO_UTC)
   if (d.status === "failed") {
     expect(d.failure).not.toBeNull()
-    expect(Object.keys(d.failure).sort()).toEqual(["code", "message", "refunded_amount"])
-    if (d.failure.refunded_amount !== null) expectUsd(d.failure.refunded_amount)
+    expect(Object.keys(d.failure ?? {}).sort()).toEqual(["code", "message", "refunded_amount"])
+    if (d.failure?.refunded_amount != null) expectUsd(d.failure.refunded_amount)
   } else {
     expect(d.failure).toBeNull()
   }
-  return d as Detail
+  return d
 }
 
 /** GET /purchases/{id} through the typed client (decoded by PurchaseDetail), then its shape. */

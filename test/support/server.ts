@@ -4,6 +4,7 @@
  */
 import { type ChildProcess, spawn } from "node:child_process"
 import { createServer } from "node:net"
+import type { DepositItem } from "../../src/Deposits/Api.js"
 import { type AdminClient, adminClient, type MerchantClient, merchantClient, type Typed } from "./client.js"
 import { type FreshDatabase, freshDatabase } from "./database.js"
 import { ROOT, SERVICE_ARGS } from "./paths.js"
@@ -51,7 +52,7 @@ export interface JsonResponse {
   readonly status: number
   readonly headers: Headers
   readonly text: string
-  readonly json: any
+  readonly json: unknown
 }
 
 export interface RunningServer {
@@ -69,8 +70,8 @@ export interface RunningServer {
   /** A request to the ops listener with the admin token. */
   readonly admin: (path: string, init?: { method?: string; body?: unknown; token?: string | null }) => Promise<JsonResponse>
   readonly createMerchant: (name?: string, webhookUrl?: string | null) => Promise<{ id: string; apiKey: string; webhookSecret: string }>
-  /** Credits `amount` USDT sent (through the real crediting path). */
-  readonly deposit: (merchantId: string, amount: number, txId?: string) => Promise<JsonResponse>
+  /** Credits `amount` USDT sent on tron (through the real crediting path, the typed admin client): the 201 DepositItem. */
+  readonly deposit: (merchantId: string, amount: number, txId?: string) => Promise<typeof DepositItem.Type>
   readonly stop: (signal?: NodeJS.Signals) => Promise<number | null>
   readonly process: ChildProcess
 }
@@ -78,7 +79,8 @@ export interface RunningServer {
 const ADMIN_TOKEN = "adm_test_token_0123456789"
 let merchantCounter = 0
 
-const request = async (url: string, init: { method?: string; body?: unknown; headers?: Record<string, string> }) => {
+/** A request as sent (a string body goes as it is, anything else as JSON): the status, headers, text and the JSON when the text is JSON. */
+export const request = async (url: string, init: { method?: string; body?: unknown; headers?: Record<string, string> }): Promise<JsonResponse> => {
   const headers: Record<string, string> = { ...init.headers }
   let body: string | undefined
   if (init.body !== undefined) {
@@ -184,7 +186,9 @@ const startOn = async (database: FreshDatabase, options: StartOptions, port: num
     return { id: created.merchant_id, apiKey: created.api_key, webhookSecret: created.webhook_secret }
   }
   const deposit: RunningServer["deposit"] = (merchantId, amount, txId) =>
-    admin("/admin/deposits", { method: "POST", body: { merchant_id: merchantId, network: "tron", amount, ...(txId ? { tx_id: txId } : {}) } })
+    adminApi.call((client) =>
+      client.deposits.creditDeposit({ payload: { merchant_id: merchantId, network: "tron", amount, ...(txId ? { tx_id: txId } : {}) } })
+    )
 
   const stop = async (signal: NodeJS.Signals = "SIGTERM") => {
     stopping = true
@@ -212,6 +216,10 @@ const startOn = async (database: FreshDatabase, options: StartOptions, port: num
     process: child
   }
 }
+
+/** PATCH /admin/merchants/{id} of a status through the typed admin client: the merchant as it now is (a 200 AdminMerchant). */
+export const setMerchantStatus = (server: RunningServer, id: string, status: "active" | "blocked" | "inactive") =>
+  server.adminApi.call((client) => client.merchants.updateMerchant({ path: { id }, payload: { status } }))
 
 /** The value of a metric's line (its name with any labels, e.g. `name{route="/x"}`) in /metrics; 0 when absent. */
 export const metricValue = async (server: RunningServer, series: string) => {
