@@ -8,6 +8,8 @@
 import { SqlClient, type Statement } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
 import { createHash } from "node:crypto"
+import { copyField, CopyRows } from "../Db/CopyIn.js"
+import { DirectTransactions } from "../Db/Database.js"
 import { type CatalogItem, serialise } from "../Domain/CatalogItem.js"
 import { Int8, rowsOf } from "../Domain/Db.js"
 import type { SupplierListing } from "../Providers/Supplier.js"
@@ -22,18 +24,16 @@ export type Source = "supplier" | "admin"
 
 const BATCH = 2_000
 
-interface Effective {
-  readonly op: "upsert" | "remove"
-  readonly id: string
-  readonly item: string | null
-}
-
 const md5 = (text: string) => createHash("md5").update(text, "utf8").digest("hex")
 
-const HeadRow = Schema.Struct({ epoch: Schema.Number, head: Int8 })
 const idRows = rowsOf(Schema.Struct({ id: Schema.String }))
 const digestRows = rowsOf(Schema.Struct({ id: Schema.String, digest: Schema.String }))
 const loggedRows = rowsOf(Schema.Struct({ logged: Int8 }))
+const emptyRows = rowsOf(Schema.Struct({ empty: Schema.Boolean }))
+const decodeHead = Schema.decodeUnknownSync(Schema.Struct({ epoch: Schema.Number, head: Int8 }))
+
+const COPY_ITEMS = "COPY catalogue_items (id, market_hash_name, price_cents, provider_price_cents, status, item, sim, source) FROM STDIN"
+const COPY_CHANGES = "COPY catalogue_changes (seq, epoch, op, item_id, item) FROM STDIN"
 
 /** Ids in PostgreSQL's text form (lower case), whatever case a source wrote them in. */
 const normalised = (write: CatalogueWrite): CatalogueWrite =>
@@ -61,6 +61,7 @@ const runsOf = (writes: ReadonlyArray<CatalogueWrite>) => {
 export class ChangeLog extends Effect.Service<ChangeLog>()("ChangeLog", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
+    const direct = Option.flatten(yield* Effect.serviceOption(DirectTransactions))
 
     /**
      * An item's stored JSON, made once per item object: a reconciliation compares it (`differing`)
@@ -76,45 +77,42 @@ export class ChangeLog extends Effect.Service<ChangeLog>()("ChangeLog", {
       return text
     }
 
-    /** Appends the effective changes to the log, in order, in the current transaction. */
-    const append = (changes: ReadonlyArray<Effective>) =>
-      Effect.gen(function*() {
-        if (changes.length === 0) return Option.none<number>()
-        const rows = yield* sql`UPDATE catalogue_state SET head_seq = head_seq + ${changes.length} RETURNING epoch, head_seq AS head`
-        const { epoch, head } = Schema.decodeUnknownSync(HeadRow)(rows[0])
-        const first = head - changes.length + 1
-        for (let offset = 0; offset < changes.length; offset += BATCH) {
-          const slice = changes.slice(offset, offset + BATCH).map((c, i) => ({
-            seq: first + offset + i,
-            epoch,
-            op: c.op,
-            item_id: c.id,
-            item: c.item
-          }))
-          yield* sql`INSERT INTO catalogue_changes ${sql.insert(slice)}`
-        }
-        yield* sql`SELECT pg_notify(${CHANGES_CHANNEL}, ${String(head)})`
-        return Option.some(head)
-      })
+    /**
+     * The steps that log what the CTE `written` (id, item) wrote, as changes of `op` at the head of
+     * the log, in the statement that wrote them: the item's text is sent once, not again for its log
+     * row. The head's row lock, taken here, orders writers; the statement answers how many it logged.
+     */
+    const logWritten = (op: "upsert" | "remove") =>
+      sql`
+      numbered AS (SELECT id, item, row_number() OVER () AS n, count(*) OVER () AS total FROM written),
+      head AS (
+        UPDATE catalogue_state SET head_seq = head_seq + (SELECT count(*) FROM written)
+        WHERE EXISTS (SELECT 1 FROM written) RETURNING epoch, head_seq),
+      logged AS (
+        INSERT INTO catalogue_changes (seq, epoch, op, item_id, item)
+        SELECT head.head_seq - numbered.total + numbered.n, head.epoch, ${op}, numbered.id, numbered.item FROM head, numbered)
+      SELECT count(*) AS logged FROM written`
 
-    const upsertRun = (writes: ReadonlyArray<CatalogueWrite>, source: Source) =>
-      Effect.gen(function*() {
-        const rows = writes.flatMap((w) =>
-          w.op === "upsert" ?
-            [{
-              id: w.listing.item.id,
-              market_hash_name: w.listing.item.market_hash_name,
-              price_cents: Math.round(w.listing.item.price * 100),
-              provider_price_cents: w.listing.providerPriceCents,
-              status: "active",
-              item: textOf(w.listing.item),
-              sim: w.listing.sim === undefined ? null : JSON.stringify(w.listing.sim),
-              source
-            }] :
-            []
-        )
-        // Unchanged items and items reserved by a purchase are left alone and not logged.
-        const changed = yield* idRows(sql`
+    const loggedCount = (rows: ReadonlyArray<{ readonly logged: number }>) => rows[0]?.logged ?? 0
+
+    const upsertRun = (writes: ReadonlyArray<CatalogueWrite>, source: Source) => {
+      const rows = writes.flatMap((w) =>
+        w.op === "upsert" ?
+          [{
+            id: w.listing.item.id,
+            market_hash_name: w.listing.item.market_hash_name,
+            price_cents: Math.round(w.listing.item.price * 100),
+            provider_price_cents: w.listing.providerPriceCents,
+            status: "active",
+            item: textOf(w.listing.item),
+            sim: w.listing.sim === undefined ? null : JSON.stringify(w.listing.sim),
+            source
+          }] :
+          []
+      )
+      // Unchanged items and items reserved by a purchase are left alone and not logged.
+      return sql`
+        WITH written AS (
           INSERT INTO catalogue_items ${sql.insert(rows)}
           ON CONFLICT (id) DO UPDATE SET market_hash_name = EXCLUDED.market_hash_name, price_cents = EXCLUDED.price_cents,
             provider_price_cents = EXCLUDED.provider_price_cents, status = 'active', item = EXCLUDED.item,
@@ -122,35 +120,76 @@ export class ChangeLog extends Effect.Service<ChangeLog>()("ChangeLog", {
           WHERE catalogue_items.status <> 'reserved'
             AND (catalogue_items.status <> 'active' OR catalogue_items.item <> EXCLUDED.item
                  OR catalogue_items.sim IS DISTINCT FROM EXCLUDED.sim)
-          RETURNING id`)
-        // the item as written (not sent back: a catalogue's first sync would read it all again)
-        const written = new Set(changed.map((r) => r.id))
-        return rows.flatMap((r) => written.has(r.id) ? [{ op: "upsert" as const, id: r.id, item: r.item }] : [])
-      })
+          RETURNING id, item),
+        ${logWritten("upsert")}`.pipe(loggedRows, Effect.map(loggedCount))
+    }
 
     const removeRun = (writes: ReadonlyArray<CatalogueWrite>) =>
-      Effect.gen(function*() {
-        const ids = writes.flatMap((w) => w.op === "remove" ? [w.id] : [])
-        const removed = yield* idRows(sql`
+      sql`
+        WITH written AS (
           UPDATE catalogue_items SET status = 'removed', updated_at = now()
-          WHERE id IN ${sql.in(ids)} AND status = 'active' RETURNING id`)
-        const set = new Set(removed.map((r) => r.id))
-        return ids.flatMap((id) => set.has(id) ? [{ op: "remove" as const, id, item: null }] : [])
-      })
+          WHERE id IN ${sql.in(writes.flatMap((w) => w.op === "remove" ? [w.id] : []))} AND status = 'active'
+          RETURNING id, NULL::text AS item),
+        ${logWritten("remove")}`.pipe(loggedRows, Effect.map(loggedCount))
 
     /**
      * Applies supplier or admin writes in one transaction: what actually changed is logged, in
-     * order. Returns the number of logged changes.
+     * order, and every engine is woken at commit. Returns the number of logged changes.
      */
     const apply = (writes: ReadonlyArray<CatalogueWrite>, source: Source = "supplier") =>
       sql.withTransaction(Effect.gen(function*() {
-        const effective: Array<Effective> = []
+        let logged = 0
         for (const run of runsOf(writes.map(normalised))) {
-          effective.push(...(run.op === "upsert" ? yield* upsertRun(run.writes, source) : yield* removeRun(run.writes)))
+          logged += run.op === "upsert" ? yield* upsertRun(run.writes, source) : yield* removeRun(run.writes)
         }
-        yield* append(effective)
-        return effective.length
+        if (logged > 0) yield* sql`SELECT pg_notify(${CHANGES_CHANNEL}, head_seq::text) FROM catalogue_state`
+        return logged
       })).pipe(Effect.withSpan("ChangeLog.apply"))
+
+    /**
+     * Writes listings none of which is stored (a reconciliation into an empty catalogue: a new
+     * database's first) with COPY, several times cheaper for PostgreSQL than the upserts: the items
+     * and their log rows at the head, in one transaction, and every engine woken at commit. On
+     * PGlite, or when one of them was stored meanwhile (the COPY fails and is rolled back), they are
+     * `apply`'s upserts. Returns the number of logged changes.
+     */
+    const insertNew = (listings: ReadonlyArray<SupplierListing>, source: Source = "supplier") => {
+      const writes = runsOf(listings.map((listing) => normalised({ op: "upsert", listing }))).flatMap((run) => run.writes)
+      if (Option.isNone(direct) || writes.length === 0) return apply(writes, source)
+      const transaction = direct.value
+      return Effect.promise(() =>
+        transaction(async (session) => {
+          const bumped = await session.queries([["UPDATE catalogue_state SET head_seq = head_seq + $1 RETURNING epoch, head_seq AS head", [writes.length]]])
+          if (bumped === undefined) return undefined
+          const { epoch, head } = decodeHead(bumped[0]?.[0])
+          const first = head - writes.length + 1
+          const items = new CopyRows()
+          const changes = new CopyRows()
+          writes.forEach((write, i) => {
+            if (write.op !== "upsert") return
+            const { item, providerPriceCents, sim } = write.listing
+            // encoded once, written in both tables
+            const text = copyField(textOf(item))
+            const simText = sim === undefined ? null : JSON.stringify(sim)
+            items.add([item.id, item.market_hash_name, Math.round(item.price * 100), providerPriceCents, "active", text, simText, source])
+            changes.add([first + i, epoch, "upsert", item.id, text])
+          })
+          if ((await session.copy(COPY_ITEMS, items.bytes())) === undefined) return undefined
+          if ((await session.copy(COPY_CHANGES, changes.bytes())) === undefined) return undefined
+          const committed = await session.queriesAndCommit([["SELECT pg_notify($1, $2)", [CHANGES_CHANNEL, String(head)]]])
+          return committed === undefined ? undefined : writes.length
+        })
+      ).pipe(
+        Effect.flatMap((logged) => logged === undefined ? apply(writes, source) : Effect.succeed(logged)),
+        Effect.withSpan("ChangeLog.insertNew")
+      )
+    }
+
+    /** Whether no item is stored at all (a new database's catalogue, before its first reconciliation). */
+    const isEmpty = sql`SELECT NOT EXISTS (SELECT 1 FROM catalogue_items) AS empty`.pipe(
+      emptyRows,
+      Effect.map((rows) => rows[0]?.empty === true)
+    )
 
     /**
      * Takes an active item out of the live catalogue for a purchase, as steps of the caller's
@@ -203,11 +242,14 @@ export class ChangeLog extends Effect.Service<ChangeLog>()("ChangeLog", {
           SELECT id, md5(item) || md5(coalesce(sim, '')) || status AS digest
           FROM catalogue_items WHERE id = ANY(${listings.map((l) => l.item.id.toLowerCase())}::uuid[])`)
         const digests = new Map(stored.map((row) => [row.id, row.digest]))
-        return listings.filter((l) => {
+        const changed = listings.filter((l) => {
           // a listing not stored yet differs (a first sync compares nothing)
           const digest = digests.get(l.item.id.toLowerCase())
           return digest === undefined || digest !== md5(textOf(l.item)) + md5(l.sim === undefined ? "" : JSON.stringify(l.sim)) + "active"
         })
+        // their texts are made now, ahead of `apply`, which a reconciliation runs while the next page is compared
+        for (const listing of changed) textOf(listing.item)
+        return changed
       })
 
     /** Ids of the supplier's active items (reconciliation against a snapshot). */
@@ -216,6 +258,6 @@ export class ChangeLog extends Effect.Service<ChangeLog>()("ChangeLog", {
       Effect.map((rows) => rows.map((r) => r.id))
     )
 
-    return { apply, reservationSteps, logReservations, differing, activeSupplierIds } as const
+    return { apply, insertNew, isEmpty, reservationSteps, logReservations, differing, activeSupplierIds } as const
   })
 }) {}

@@ -43,24 +43,33 @@ export const SyncLive = Layer.scopedDiscard(Effect.gen(function*() {
     const total = yield* supplier.size
     const started = Date.now()
     let reportedAt = started
-    yield* supplier.snapshot.pipe(Stream.runForEach((page) =>
-      Effect.gen(function*() {
-        for (const listing of page) seen.add(listing.item.id)
-        const changed = yield* changeLog.differing(page)
-        logged += yield* changeLog.apply(changed.map((listing) => ({ op: "upsert" as const, listing })))
-        // a large catalogue takes a while: its progress, every few seconds
-        const now = Date.now()
-        if (now - reportedAt >= PROGRESS_EVERY_MS) {
-          reportedAt = now
-          yield* Effect.logInfo("reconciling the catalogue with the supplier").pipe(Effect.annotateLogs({
-            listings: seen.size,
-            of: total,
-            percent: total > 0 ? Math.floor((seen.size / total) * 100) : 100,
-            per_second: Math.round(seen.size / ((now - started) / 1000))
-          }))
-        }
-      })
-    ))
+    // a new database's first reconciliation writes only new items: in bulk (ChangeLog.insertNew)
+    const empty = yield* changeLog.isEmpty
+    yield* supplier.snapshot.pipe(
+      // The next pages are made and compared (their items serialised) while PostgreSQL writes this
+      // one: the process and the database work at once instead of in turn.
+      Stream.mapEffect((page) => Effect.map(changeLog.differing(page), (changed) => ({ page, changed }))),
+      Stream.buffer({ capacity: 2 }),
+      Stream.runForEach(({ changed, page }) =>
+        Effect.gen(function*() {
+          for (const listing of page) seen.add(listing.item.id)
+          logged += empty
+            ? yield* changeLog.insertNew(changed)
+            : yield* changeLog.apply(changed.map((listing) => ({ op: "upsert" as const, listing })))
+          // a large catalogue takes a while: its progress, every few seconds
+          const now = Date.now()
+          if (now - reportedAt >= PROGRESS_EVERY_MS) {
+            reportedAt = now
+            yield* Effect.logInfo("reconciling the catalogue with the supplier").pipe(Effect.annotateLogs({
+              listings: seen.size,
+              of: total,
+              percent: total > 0 ? Math.floor((seen.size / total) * 100) : 100,
+              per_second: Math.round(seen.size / ((now - started) / 1000))
+            }))
+          }
+        })
+      )
+    )
     const gone = (yield* changeLog.activeSupplierIds).filter((id) => !seen.has(id))
     for (let i = 0; i < gone.length; i += 2_000) {
       logged += yield* changeLog.apply(gone.slice(i, i + 2_000).map((id) => ({ op: "remove" as const, id })))

@@ -9,6 +9,7 @@ import { chmodSync, mkdirSync } from "node:fs"
 import { join } from "node:path"
 import pg from "pg"
 import { Settings } from "../Config.js"
+import { copyIn } from "./CopyIn.js"
 import { lockDataDir } from "./DataDirLock.js"
 import { listenOnOwnConnection } from "./Listen.js"
 import { migrate } from "./Migrations.js"
@@ -44,6 +45,12 @@ export interface DirectSession {
   readonly queriesAndCommit: (
     statements: ReadonlyArray<PipelinedStatement>
   ) => Promise<ReadonlyArray<ReadonlyArray<unknown>> | undefined>
+  /**
+   * `COPY <table> (<columns>) FROM STDIN` (`text`) with `data`, rows in COPY's text format
+   * (CopyIn.ts): the number of rows it wrote; undefined when it failed, which ends the transaction
+   * (rolled back).
+   */
+  readonly copy: (text: string, data: Buffer) => Promise<number | undefined>
 }
 
 /**
@@ -98,8 +105,14 @@ export const directTransaction = (pool: pg.Pool): DirectTransaction => async (wo
     ended = true
     throw outcome.error
   }
+  const copy = async (text: string, data: Buffer) => {
+    if (!begun && (await queries([])) === undefined) return undefined
+    const outcome = await copyIn(client, text, data)
+    if (outcome._tag === "failed") return failed(outcome.error)
+    return outcome.rows
+  }
   try {
-    const value = await work({ queries, queriesAndCommit })
+    const value = await work({ queries, queriesAndCommit, copy })
     if (!ended) await rollback()
     client.release(stale ? new Error("its prepared statements are out of date") : undefined)
     return value

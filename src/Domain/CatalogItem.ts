@@ -103,58 +103,52 @@ export const CatalogItemInput = Schema.Struct({
 })
 export type CatalogItemInput = typeof CatalogItemInput.Type
 
-/** The field order of the canonical JSON. */
-const FIELDS = [
-  "id",
-  "market_hash_name",
-  "image_url",
-  "price",
-  "exterior",
-  "exterior_code",
-  "float",
-  "paint_seed",
-  "paint_index",
-  "inspect_url",
-  "asset_id",
-  "steam_id",
-  "class_id",
-  "instance_id",
-  "is_stat_trak",
-  "is_souvenir",
-  "has_stickers",
-  "stickers_count",
-  "stickers",
-  "category",
-  "weapon_type",
-  "rarity",
-  "rarity_color",
-  "delivery_type",
-  "estimated_delivery_minutes"
-] as const satisfies ReadonlyArray<keyof CatalogItem>
-
-const serialiseStickers = (stickers: ReadonlyArray<Sticker>): string =>
-  "[" + stickers.map((s) =>
-    `{"slot":${s.slot},"name":${JSON.stringify(s.name)},"sticker_id":${JSON.stringify(s.sticker_id ?? null)},` +
-    `"image_url":${JSON.stringify(s.image_url ?? null)},"wear":${JSON.stringify(s.wear ?? null)}}`
-  ).join(",") + "]"
-
 const HAS_NON_ASCII = /[\u0080-\uffff]/
 const NON_ASCII = /[\u0080-\uffff]/g
 
 /**
- * The item's JSON: every field present, nullable ones as null, nothing else (no economics, no sim).
+ * The item's JSON: every field present in this order, nullable ones as null, nothing else (no
+ * economics, no sim). One object literal given to JSON.stringify: V8's own serialiser is twice as
+ * fast as joining the fields' texts (a first sync serialises every item of the catalogue).
  * Characters beyond ASCII are written as \u escapes (the same JSON value): V8 keeps a string with
  * a single ★ or ™ at two bytes a character, a pure ASCII one at one, and a million items are held.
  */
-export const serialise = (item: CatalogItem): string => {
-  let out = "{"
-  for (let i = 0; i < FIELDS.length; i++) {
-    const key = FIELDS[i]!
-    if (i > 0) out += ","
-    out += `"${key}":${key === "stickers" ? serialiseStickers(item.stickers) : JSON.stringify(item[key] ?? null)}`
-  }
-  return asciiJson(out + "}")
-}
+export const serialise = (item: CatalogItem): string =>
+  asciiJson(JSON.stringify(
+    {
+      id: item.id,
+      market_hash_name: item.market_hash_name,
+      image_url: item.image_url ?? null,
+      price: item.price,
+      exterior: item.exterior ?? null,
+      exterior_code: item.exterior_code ?? null,
+      float: item.float ?? null,
+      paint_seed: item.paint_seed ?? null,
+      paint_index: item.paint_index ?? null,
+      inspect_url: item.inspect_url ?? null,
+      asset_id: item.asset_id ?? null,
+      steam_id: item.steam_id ?? null,
+      class_id: item.class_id ?? null,
+      instance_id: item.instance_id ?? null,
+      is_stat_trak: item.is_stat_trak,
+      is_souvenir: item.is_souvenir,
+      has_stickers: item.has_stickers,
+      stickers_count: item.stickers_count,
+      stickers: item.stickers.map((s): Sticker => ({
+        slot: s.slot,
+        name: s.name,
+        sticker_id: s.sticker_id ?? null,
+        image_url: s.image_url ?? null,
+        wear: s.wear ?? null
+      })),
+      category: item.category ?? null,
+      weapon_type: item.weapon_type ?? null,
+      rarity: item.rarity ?? null,
+      rarity_color: item.rarity_color ?? null,
+      delivery_type: item.delivery_type,
+      estimated_delivery_minutes: item.estimated_delivery_minutes ?? null
+    } satisfies { readonly [K in keyof CatalogItem]-?: unknown }
+  ))
 
 /** JSON text with every character beyond ASCII as a \u escape: the same value, one byte a character. */
 export const asciiJson = (json: string): string =>

@@ -13,7 +13,7 @@ import { Supplier, type SupplierChange, type SupplierListing } from "../Supplier
 import { prng, syntheticListing } from "./Listings.js"
 
 const SEED = 730
-const PAGE = 5_000
+const PAGE = 1_000
 /** Churn is emitted in ticks of this length, several changes a tick at high rates. */
 const TICK_MS = 100
 
@@ -68,7 +68,9 @@ const currentListing = (market: Market, index: number): SupplierListing => {
 const snapshotOf = (market: Market): Stream.Stream<ReadonlyArray<SupplierListing>> =>
   Stream.suspend(() => {
     const count = market.count
-    return Stream.range(0, Math.max(0, Math.ceil(count / PAGE) - 1)).pipe(
+    // one page per chunk: a page is made when the sync asks for it and is garbage once applied (the
+    // default chunk of 4,096 made every page at once and kept them all until the last was applied)
+    return Stream.range(0, Math.max(0, Math.ceil(count / PAGE) - 1), 1).pipe(
       Stream.map((page) => {
         const out: Array<SupplierListing> = []
         for (let i = page * PAGE; i < Math.min(count, (page + 1) * PAGE); i++) {

@@ -1,0 +1,116 @@
+/**
+ * The change log's bulk write of new listings (ChangeLog.insertNew: COPY, a new database's first
+ * reconciliation) against its upserts (ChangeLog.apply), on a real PostgreSQL server (DATABASE_URL
+ * only: on PGlite insertNew is apply). Both write the same rows to the items table and the same
+ * changes to the log, gapless from the head; a listing that is stored after all makes insertNew
+ * fall back to the upserts, which write only what changed.
+ */
+import * as Reactivity from "@effect/experimental/Reactivity"
+import { PgClient } from "@effect/sql-pg"
+import { Effect, Layer, Option, Redacted } from "effect"
+import pg from "pg"
+import { afterAll, describe, expect, it } from "vitest"
+import { ChangeLog } from "../../src/Catalogue/ChangeLog.js"
+import { directTransaction, DirectTransactions } from "../../src/Db/Database.js"
+import { migrate } from "../../src/Db/Migrations.js"
+import { syntheticListing } from "../../src/Providers/Simulator/Listings.js"
+import type { SupplierListing } from "../../src/Providers/Supplier.js"
+import { type FreshDatabase, freshDatabase } from "../support/database.js"
+
+/** Names and sticker names with what COPY's text format escapes, and characters beyond ASCII. */
+const TRICKY_NAMES = ["★ Karambit | Doppler (Factory New)", "back\\slash \\N", "tab\tand\nline\r\nend", "\"quoted\" ™ 𝄞", "ends \\"]
+
+const listings: ReadonlyArray<SupplierListing> = Array.from({ length: 1_200 }, (_, i) => {
+  const listing = syntheticListing(11, i)
+  if (i >= TRICKY_NAMES.length * 2) return listing
+  const name = TRICKY_NAMES[i % TRICKY_NAMES.length]!
+  return {
+    ...listing,
+    item: {
+      ...listing.item,
+      market_hash_name: name,
+      stickers: [{ slot: 0, name, sticker_id: null, image_url: null, wear: null }],
+      has_stickers: true,
+      stickers_count: 1
+    },
+    sim: i % 2 === 0 ? { acquire: "unavailable" } : undefined
+  }
+})
+
+describe.runIf(!!process.env["DATABASE_URL"])("the change log's bulk write of new listings (DATABASE_URL only)", () => {
+  const opened: Array<{ readonly database: FreshDatabase; readonly pool: pg.Pool }> = []
+  afterAll(async () => {
+    for (const { database, pool } of opened) {
+      await pool.end()
+      await database.drop()
+    }
+  })
+
+  /** A fresh, migrated database, and the change log on it (with the pool's direct transactions, as the service has them). */
+  const changeLogOn = async () => {
+    const database = await freshDatabase()
+    const pool = new pg.Pool({ connectionString: database.url, max: 2 })
+    opened.push({ database, pool })
+    const sql = Layer.provideMerge(Layer.effectDiscard(migrate), PgClient.layer({ url: Redacted.make(database.url!) }))
+    const layer = ChangeLog.Default.pipe(
+      Layer.provideMerge(Layer.mergeAll(sql, Layer.succeed(DirectTransactions, Option.some(directTransaction(pool))))),
+      Layer.provide(Reactivity.layer)
+    )
+    const run = <A>(use: (log: ChangeLog) => Effect.Effect<A, unknown>) =>
+      Effect.runPromise(Effect.scoped(Effect.flatMap(ChangeLog, use).pipe(Effect.provide(layer))))
+    // migrated (each run builds the layer again: its migrations are then applied already)
+    await run(() => Effect.void)
+    // which statements write the items table (COPY, or the upserts' INSERT), as PostgreSQL ran them
+    await pool.query(`CREATE TABLE item_writes (n serial, statement text);
+      CREATE FUNCTION record_item_write() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN INSERT INTO item_writes (statement) VALUES ((regexp_match(current_query(), '^\\s*(\\w+)'))[1]); RETURN NULL; END $$;
+      CREATE TRIGGER record_item_write AFTER INSERT ON catalogue_items FOR EACH STATEMENT EXECUTE FUNCTION record_item_write();`)
+    const writes = async () => (await pool.query<{ statement: string }>("SELECT statement FROM item_writes ORDER BY n")).rows.map((r) => r.statement)
+    const items = async () =>
+      (await pool.query("SELECT id, market_hash_name, price_cents, provider_price_cents, status, item, sim, source FROM catalogue_items ORDER BY id")).rows
+    /** The log without its epoch (each database draws its own), and its head. */
+    const changes = async () => ({
+      rows: (await pool.query("SELECT op, item_id, item FROM catalogue_changes ORDER BY item_id, seq")).rows,
+      seqs: (await pool.query<{ seq: string }>("SELECT seq FROM catalogue_changes ORDER BY seq")).rows.map((r) => Number(r.seq)),
+      head: Number((await pool.query<{ head_seq: string }>("SELECT head_seq FROM catalogue_state")).rows[0]!.head_seq)
+    })
+    return { run, items, changes, writes }
+  }
+
+  it("writes exactly the rows and changes the upserts write, gapless from the head", async () => {
+    const [bulk, upserts] = [await changeLogOn(), await changeLogOn()]
+    const pages = [listings.slice(0, 500), listings.slice(500, 1_000), listings.slice(1_000)]
+    for (const page of pages) {
+      expect(await bulk.run((log) => log.insertNew(page))).toBe(page.length)
+      expect(await upserts.run((log) => log.apply(page.map((listing) => ({ op: "upsert", listing }))))).toBe(page.length)
+    }
+    const written = await bulk.items()
+    expect(written).toHaveLength(listings.length)
+    expect(written).toEqual(await upserts.items())
+    expect(written.filter((row) => TRICKY_NAMES.includes(row.market_hash_name))).toHaveLength(TRICKY_NAMES.length * 2)
+    const logged = await bulk.changes()
+    expect(logged.rows).toEqual((await upserts.changes()).rows)
+    expect(logged.seqs).toEqual(Array.from({ length: listings.length }, (_, i) => i + 1))
+    expect(logged.head).toBe(listings.length)
+    expect(await bulk.writes()).toEqual(["COPY", "COPY", "COPY"])
+    expect(await upserts.writes()).toEqual(["WITH", "WITH", "WITH"])
+  })
+
+  it("falls back to the upserts when a listing is stored after all: only what changed is written and logged", async () => {
+    const log = await changeLogOn()
+    const first = listings.slice(0, 300)
+    expect(await log.run((changeLog) => changeLog.insertNew(first))).toBe(300)
+    // a page with 100 stored listings (20 of them repriced) and 200 new ones
+    const repriced = first.slice(200, 220).map((listing) => ({ ...listing, item: { ...listing.item, price: listing.item.price + 1 } }))
+    const page = [...first.slice(220, 300), ...repriced, ...listings.slice(300, 500)]
+    expect(await log.run((changeLog) => changeLog.insertNew(page))).toBe(220)
+    const logged = await log.changes()
+    expect(logged.seqs).toEqual(Array.from({ length: 520 }, (_, i) => i + 1))
+    expect(logged.head).toBe(520)
+    const stored = new Map((await log.items()).map((row) => [row.id, row]))
+    expect(stored.size).toBe(500)
+    for (const listing of repriced) expect(stored.get(listing.item.id)?.price_cents).toBe(String(Math.round(listing.item.price * 100)))
+    // the second page's COPY failed and was rolled back: its rows came from the upserts
+    expect(await log.writes()).toEqual(["COPY", "WITH"])
+  })
+})

@@ -1,0 +1,94 @@
+/**
+ * COPY ... FROM STDIN on a node-postgres client (src/Db/CopyIn.ts) and in the direct transaction
+ * (src/Db/Database.ts), on a real PostgreSQL server (DATABASE_URL only: PGlite has no pool): text
+ * of every kind comes back exactly as written, a COPY that fails reports it and leaves the
+ * connection usable, and a failed COPY rolls its transaction back whole.
+ */
+import { Predicate } from "effect"
+import pg from "pg"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { copyField, copyIn, CopyRows } from "../../src/Db/CopyIn.js"
+import { directTransaction } from "../../src/Db/Database.js"
+import { type FreshDatabase, freshDatabase } from "../support/database.js"
+
+/** Texts COPY's format must escape or carry as they are: backslashes, tabs, line ends, `\N`, beyond ASCII. */
+const TRICKY = [
+  "",
+  "plain",
+  "back\\slash and \\\\ two",
+  "tab\there",
+  "line\nend and\r\nwindows",
+  "\\N",
+  "N",
+  "\\u2605 escaped, ★ not, ™ and 𝄞 (astral)",
+  "\"quotes\" and 'apostrophes', commas, | pipes",
+  "\u0001 control \u007f delete",
+  "ends with a backslash \\"
+]
+
+describe.runIf(!!process.env["DATABASE_URL"])("COPY FROM STDIN (DATABASE_URL only)", () => {
+  let database: FreshDatabase
+  let pool: pg.Pool
+  beforeAll(async () => {
+    database = await freshDatabase()
+    pool = new pg.Pool({ connectionString: database.url, max: 2 })
+    await pool.query("CREATE TABLE copied (id bigint PRIMARY KEY, body text, twice text, note text)")
+  })
+  afterAll(async () => {
+    await pool?.end()
+    await database?.drop()
+  })
+
+  it("writes every text, number and null exactly as given, a field made once written in two columns", async () => {
+    const rows = new CopyRows()
+    TRICKY.forEach((text, i) => {
+      const field = copyField(text)
+      rows.add([i + 1, text, field, i % 2 === 0 ? null : field])
+    })
+    const client = await pool.connect()
+    try {
+      expect(await copyIn(client, "COPY copied (id, body, twice, note) FROM STDIN", rows.bytes())).toEqual({ _tag: "done", rows: TRICKY.length })
+    } finally {
+      client.release()
+    }
+    const stored = await pool.query<{ id: string; body: string; twice: string; note: string | null }>("SELECT id, body, twice, note FROM copied ORDER BY id")
+    expect(stored.rows).toEqual(TRICKY.map((text, i) => ({ id: String(i + 1), body: text, twice: text, note: i % 2 === 0 ? null : text })))
+  })
+
+  it("reports a COPY that fails, and the connection goes on answering", async () => {
+    const client = await pool.connect()
+    try {
+      const duplicate = new CopyRows()
+      duplicate.add([1, "again", null, null])
+      const outcome = await copyIn(client, "COPY copied (id, body, twice, note) FROM STDIN", duplicate.bytes())
+      if (outcome._tag !== "failed") throw new Error("a duplicate key was copied")
+      expect(Predicate.hasProperty(outcome.error, "code") ? outcome.error.code : undefined).toBe("23505")
+      const malformed = await copyIn(client, "COPY copied (id, body) FROM STDIN", Buffer.from("not a number\tx\n"))
+      expect(malformed._tag).toBe("failed")
+      expect((await client.query("SELECT count(*)::int AS n FROM copied")).rows).toEqual([{ n: TRICKY.length }])
+    } finally {
+      client.release()
+    }
+  })
+
+  it("in a direct transaction: a failed COPY rolls back what the transaction wrote before it", async () => {
+    const transaction = directTransaction(pool)
+    const fresh = new CopyRows()
+    fresh.add([1_000, "new", null, null])
+    const clash = new CopyRows()
+    clash.add([1, "clash", null, null])
+    const outcome = await transaction(async (session) => {
+      if ((await session.queries([["INSERT INTO copied (id, body) VALUES (999, 'before')", []]])) === undefined) return "queries failed"
+      if ((await session.copy("COPY copied (id, body, twice, note) FROM STDIN", fresh.bytes())) !== 1) return "first copy failed"
+      return (await session.copy("COPY copied (id, body, twice, note) FROM STDIN", clash.bytes())) === undefined ? "rolled back" : "copied"
+    })
+    expect(outcome).toBe("rolled back")
+    expect((await pool.query("SELECT count(*)::int AS n FROM copied WHERE id IN (999, 1000)")).rows).toEqual([{ n: 0 }])
+
+    const committed = await transaction(async (session) => {
+      const copied = await session.copy("COPY copied (id, body, twice, note) FROM STDIN", fresh.bytes())
+      return copied === undefined ? undefined : session.queriesAndCommit([["SELECT body FROM copied WHERE id = 1000", []]])
+    })
+    expect(committed).toEqual([[{ body: "new" }]])
+  })
+})
