@@ -3,7 +3,7 @@ import { Effect, Either, Option, Runtime, Schema } from "effect"
 import { MerchantApi } from "../Api.js"
 import { Settings } from "../Config.js"
 import { MAX_DELIVERY_MINUTES } from "../Domain/CatalogItem.js"
-import { InvalidMaxPrice, PurchaseNotFound, SteamIdMismatch } from "../Domain/Errors.js"
+import { errorWire, InvalidMaxPrice, PurchaseNotFound, SteamIdMismatch } from "../Domain/Errors.js"
 import { exactForCents, topLevelNumberText } from "../Domain/Money.js"
 import { parseTradeUrl } from "../Domain/TradeUrl.js"
 import type { FastPostRoute } from "../FastLane.js"
@@ -57,9 +57,10 @@ const encodePurchaseCreated = Schema.encodeEither(PurchaseCreated)
 
 /**
  * POST /buy in the fast lane: a body that decodes as the endpoint's does, for an active merchant,
- * bought by the buy engine as the handler buys; the 201 of a purchase it created is the handler's
- * body. Everything else (every error, every repeat of a custom_id, which changed nothing) goes to
- * the handler, which answers it.
+ * bought by the buy engine as the handler buys, and answered as the handler answers: the 201 of
+ * the purchase created or repeated, or the engine's refusal (each declared on the endpoint) with
+ * its spec body. A body the handler would refuse before buying (its validation) goes to the
+ * handler, which answers it.
  */
 export const PurchasesFastRoutes = Effect.gen(function*() {
   const engine = yield* BuyEngine
@@ -77,7 +78,8 @@ export const PurchasesFastRoutes = Effect.gen(function*() {
       const outcome = await run(
         Effect.either(engine.buy({ merchantId: merchant.id, itemId: payload.item_id, maxPrice, customId: payload.custom_id, recipient }))
       )
-      if (outcome._tag === "Left" || outcome.right._tag !== "created") return undefined
+      // a refusal is answered here, not bought again by the handler (the engine ran it once)
+      if (outcome._tag === "Left") return errorWire(outcome.left)
       const encoded = Either.getOrThrow(encodePurchaseCreated(purchaseCreated(outcome.right.purchase, outcome.right.balanceCents)))
       return { status: 201, body: JSON.stringify(encoded) }
     }

@@ -1,9 +1,9 @@
 /**
  * POST /buy in the fast lane (src/FastLane.ts, bought by Purchases/BuyEngine.ts) over real
  * sockets, on either database. A cached key's buy is answered there, and must answer exactly as
- * HttpApi does; every other buy (an error, a repeated custom_id, an inactive merchant) is passed on
- * to HttpApi with the same body, answered as always, changes nothing it should not, and costs one
- * rate-limit token.
+ * HttpApi does: a purchase, a repeated custom_id, the buy engine's refusals and an inactive
+ * merchant's. A body the handler's validation refuses is passed on to HttpApi with the same bytes.
+ * Each answer changes nothing it should not and costs one rate-limit token.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { PurchaseCreated } from "../../src/Purchases/Api.js"
@@ -48,10 +48,16 @@ const buy = (key: string, fields: Record<string, unknown>) =>
     body: { item_id: items[0]!.id, max_price: 1000, custom_id: `c-${Math.random()}`, target_trade_url: TRADE_URL, ...fields }
   })
 
-/** A funded merchant whose key is cached (its first request went through HttpApi). */
-const warmMerchant = async () => {
+/** A funded merchant that has not used its key yet: its first request goes through HttpApi. */
+const fundedColdMerchant = async () => {
   const m = await server.createMerchant()
   await server.deposit(m.id, 102.5)
+  return m
+}
+
+/** A funded merchant whose key is cached (its first request went through HttpApi). */
+const warmMerchant = async () => {
+  const m = await fundedColdMerchant()
   expect((await balanceOf(m.apiKey)).available).toBe(101.47)
   return m
 }
@@ -65,8 +71,7 @@ describe("POST /buy in the fast lane", () => {
   it("buys as HttpApi does: same status, headers and body shape, exact balance_after, one token", async () => {
     const [cold, hot] = [items[1]!, items[2]!]
     // a merchant whose first request is the buy: its key is not cached, so HttpApi answers
-    const first = await server.createMerchant()
-    await server.deposit(first.id, 102.5)
+    const first = await fundedColdMerchant()
     const before = await fastBuys()
     const viaHttpApi = await buy(first.apiKey, { item_id: cold.id, custom_id: "same" })
     expect(await fastBuys()).toBe(before)
@@ -107,14 +112,14 @@ describe("POST /buy in the fast lane", () => {
     expect(cents(after.total_deposited) - cents(after.available)).toBe(cents(hot.price))
   })
 
-  it("passes a repeat on to HttpApi, which answers the same purchase without a second debit", async () => {
+  it("answers a repeat in the fast lane: the same purchase, no second debit, one token", async () => {
     const m = await warmMerchant()
     const item = items[3]!
     const first = await buy(m.apiKey, { item_id: item.id, custom_id: "again" })
     expect(first.status).toBe(201)
     const before = await fastBuys()
     const repeat = await buy(m.apiKey, { item_id: item.id, custom_id: "again" })
-    expect(await fastBuys()).toBe(before)
+    expect(await fastBuys()).toBe(before + 1)
     expect(repeat.status).toBe(201)
     // the status may have moved on since; everything else is the first answer, in the same order
     expect(JSON.stringify({ ...objectOf(repeat), status: null })).toBe(JSON.stringify({ ...objectOf(first), status: null }))
@@ -122,42 +127,59 @@ describe("POST /buy in the fast lane", () => {
     expect(cents((await balanceOf(m.apiKey)).available)).toBe(cents(101.47) - cents(item.price))
   })
 
-  it("passes every refusal on to HttpApi with its body: the spec's error, nothing changed, one token each", async () => {
+  it("answers the buy's refusals in the fast lane with HttpApi's bytes, passes invalid bodies on: nothing changed, one token each", async () => {
     const m = await warmMerchant()
     const owned = items[4]!
     await bought(server, m, buyBody({ itemId: owned.id, maxPrice: 1000, customId: "taken" }))
     expect(mostExpensive.price).toBeGreaterThan(101.47)
     const before = await fastBuys()
     let last = await server.api("/balance", { key: m.apiKey })
-    const refusals: Array<[string, () => Promise<JsonResponse>, number, string]> = [
-      ["an unknown item", () => buy(m.apiKey, { item_id: "3f1c2b9a-8d7e-4c6b-9a5f-0e1d2c3b4a59" }), 404, "MERCHANT_ITEM_NOT_FOUND"],
-      ["an item already sold", () => buy(m.apiKey, { item_id: owned.id }), 409, "MERCHANT_ITEM_UNAVAILABLE"],
-      ["a price above max_price", () => buy(m.apiKey, { item_id: items[5]!.id, max_price: items[5]!.price - 0.01 }), 409, "MERCHANT_PRICE_CHANGED"],
-      ["a custom_id used for another item", () => buy(m.apiKey, { item_id: items[6]!.id, custom_id: "taken" }), 409, "MERCHANT_DUPLICATE_CUSTOM_ID"],
-      ["a bad trade URL", () => buy(m.apiKey, { target_trade_url: "https://example.com/" }), 400, "MERCHANT_INVALID_TRADE_URL"],
+    const unknownItem = { item_id: "3f1c2b9a-8d7e-4c6b-9a5f-0e1d2c3b4a59" }
+    const soldItem = { item_id: owned.id }
+    const abovePrice = { item_id: items[5]!.id, max_price: items[5]!.price - 0.01 }
+    const beyondBalance = { item_id: mostExpensive.id, max_price: mostExpensive.price }
+    // [what, the request, status, code, answered in the fast lane (the buy engine refused it)]
+    const refusals: Array<[string, (key: string) => Promise<JsonResponse>, number, string, boolean]> = [
+      ["an unknown item", (key) => buy(key, unknownItem), 404, "MERCHANT_ITEM_NOT_FOUND", true],
+      ["an item already sold", (key) => buy(key, soldItem), 409, "MERCHANT_ITEM_UNAVAILABLE", true],
+      ["a price above max_price", (key) => buy(key, abovePrice), 409, "MERCHANT_PRICE_CHANGED", true],
+      ["a custom_id used for another item", (key) => buy(key, { item_id: items[6]!.id, custom_id: "taken" }), 409, "MERCHANT_DUPLICATE_CUSTOM_ID", true],
+      ["a balance below the live price", (key) => buy(key, beyondBalance), 402, "MERCHANT_INSUFFICIENT_BALANCE", true],
+      ["a bad trade URL", (key) => buy(key, { target_trade_url: "https://example.com/" }), 400, "MERCHANT_INVALID_TRADE_URL", false],
       [
         "a SteamID64 that is not the trade URL's",
-        () => buy(m.apiKey, { item_id: items[7]!.id, target_steam_id: "76561197960265729" }),
+        (key) => buy(key, { item_id: items[7]!.id, target_steam_id: "76561197960265729" }),
         400,
-        "MERCHANT_STEAM_ID_MISMATCH"
+        "MERCHANT_STEAM_ID_MISMATCH",
+        false
       ],
-      ["a body that is not JSON", () => server.api("/buy", { method: "POST", key: m.apiKey, body: "{\"item_id\": " }), 400, "MERCHANT_MALFORMED_JSON"],
-      [
-        "a balance below the live price",
-        () => buy(m.apiKey, { item_id: mostExpensive.id, max_price: mostExpensive.price }),
-        402,
-        "MERCHANT_INSUFFICIENT_BALANCE"
-      ]
+      ["a body that is not JSON", (key) => server.api("/buy", { method: "POST", key, body: "{\"item_id\": " }), 400, "MERCHANT_MALFORMED_JSON", false]
     ]
-    for (const [what, request, status, code] of refusals) {
-      const res = await request()
+    let fast = 0
+    for (const [what, request, status, code, inFastLane] of refusals) {
+      const counted = await fastBuys()
+      const res = await request(m.apiKey)
+      expect(await fastBuys(), what).toBe(counted + (inFastLane ? 1 : 0))
+      if (inFastLane) fast++
       // a body that is not JSON gets problem details, with the spec's error object beside them
       if (code === "MERCHANT_MALFORMED_JSON") expect([res.status, codeOf(res)]).toEqual([status, code])
       else expectError(res, status, code)
       expect(remaining(res), what).toBe(remaining(last) - 1)
       last = res
     }
-    expect(await fastBuys()).toBe(before)
+    expect(await fastBuys()).toBe(before + fast)
+
+    // the same refusals through HttpApi (a merchant whose first request is the buy: its key is not
+    // cached) give the same bytes
+    for (const fields of [unknownItem, soldItem, abovePrice, beyondBalance]) {
+      const [hot, cold] = [await buy(m.apiKey, fields), await fundedColdMerchant().then((c) => buy(c.apiKey, fields))]
+      expect({ status: hot.status, type: hot.headers.get("content-type"), body: hot.text }).toEqual({
+        status: cold.status,
+        type: cold.headers.get("content-type"),
+        body: cold.text
+      })
+    }
+
     expect(cents((await balanceOf(m.apiKey)).available)).toBe(cents(101.47) - cents(owned.price))
     const purchases = await server.merchant(m.apiKey).call((client) => client.purchases.listPurchases({ urlParams: {} }))
     expect(purchases.purchases.map((p) => p.custom_id)).toEqual(["taken"])
@@ -177,7 +199,7 @@ describe("POST /buy in the fast lane", () => {
     const res = await buy(m.apiKey, { item_id: items[8]!.id })
     expectError(res, 403, "MERCHANT_NOT_ACTIVE")
     expect(remaining(res)).toBe(remaining(balance) - 1)
-    // on PGlite /buy has no fast route: the middleware refuses it
+    // refused in the fast lane itself, with the bytes the middleware gives
     expect(await fastBuys()).toBe(before + 1)
     // the middleware's answer to another POST (no fast route): the same body
     const wallet = await server.api("/deposits/wallets", { method: "POST", key: m.apiKey, body: { network: "tron" } })

@@ -9,25 +9,35 @@
  * those tests keep `server.api` / `server.admin` (support/server.ts).
  */
 import { FetchHttpClient, HttpApiClient, HttpClient, HttpClientRequest } from "@effect/platform"
-import { Effect, Either } from "effect"
+import { Effect, Either, FiberRef } from "effect"
 import { MerchantApi } from "../../src/Api.js"
 import { AdminApi } from "../../src/Ops/AdminApi.js"
 
 /** Called with the text of every response the client gets (to compare the bytes with the decoded answer). */
 type Seen = (text: string) => void
 
-const withToken = (token: string, seen: Seen) => (client: HttpClient.HttpClient) =>
+/**
+ * Where the request running in this fiber reports its response's text: set by each `call` and
+ * `attempt` for its own request, so one client (built once: building one costs milliseconds of the
+ * test process, which also runs the tests' webhook receivers) serves concurrent requests.
+ */
+const seenHere = FiberRef.unsafeMake<Seen | undefined>(undefined)
+
+const withToken = (token: string) => (client: HttpClient.HttpClient) =>
   client.pipe(
     HttpClient.mapRequest(HttpClientRequest.bearerToken(token)),
     // the body's bytes are read once and kept: the decoding reads the same bytes again
-    HttpClient.tap((response) => Effect.ignore(Effect.map(response.arrayBuffer, (bytes) => seen(new TextDecoder().decode(bytes)))))
+    HttpClient.tap((response) =>
+      Effect.flatMap(
+        FiberRef.get(seenHere),
+        (seen) => seen === undefined ? Effect.void : Effect.ignore(Effect.map(response.arrayBuffer, (bytes) => seen(new TextDecoder().decode(bytes))))
+      )
+    )
   )
 
-const merchantClientOf = (baseUrl: string, apiKey: string, seen: Seen = () => undefined) =>
-  HttpApiClient.make(MerchantApi, { baseUrl, transformClient: withToken(apiKey, seen) })
+const merchantClientOf = (baseUrl: string, apiKey: string) => HttpApiClient.make(MerchantApi, { baseUrl, transformClient: withToken(apiKey) })
 
-const adminClientOf = (opsUrl: string, token: string, seen: Seen = () => undefined) =>
-  HttpApiClient.make(AdminApi, { baseUrl: opsUrl, transformClient: withToken(token, seen) })
+const adminClientOf = (opsUrl: string, token: string) => HttpApiClient.make(AdminApi, { baseUrl: opsUrl, transformClient: withToken(token) })
 
 export type MerchantClient = Effect.Effect.Success<ReturnType<typeof merchantClientOf>>
 export type AdminClient = Effect.Effect.Success<ReturnType<typeof adminClientOf>>
@@ -73,28 +83,43 @@ const expectOnlyDeclared = (texts: ReadonlyArray<string>, decoded: unknown) => {
   expectNoUndeclaredFields(json, decoded)
 }
 
-/** A client for each request (cheap), so the text it saw belongs to that request alone. */
-const typed = <C>(make: (seen: Seen) => C): Typed<C> => ({
+/** Runs each request with its own sink for the response's text. */
+const typed = <C>(client: C): Typed<C> => ({
   call: async (request) => {
     const texts: Array<string> = []
-    const value = await Effect.runPromise(request(make((text) => texts.push(text))))
+    const value = await Effect.runPromise(Effect.locally(request(client), seenHere, (text) => texts.push(text)))
     expectOnlyDeclared(texts, value)
     return value
   },
   attempt: async (request) => {
     const texts: Array<string> = []
     const result = await Effect.runPromise(
-      request(make((text) => texts.push(text))).pipe(Effect.catchIf((error) => NOT_AN_ANSWER.has(error._tag), Effect.die), Effect.either)
+      Effect.locally(request(client), seenHere, (text) => texts.push(text)).pipe(
+        Effect.catchIf((error) => NOT_AN_ANSWER.has(error._tag), Effect.die),
+        Effect.either
+      )
     )
     if (Either.isRight(result)) expectOnlyDeclared(texts, result.right)
     return result
   }
 })
 
+// one client per URL and key, built on first use
+const merchantClients = new Map<string, Typed<MerchantClient>>()
+const adminClients = new Map<string, Typed<AdminClient>>()
+const once = <C>(clients: Map<string, Typed<C>>, key: string, make: () => C): Typed<C> => {
+  let client = clients.get(key)
+  if (client === undefined) {
+    client = typed(make())
+    clients.set(key, client)
+  }
+  return client
+}
+
 /** The merchant API's typed client for one API key (`baseUrl`: the listener's root, without the /api prefix). */
 export const merchantClient = (baseUrl: string, apiKey: string): Typed<MerchantClient> =>
-  typed((seen) => Effect.runSync(merchantClientOf(baseUrl, apiKey, seen).pipe(Effect.provide(FetchHttpClient.layer))))
+  once(merchantClients, `${baseUrl} ${apiKey}`, () => Effect.runSync(merchantClientOf(baseUrl, apiKey).pipe(Effect.provide(FetchHttpClient.layer))))
 
 /** The admin API's typed client on the ops listener. */
 export const adminClient = (opsUrl: string, token: string): Typed<AdminClient> =>
-  typed((seen) => Effect.runSync(adminClientOf(opsUrl, token, seen).pipe(Effect.provide(FetchHttpClient.layer))))
+  once(adminClients, `${opsUrl} ${token}`, () => Effect.runSync(adminClientOf(opsUrl, token).pipe(Effect.provide(FetchHttpClient.layer))))
