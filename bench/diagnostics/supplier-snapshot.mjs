@@ -1,9 +1,10 @@
 /**
  * How the simulated supplier's snapshot stream (dist/src/Providers/Simulator/SupplierSim.js), which
- * the sync leader reconciles at every start, is produced: pages of 5,000 listings from
- * Stream.range(0, pages - 1) |> Stream.map(page -> listings). Stream.range emits its numbers in
- * chunks of 4,096 and Stream.map maps a whole chunk at once, so this measures when the first page
- * reaches the consumer, how long the event loop is blocked meanwhile, and the heap then.
+ * the sync leader reconciles at every start, is produced: pages of 1,000 listings from
+ * Stream.range(0, pages - 1, 1) |> Stream.map(page -> listings). Stream.range used to emit its
+ * numbers in chunks of 4,096, and Stream.map maps a whole chunk at once (every page made before the
+ * first was written; now one page a chunk), so this measures when the first page reaches the
+ * consumer, how long the event loop is blocked meanwhile, and the heap then.
  *
  *   node --expose-gc bench/diagnostics/supplier-snapshot.mjs [N=200000]
  */

@@ -56,22 +56,23 @@ const buyTransactions = () =>
 /**
  * Each case runs twice: with keys never used before (a key's first request goes through HttpApi,
  * and the burst's later ones may find it cached) and with keys already used (buys then go through
- * the fast lane, which passes every buy it does not make on to HttpApi). Both paths buy through
- * the one buy engine.
+ * the fast lane, which answers every buy whose body is valid, refusals and repeats included). Both
+ * paths buy through the one buy engine.
  */
 const paths = ["new keys", "fast lane"] as const
 
 /**
  * Makes the merchants' next buys the fast lane's (their keys in the authentication cache) or not;
- * gives the check that the fast lane made exactly the purchases expected of it, and none otherwise.
+ * gives the check that the fast lane answered every one of the `sent` buys (all valid), or at most
+ * those after a new key's first.
  */
 const prepareKeys = async (path: (typeof paths)[number], merchants: ReadonlyArray<Merchant>) => {
   if (path === "fast lane") { for (const m of merchants) await balanceOf(server, m) }
   const before = await fastLaneAnswers(server, "/buy")
-  return async (created: number) => {
-    const made = await fastLaneAnswers(server, "/buy") - before
-    if (path === "fast lane") expect(made).toBe(created)
-    else expect(made).toBeLessThanOrEqual(created)
+  return async (sent: number) => {
+    const answered = await fastLaneAnswers(server, "/buy") - before
+    if (path === "fast lane") expect(answered).toBe(sent)
+    else expect(answered).toBeLessThan(sent)
   }
 }
 
@@ -80,9 +81,9 @@ describe.each(paths)("concurrent purchases (%s)", (path) => {
     const m = await fundedMerchant(server, 10_000)
     const itemId = await loadItem(server, 1_234)
     const body = buyBody({ itemId, maxPrice: 20, customId: `same-${randomUUID()}` })
-    const fastLaneMade = await prepareKeys(path, [m])
+    const fastLaneAnswered = await prepareKeys(path, [m])
     const responses = await Promise.all(Array.from({ length: 200 }, () => buy(server, m, body)))
-    await fastLaneMade(1)
+    await fastLaneAnswered(200)
     const counts = tally(responses)
     // a concurrent-update conflict may be answered (safe to retry once); nothing else
     expect(Object.keys(counts).filter((k) => k !== "201" && k !== "409 MERCHANT_CONFLICT"), JSON.stringify(counts)).toEqual([])
@@ -109,9 +110,9 @@ describe.each(paths)("concurrent purchases (%s)", (path) => {
     const merchants = await Promise.all(Array.from({ length: 5 }, () => fundedMerchant(server, 10_000)))
     const itemId = await loadItem(server, 2_000)
     const attempts = merchants.flatMap((m) => Array.from({ length: 10 }, () => ({ m, body: buyBody({ itemId, maxPrice: 25 }) })))
-    const fastLaneMade = await prepareKeys(path, merchants)
+    const fastLaneAnswered = await prepareKeys(path, merchants)
     const responses = await Promise.all(attempts.map(({ m, body }) => buy(server, m, body)))
-    await fastLaneMade(1)
+    await fastLaneAnswered(attempts.length)
     const counts = tally(responses)
     expect(counts, JSON.stringify(counts)).toEqual({ "201": 1, "409 MERCHANT_ITEM_UNAVAILABLE": 49 })
     for (const r of responses.filter((x) => x.status === 409)) expectError(r, 409, "MERCHANT_ITEM_UNAVAILABLE")
@@ -133,9 +134,9 @@ describe.each(paths)("concurrent purchases (%s)", (path) => {
   it("50 distinct buys of 10.00 items on a 100.00 balance: exactly 10 succeed, the rest 402, available ends at 0", async () => {
     const m = await fundedMerchant(server, 10_000)
     const itemIds = await loadItems(server, Array.from({ length: 50 }, () => itemOf(1_000)))
-    const fastLaneMade = await prepareKeys(path, [m])
+    const fastLaneAnswered = await prepareKeys(path, [m])
     const responses = await Promise.all(itemIds.map((itemId) => buy(server, m, buyBody({ itemId, maxPrice: 10 }))))
-    await fastLaneMade(10)
+    await fastLaneAnswered(itemIds.length)
     const counts = tally(responses)
     expect(counts, JSON.stringify(counts)).toEqual({ "201": 10, "402 MERCHANT_INSUFFICIENT_BALANCE": 40 })
     for (const r of responses.filter((x) => x.status === 402)) expectError(r, 402, "MERCHANT_INSUFFICIENT_BALANCE")
@@ -170,11 +171,10 @@ describe.each(paths)("concurrent purchases (%s)", (path) => {
       ...tooDear.map((itemId) => ({ body: buyBody({ itemId, maxPrice: 300 }), expected: "402 MERCHANT_INSUFFICIENT_BALANCE" })),
       { body: buyBody({ itemId: randomUUID(), maxPrice: 5 }), expected: "404 MERCHANT_ITEM_NOT_FOUND" }
     ]
-    const fastLaneMade = await prepareKeys(path, [m])
+    const fastLaneAnswered = await prepareKeys(path, [m])
     const [transactionsBefore, boughtBefore] = await buyTransactions()
     const responses = await Promise.all(requests.map(({ body }) => buy(server, m, body)))
-    // 12 distinct, 1 of the contested item, 1 for the repeated custom_id
-    await fastLaneMade(14)
+    await fastLaneAnswered(requests.length)
     const counts = tally(responses)
     expect(counts, JSON.stringify(counts)).toEqual({
       "201": 12 + 1 + 3,
