@@ -22,6 +22,20 @@ export type CatalogueWrite =
 
 export type Source = "supplier" | "admin"
 
+/** An upsert this process logged: where in the log, and the item and text it wrote there. */
+export interface LoggedUpsert {
+  readonly seq: number
+  readonly epoch: number
+  readonly item: CatalogItem
+  readonly text: string
+}
+
+/** What a write logged: how many changes, and its upserts (the engine may take them from memory). */
+export interface Logged {
+  readonly count: number
+  readonly upserts: ReadonlyArray<LoggedUpsert>
+}
+
 const BATCH = 2_000
 
 const md5 = (text: string) => createHash("md5").update(text, "utf8").digest("hex")
@@ -29,6 +43,7 @@ const md5 = (text: string) => createHash("md5").update(text, "utf8").digest("hex
 const idRows = rowsOf(Schema.Struct({ id: Schema.String }))
 const digestRows = rowsOf(Schema.Struct({ id: Schema.String, digest: Schema.String }))
 const loggedRows = rowsOf(Schema.Struct({ logged: Int8 }))
+const loggedChangeRows = rowsOf(Schema.Struct({ seq: Int8, epoch: Schema.Number, id: Schema.String }))
 const emptyRows = rowsOf(Schema.Struct({ empty: Schema.Boolean }))
 const decodeHead = Schema.decodeUnknownSync(Schema.Struct({ epoch: Schema.Number, head: Int8 }))
 
@@ -80,7 +95,8 @@ export class ChangeLog extends Effect.Service<ChangeLog>()("ChangeLog", {
     /**
      * The steps that log what the CTE `written` (id, item) wrote, as changes of `op` at the head of
      * the log, in the statement that wrote them: the item's text is sent once, not again for its log
-     * row. The head's row lock, taken here, orders writers; the statement answers how many it logged.
+     * row. The head's row lock, taken here, orders writers; the CTE `logged` is what it logged
+     * (seq, epoch, item_id), for the statement's answer.
      */
     const logWritten = (op: "upsert" | "remove") =>
       sql`
@@ -90,8 +106,8 @@ export class ChangeLog extends Effect.Service<ChangeLog>()("ChangeLog", {
         WHERE EXISTS (SELECT 1 FROM written) RETURNING epoch, head_seq),
       logged AS (
         INSERT INTO catalogue_changes (seq, epoch, op, item_id, item)
-        SELECT head.head_seq - numbered.total + numbered.n, head.epoch, ${op}, numbered.id, numbered.item FROM head, numbered)
-      SELECT count(*) AS logged FROM written`
+        SELECT head.head_seq - numbered.total + numbered.n, head.epoch, ${op}, numbered.id, numbered.item FROM head, numbered
+        RETURNING seq, epoch, item_id)`
 
     const loggedCount = (rows: ReadonlyArray<{ readonly logged: number }>) => rows[0]?.logged ?? 0
 
@@ -121,7 +137,20 @@ export class ChangeLog extends Effect.Service<ChangeLog>()("ChangeLog", {
             AND (catalogue_items.status <> 'active' OR catalogue_items.item <> EXCLUDED.item
                  OR catalogue_items.sim IS DISTINCT FROM EXCLUDED.sim)
           RETURNING id, item),
-        ${logWritten("upsert")}`.pipe(loggedRows, Effect.map(loggedCount))
+        ${logWritten("upsert")}
+        SELECT seq, epoch, item_id AS id FROM logged`.pipe(
+        loggedChangeRows,
+        Effect.map((logged): Logged => {
+          const listingOf = new Map(writes.flatMap((w) => w.op === "upsert" ? [[w.listing.item.id, w.listing.item] as const] : []))
+          return {
+            count: logged.length,
+            upserts: logged.flatMap(({ epoch, id, seq }) => {
+              const item = listingOf.get(id)
+              return item === undefined ? [] : [{ seq, epoch, item, text: textOf(item) }]
+            })
+          }
+        })
+      )
     }
 
     const removeRun = (writes: ReadonlyArray<CatalogueWrite>) =>
@@ -130,32 +159,43 @@ export class ChangeLog extends Effect.Service<ChangeLog>()("ChangeLog", {
           UPDATE catalogue_items SET status = 'removed', updated_at = now()
           WHERE id IN ${sql.in(writes.flatMap((w) => w.op === "remove" ? [w.id] : []))} AND status = 'active'
           RETURNING id, NULL::text AS item),
-        ${logWritten("remove")}`.pipe(loggedRows, Effect.map(loggedCount))
+        ${logWritten("remove")}
+        SELECT count(*) AS logged FROM logged`.pipe(loggedRows, Effect.map(loggedCount))
 
     /**
      * Applies supplier or admin writes in one transaction: what actually changed is logged, in
-     * order, and every engine is woken at commit. Returns the number of logged changes.
+     * order, and every engine is woken at commit. Answers what it logged.
      */
-    const apply = (writes: ReadonlyArray<CatalogueWrite>, source: Source = "supplier") =>
+    const applyLogged = (writes: ReadonlyArray<CatalogueWrite>, source: Source = "supplier") =>
       sql.withTransaction(Effect.gen(function*() {
-        let logged = 0
+        let count = 0
+        const upserts: Array<LoggedUpsert> = []
         for (const run of runsOf(writes.map(normalised))) {
-          logged += run.op === "upsert" ? yield* upsertRun(run.writes, source) : yield* removeRun(run.writes)
+          if (run.op === "remove") {
+            count += yield* removeRun(run.writes)
+            continue
+          }
+          const logged = yield* upsertRun(run.writes, source)
+          count += logged.count
+          upserts.push(...logged.upserts)
         }
-        if (logged > 0) yield* sql`SELECT pg_notify(${CHANGES_CHANNEL}, head_seq::text) FROM catalogue_state`
-        return logged
+        if (count > 0) yield* sql`SELECT pg_notify(${CHANGES_CHANNEL}, head_seq::text) FROM catalogue_state`
+        return { count, upserts }
       })).pipe(Effect.withSpan("ChangeLog.apply"))
+
+    /** `applyLogged`, answering the number of logged changes. */
+    const apply = (writes: ReadonlyArray<CatalogueWrite>, source: Source = "supplier") => Effect.map(applyLogged(writes, source), (logged) => logged.count)
 
     /**
      * Writes listings none of which is stored (a reconciliation into an empty catalogue: a new
      * database's first) with COPY, several times cheaper for PostgreSQL than the upserts: the items
      * and their log rows at the head, in one transaction, and every engine woken at commit. On
      * PGlite, or when one of them was stored meanwhile (the COPY fails and is rolled back), they are
-     * `apply`'s upserts. Returns the number of logged changes.
+     * `apply`'s upserts. Answers what it logged.
      */
     const insertNew = (listings: ReadonlyArray<SupplierListing>, source: Source = "supplier") => {
       const writes = runsOf(listings.map((listing) => normalised({ op: "upsert", listing }))).flatMap((run) => run.writes)
-      if (Option.isNone(direct) || writes.length === 0) return apply(writes, source)
+      if (Option.isNone(direct) || writes.length === 0) return applyLogged(writes, source)
       const transaction = direct.value
       return Effect.promise(() =>
         transaction(async (session) => {
@@ -165,22 +205,25 @@ export class ChangeLog extends Effect.Service<ChangeLog>()("ChangeLog", {
           const first = head - writes.length + 1
           const items = new CopyRows()
           const changes = new CopyRows()
+          const upserts: Array<LoggedUpsert> = []
           writes.forEach((write, i) => {
             if (write.op !== "upsert") return
             const { item, providerPriceCents, sim } = write.listing
+            const text = textOf(item)
             // encoded once, written in both tables
-            const text = copyField(textOf(item))
+            const field = copyField(text)
             const simText = sim === undefined ? null : JSON.stringify(sim)
-            items.add([item.id, item.market_hash_name, Math.round(item.price * 100), providerPriceCents, "active", text, simText, source])
-            changes.add([first + i, epoch, "upsert", item.id, text])
+            items.add([item.id, item.market_hash_name, Math.round(item.price * 100), providerPriceCents, "active", field, simText, source])
+            changes.add([first + i, epoch, "upsert", item.id, field])
+            upserts.push({ seq: first + i, epoch, item, text })
           })
           if ((await session.copy(COPY_ITEMS, items.bytes())) === undefined) return undefined
           if ((await session.copy(COPY_CHANGES, changes.bytes())) === undefined) return undefined
           const committed = await session.queriesAndCommit([["SELECT pg_notify($1, $2)", [CHANGES_CHANNEL, String(head)]]])
-          return committed === undefined ? undefined : writes.length
+          return committed === undefined ? undefined : { count: writes.length, upserts }
         })
       ).pipe(
-        Effect.flatMap((logged) => logged === undefined ? apply(writes, source) : Effect.succeed(logged)),
+        Effect.flatMap((logged) => logged === undefined ? applyLogged(writes, source) : Effect.succeed(logged)),
         Effect.withSpan("ChangeLog.insertNew")
       )
     }
@@ -252,12 +295,32 @@ export class ChangeLog extends Effect.Service<ChangeLog>()("ChangeLog", {
         return changed
       })
 
+    /**
+     * The listings, with their texts made now, ahead of `insertNew`: a reconciliation into an empty
+     * catalogue has nothing to compare, and writes a page while the next is made.
+     */
+    const serialisedAhead = (listings: ReadonlyArray<SupplierListing>) =>
+      Effect.sync(() => {
+        for (const listing of listings) textOf(listing.item)
+        return listings
+      })
+
     /** Ids of the supplier's active items (reconciliation against a snapshot). */
     const activeSupplierIds = sql`SELECT id FROM catalogue_items WHERE status = 'active' AND source = 'supplier'`.pipe(
       idRows,
       Effect.map((rows) => rows.map((r) => r.id))
     )
 
-    return { apply, insertNew, isEmpty, reservationSteps, logReservations, differing, activeSupplierIds } as const
+    return {
+      apply,
+      applyLogged,
+      insertNew,
+      isEmpty,
+      reservationSteps,
+      logReservations,
+      differing,
+      serialisedAhead,
+      activeSupplierIds
+    } as const
   })
 }) {}

@@ -6,16 +6,15 @@
 import { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { Deferred, Effect, Option, Queue, Schedule, Schema, Stream } from "effect"
-import { CatalogItem } from "../Domain/CatalogItem.js"
 import { Int8 } from "../Domain/Db.js"
-import { guardOf } from "../Domain/Guard.js"
 import { Fibers } from "../Ops/Fibers.js"
 import { collectStartupGarbage } from "../Ops/Heap.js"
 import { Metrics } from "../Ops/Metrics.js"
 import { Readiness } from "../Ops/Readiness.js"
-import { CHANGES_CHANNEL } from "./ChangeLog.js"
+import { CHANGES_CHANNEL, type LoggedUpsert } from "./ChangeLog.js"
 import { forEachInSlices } from "./EventLoop.js"
-import { CatalogueIndex, type Entry, entryOf, Interner, type ListFilters, type Page, type SortOrder } from "./Index.js"
+import { CatalogueIndex, type Entry, Interner, type ListFilters, type Page, type SortOrder } from "./Index.js"
+import { loggedEntry, readItems, readState as readStateOf, type Remembered, replayLog, type StateRow, storedItem } from "./Snapshots.js"
 import type { Keyed } from "./SortedList.js"
 
 /** One change as the feed sends it: `{"op":"upsert","item":...}` or `{"op":"remove","id":...}`. */
@@ -38,7 +37,6 @@ export interface Snapshot {
   readonly buckets: ReadonlyArray<ReadonlyArray<Entry>>
 }
 
-const LOAD_PAGE = 20_000
 /** Changes read from the log at a time; a large transaction (a reconcile) is read in several. */
 const TAIL_BATCH = 200
 /**
@@ -57,7 +55,6 @@ const POLL_INTERVAL = "5 seconds"
 /** Recent changes kept in memory for resuming clients; older ones are read from the log. */
 const RING_SIZE = 50_000
 
-const StateRow = Schema.Struct({ epoch: Schema.Number, head: Int8, prunedThrough: Int8, reconciled: Schema.Boolean })
 const ChangeRow = Schema.Struct({
   seq: Int8,
   epoch: Schema.Number,
@@ -66,20 +63,8 @@ const ChangeRow = Schema.Struct({
   item: Schema.NullOr(Schema.String)
 })
 type ChangeRow = typeof ChangeRow.Type
-// Decoders built once: a schema built per call is compiled again on every call.
+// Built once: a schema built per call is compiled again on every call.
 const decodeChangeRows = Schema.decodeUnknown(Schema.Array(ChangeRow))
-const decodeStateRow = Schema.decodeUnknown(StateRow)
-
-// The load reads a million rows: checked by compiled guards (Domain/Guard.ts), not decoded.
-const isLoadRow = guardOf(Schema.Struct({ id: Schema.String, item: Schema.String, priceCents: Schema.Union(Schema.String, Schema.Number) }))
-const isCatalogItem = guardOf(CatalogItem)
-
-/** A stored item's JSON. It was checked when written, so one that is not a CatalogItem is a damaged database: a defect. */
-const storedItem = (text: string, id: string): CatalogItem => {
-  const item: unknown = JSON.parse(text)
-  if (!isCatalogItem(item)) throw new Error(`catalogue item ${id} in the database is not a CatalogItem`)
-  return item
-}
 
 const changeJson = (row: ChangeRow) => row.op === "upsert" ? `{"op":"upsert","item":${row.item}}` : `{"op":"remove","id":"${row.itemId}"}`
 
@@ -103,54 +88,59 @@ export class CatalogueEngine extends Effect.Service<CatalogueEngine>()("Catalogu
     const listeners = new Set<(event: EngineEvent) => void>()
     const ring: Array<LoggedChange> = []
 
-    const readState = sql`
-      SELECT epoch, head_seq AS head, pruned_through AS "prunedThrough", reconciled_at IS NOT NULL AS reconciled
-      FROM catalogue_state`.pipe(Effect.flatMap((rows) => decodeStateRow(rows[0])))
+    const readState = readStateOf.pipe(Effect.provideService(SqlClient.SqlClient, sql))
+
+    /**
+     * Upserts this process logged before the first reconciliation ended (the supplier sync leads
+     * here), by seq: the load at its end takes them from here (`replayLog`), not from the database.
+     */
+    let remembered = new Map<number, Remembered>()
+    let rememberedInterner = new Interner()
+    const rememberWritten = (upserts: ReadonlyArray<LoggedUpsert>) => {
+      if (synced) return
+      for (const { epoch, item, seq, text } of upserts) remembered.set(seq, { epoch, entry: loggedEntry(item, text, rememberedInterner) })
+    }
+
+    /** Makes `fresh` the index, at the state it was read at; tells the listeners what moved. */
+    const install = (fresh: CatalogueIndex, state: StateRow, from: "items" | "log") =>
+      Effect.gen(function*() {
+        const changedEpoch = loaded && state.epoch !== epoch
+        const advanced = loaded && !changedEpoch && state.head > cursor
+        index = fresh
+        version++
+        epoch = state.epoch
+        cursor = state.head
+        ring.length = 0
+        loaded = true
+        // the snapshot holds what the reconciliation wrote, if it had ended
+        synced ||= state.reconciled
+        yield* Deferred.succeed(firstLoad, undefined)
+        yield* Effect.logInfo("catalogue loaded").pipe(Effect.annotateLogs({ items: fresh.size, epoch, cursor, from }))
+        // a reload after an epoch change leaves the same garbage as the first load; a load of
+        // nothing (a new database's, before its first reconciliation) leaves none
+        if (fresh.size > 0) yield* collectStartupGarbage("catalogue loaded")
+        if (changedEpoch) publish({ _tag: "reset", epoch })
+        else if (advanced) publish({ _tag: "advanced", epoch, cursor })
+      })
 
     /** A consistent snapshot of the items at the log's head, read in pages, indexed at once. */
     const load = Effect.gen(function*() {
-      const interner = new Interner()
-      const entries: Array<Entry> = []
-      const state = yield* sql.withTransaction(Effect.gen(function*() {
-        yield* sql.onDialectOrElse({
-          pg: () => sql`SET TRANSACTION ISOLATION LEVEL REPEATABLE READ`,
-          orElse: () => Effect.void
-        })
-        const state = yield* readState
-        // Read in the table's order through a cursor: in id order, each row was a random heap
-        // read, and a million of them took half a minute.
-        yield* sql`DECLARE catalogue_load NO SCROLL CURSOR FOR
-                   SELECT id, item, price_cents AS "priceCents" FROM catalogue_items WHERE status = 'active'`
-        for (;;) {
-          const rows = yield* sql`FETCH ${sql.literal(String(LOAD_PAGE))} FROM catalogue_load`
-          for (const row of rows) {
-            if (!isLoadRow(row)) return yield* Effect.dieMessage(`catalogue row ${String(row["id"])} is not (id, item, price_cents)`)
-            entries.push(entryOf(storedItem(row.item, row.id), Number(row.priceCents), row.item, interner))
-          }
-          if (rows.length < LOAD_PAGE) break
-          yield* Effect.yieldNow()
-        }
-        return state
-      }))
-      const fresh = CatalogueIndex.bulk(entries, interner)
-      const changedEpoch = loaded && state.epoch !== epoch
-      const advanced = loaded && !changedEpoch && state.head > cursor
-      index = fresh
-      version++
-      epoch = state.epoch
-      cursor = state.head
-      ring.length = 0
-      loaded = true
-      // the snapshot holds what the reconciliation wrote, if it had ended
-      synced ||= state.reconciled
-      yield* Deferred.succeed(firstLoad, undefined)
-      yield* Effect.logInfo("catalogue loaded").pipe(Effect.annotateLogs({ items: fresh.size, epoch, cursor }))
-      // a reload after an epoch change leaves the same garbage as the first load; a load of
-      // nothing (a new database's, before its first reconciliation) leaves none
-      if (fresh.size > 0) yield* collectStartupGarbage("catalogue loaded")
-      if (changedEpoch) publish({ _tag: "reset", epoch })
-      else if (advanced) publish({ _tag: "advanced", epoch, cursor })
+      remembered = new Map()
+      const read = yield* readItems.pipe(Effect.provideService(SqlClient.SqlClient, sql))
+      yield* install(CatalogueIndex.bulk(read.entries, read.interner), read.state, "items")
     }).pipe(Effect.withSpan("CatalogueEngine.load"))
+
+    /** The index and the log after it, with what this process wrote from memory; else a `load`. */
+    const loadFromLog = Effect.gen(function*() {
+      const interner = rememberedInterner
+      const read = yield* replayLog({ epoch, cursor, entries: index.entries(), remembered, interner }).pipe(
+        Effect.provideService(SqlClient.SqlClient, sql)
+      )
+      remembered = new Map()
+      rememberedInterner = new Interner()
+      if (read === undefined) return yield* load
+      yield* install(CatalogueIndex.bulk(read.entries, interner), read.state, "log")
+    }).pipe(Effect.withSpan("CatalogueEngine.loadFromLog"))
 
     const publish = (event: EngineEvent) => {
       for (const listener of listeners) {
@@ -175,7 +165,7 @@ export class CatalogueEngine extends Effect.Service<CatalogueEngine>()("Catalogu
       if (!loaded) yield* load
       if (!synced) {
         if (!(yield* readState).reconciled) return
-        yield* load
+        yield* remembered.size > 0 ? loadFromLog : load
       }
       for (;;) {
         const rows = yield* sql`
@@ -196,8 +186,7 @@ export class CatalogueEngine extends Effect.Service<CatalogueEngine>()("Catalogu
           sliceMs: SLICE_MS,
           apply: (row) => {
             if (row.op === "upsert") {
-              const item = storedItem(row.item!, row.itemId)
-              index.upsert(entryOf(item, Math.round(item.price * 100), row.item!, index.interner))
+              index.upsert(loggedEntry(storedItem(row.item!, row.itemId), row.item!, index.interner))
             } else {
               index.remove(row.itemId)
             }
@@ -290,6 +279,8 @@ export class CatalogueEngine extends Effect.Service<CatalogueEngine>()("Catalogu
       changesAfter,
       /** The log's retention state, for validating a resume cursor. */
       logState: readState.pipe(Effect.orDie),
+      /** Upserts this process logged (the supplier sync's first reconciliation): see `loadFromLog`. */
+      rememberWritten,
       /** Catch up now (tests and the purchase path use it to read their own writes). */
       refresh: catchUp.pipe(Effect.orDie)
     } as const

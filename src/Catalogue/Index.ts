@@ -141,6 +141,11 @@ export class CatalogueIndex {
     return this.byId.get(id)
   }
 
+  /** Every entry, in no particular order. */
+  entries(): Iterable<Entry> {
+    return this.byId.values()
+  }
+
   /** Every entry, in buckets by id prefix that later changes do not touch (a copy of 65,536 references). */
   snapshotBuckets(): ReadonlyArray<ReadonlyArray<Entry>> {
     return this.buckets.slice()

@@ -48,14 +48,17 @@ export const SyncLive = Layer.scopedDiscard(Effect.gen(function*() {
     yield* supplier.snapshot.pipe(
       // The next pages are made and compared (their items serialised) while PostgreSQL writes this
       // one: the process and the database work at once instead of in turn.
-      Stream.mapEffect((page) => Effect.map(changeLog.differing(page), (changed) => ({ page, changed }))),
+      Stream.mapEffect((page) => Effect.map(empty ? changeLog.serialisedAhead(page) : changeLog.differing(page), (changed) => ({ page, changed }))),
       Stream.buffer({ capacity: 2 }),
       Stream.runForEach(({ changed, page }) =>
         Effect.gen(function*() {
           for (const listing of page) seen.add(listing.item.id)
-          logged += empty
+          const written = empty
             ? yield* changeLog.insertNew(changed)
-            : yield* changeLog.apply(changed.map((listing) => ({ op: "upsert" as const, listing })))
+            : yield* changeLog.applyLogged(changed.map((listing) => ({ op: "upsert" as const, listing })))
+          logged += written.count
+          // the engine here loads the reconciliation's result from them (CatalogueEngine.loadFromLog)
+          engine.rememberWritten(written.upserts)
           // a large catalogue takes a while: its progress, every few seconds
           const now = Date.now()
           if (now - reportedAt >= PROGRESS_EVERY_MS) {

@@ -10,7 +10,7 @@ import { PgClient } from "@effect/sql-pg"
 import { Effect, Layer, Option, Redacted } from "effect"
 import pg from "pg"
 import { afterAll, describe, expect, it } from "vitest"
-import { ChangeLog } from "../../src/Catalogue/ChangeLog.js"
+import { ChangeLog, type Logged } from "../../src/Catalogue/ChangeLog.js"
 import { directTransaction, DirectTransactions } from "../../src/Db/Database.js"
 import { migrate } from "../../src/Db/Migrations.js"
 import { syntheticListing } from "../../src/Providers/Simulator/Listings.js"
@@ -74,16 +74,30 @@ describe.runIf(!!process.env["DATABASE_URL"])("the change log's bulk write of ne
       seqs: (await pool.query<{ seq: string }>("SELECT seq FROM catalogue_changes ORDER BY seq")).rows.map((r) => Number(r.seq)),
       head: Number((await pool.query<{ head_seq: string }>("SELECT head_seq FROM catalogue_state")).rows[0]!.head_seq)
     })
-    return { run, items, changes, writes }
+    /** The logged upserts as (seq, item id, text), in order: what a write reports it logged must be these. */
+    const upsertsLogged = async () =>
+      (await pool.query<{ seq: string; item_id: string; item: string }>("SELECT seq, item_id, item FROM catalogue_changes WHERE op = 'upsert' ORDER BY seq"))
+        .rows.map((r) => ({ seq: Number(r.seq), id: r.item_id, text: r.item }))
+    return { run, items, changes, writes, upsertsLogged }
   }
+
+  /** What writes reported as logged, in the log's order. */
+  const reported = (logged: ReadonlyArray<Logged>) =>
+    logged.flatMap((l) => l.upserts).map((u) => ({ seq: u.seq, id: u.item.id, text: u.text })).sort((a, b) => a.seq - b.seq)
 
   it("writes exactly the rows and changes the upserts write, gapless from the head", async () => {
     const [bulk, upserts] = [await changeLogOn(), await changeLogOn()]
     const pages = [listings.slice(0, 500), listings.slice(500, 1_000), listings.slice(1_000)]
+    const [bulkLogged, upsertsLogged]: [Array<Logged>, Array<Logged>] = [[], []]
     for (const page of pages) {
-      expect(await bulk.run((log) => log.insertNew(page))).toBe(page.length)
-      expect(await upserts.run((log) => log.apply(page.map((listing) => ({ op: "upsert", listing }))))).toBe(page.length)
+      bulkLogged.push(await bulk.run((log) => log.insertNew(page)))
+      upsertsLogged.push(await upserts.run((log) => log.applyLogged(page.map((listing) => ({ op: "upsert", listing })))))
     }
+    expect(bulkLogged.map((l) => l.count)).toEqual(pages.map((page) => page.length))
+    expect(upsertsLogged.map((l) => l.count)).toEqual(pages.map((page) => page.length))
+    // each reports the seq, item and text it logged
+    expect(reported(bulkLogged)).toEqual(await bulk.upsertsLogged())
+    expect(reported(upsertsLogged)).toEqual(await upserts.upsertsLogged())
     const written = await bulk.items()
     expect(written).toHaveLength(listings.length)
     expect(written).toEqual(await upserts.items())
@@ -99,11 +113,14 @@ describe.runIf(!!process.env["DATABASE_URL"])("the change log's bulk write of ne
   it("falls back to the upserts when a listing is stored after all: only what changed is written and logged", async () => {
     const log = await changeLogOn()
     const first = listings.slice(0, 300)
-    expect(await log.run((changeLog) => changeLog.insertNew(first))).toBe(300)
+    const firstLogged = await log.run((changeLog) => changeLog.insertNew(first))
+    expect(firstLogged.count).toBe(300)
     // a page with 100 stored listings (20 of them repriced) and 200 new ones
     const repriced = first.slice(200, 220).map((listing) => ({ ...listing, item: { ...listing.item, price: listing.item.price + 1 } }))
     const page = [...first.slice(220, 300), ...repriced, ...listings.slice(300, 500)]
-    expect(await log.run((changeLog) => changeLog.insertNew(page))).toBe(220)
+    const pageLogged = await log.run((changeLog) => changeLog.insertNew(page))
+    expect(pageLogged.count).toBe(220)
+    expect(reported([firstLogged, pageLogged])).toEqual(await log.upsertsLogged())
     const logged = await log.changes()
     expect(logged.seqs).toEqual(Array.from({ length: 520 }, (_, i) => i + 1))
     expect(logged.head).toBe(520)
