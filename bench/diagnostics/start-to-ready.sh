@@ -20,7 +20,7 @@ for i in $(seq 1 1200); do
   if curl -sf http://127.0.0.1:18081/ready >/dev/null 2>&1; then
     T=$(echo "$(date +%s.%N) - $START" | bc)
     read -r U S < <(awk '{print $14, $15}' /proc/$PID/stat)
-    echo "ready after $T s; node CPU $(( (U + S) / 100 )) s; RSS $(( $(awk '/VmRSS/{print $2}' /proc/$PID/status) / 1024 )) MB"
+    echo "ready after $T s; node CPU $(echo "scale=2; ($U + $S) / 100" | bc) s; RSS $(( $(awk '/VmRSS/{print $2}' /proc/$PID/status) / 1024 )) MB"
     break
   fi
   sleep 0.1

@@ -38,7 +38,9 @@ export const SyncLive = Layer.scopedDiscard(Effect.gen(function*() {
 
   /** Makes the items table match the supplier's snapshot (only what differs is written). */
   const reconcile = Effect.gen(function*() {
+    // the ids sent, to remove what the supplier no longer lists (an empty catalogue has nothing to remove)
     const seen = new Set<string>()
+    let listings = 0
     let logged = 0
     const total = yield* supplier.size
     const started = Date.now()
@@ -52,7 +54,8 @@ export const SyncLive = Layer.scopedDiscard(Effect.gen(function*() {
       Stream.buffer({ capacity: 2 }),
       Stream.runForEach(({ changed, page }) =>
         Effect.gen(function*() {
-          for (const listing of page) seen.add(listing.item.id)
+          listings += page.length
+          if (!empty) for (const listing of page) seen.add(listing.item.id.toLowerCase())
           const written = empty
             ? yield* changeLog.insertNew(changed)
             : yield* changeLog.applyLogged(changed.map((listing) => ({ op: "upsert" as const, listing })))
@@ -64,22 +67,22 @@ export const SyncLive = Layer.scopedDiscard(Effect.gen(function*() {
           if (now - reportedAt >= PROGRESS_EVERY_MS) {
             reportedAt = now
             yield* Effect.logInfo("reconciling the catalogue with the supplier").pipe(Effect.annotateLogs({
-              listings: seen.size,
+              listings,
               of: total,
-              percent: total > 0 ? Math.floor((seen.size / total) * 100) : 100,
-              per_second: Math.round(seen.size / ((now - started) / 1000))
+              percent: total > 0 ? Math.min(100, Math.floor((listings / total) * 100)) : 100,
+              per_second: Math.round(listings / ((now - started) / 1000))
             }))
           }
         })
       )
     )
-    const gone = (yield* changeLog.activeSupplierIds).filter((id) => !seen.has(id))
+    const gone = empty ? [] : (yield* changeLog.activeSupplierIds).filter((id) => !seen.has(id))
     for (let i = 0; i < gone.length; i += 2_000) {
       logged += yield* changeLog.apply(gone.slice(i, i + 2_000).map((id) => ({ op: "remove" as const, id })))
     }
     // every process's engine wakes: the first reconciliation's end is when it loads the catalogue
     yield* sql`UPDATE catalogue_state SET reconciled_at = now() RETURNING pg_notify(${CHANGES_CHANNEL}, head_seq::text)`
-    yield* Effect.logInfo("catalogue reconciled with the supplier").pipe(Effect.annotateLogs({ listings: seen.size, changes: logged }))
+    yield* Effect.logInfo("catalogue reconciled with the supplier").pipe(Effect.annotateLogs({ listings, changes: logged }))
     yield* collectStartupGarbage("catalogue reconciled")
   })
 

@@ -77,8 +77,14 @@ const escaped = (c: string) => c === "\\" ? "\\\\" : c === "\t" ? "\\t" : c === 
 /** Text already in COPY's format as bytes (UTF-8: node encodes an ASCII text at a copy's speed). */
 const bytesOf = (text: string): Buffer => Buffer.from(text, "utf8")
 
-/** A field's bytes in COPY's text format: backslash and control characters escaped. */
-export const copyField = (text: string): Buffer => bytesOf(text.replace(SPECIAL, escaped))
+/** A text in COPY's text format: backslash, tab, line feed and carriage return escaped. */
+const copyText = (text: string): string =>
+  // looked for one by one first: a scan for a character is several times faster than the regex's
+  // (an item's JSON has no control character, and often no backslash)
+  text.includes("\\") || text.includes("\t") || text.includes("\n") || text.includes("\r") ? text.replace(SPECIAL, escaped) : text
+
+/** A field's bytes in COPY's text format. */
+export const copyField = (text: string): Buffer => bytesOf(copyText(text))
 
 /**
  * Rows in COPY's text format, as bytes: tab-separated, `\N` for null. Kept as pieces and joined
@@ -97,7 +103,7 @@ export class CopyRows {
         this.pieces.push(bytesOf(text), value)
         text = ""
       } else {
-        text += value === null ? "\\N" : typeof value === "number" ? String(value) : value.replace(SPECIAL, escaped)
+        text += value === null ? "\\N" : typeof value === "number" ? String(value) : copyText(value)
       }
     }
     this.pieces.push(bytesOf(text + "\n"))
