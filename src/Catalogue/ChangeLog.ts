@@ -8,7 +8,7 @@
 import { SqlClient, type Statement } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
 import { createHash } from "node:crypto"
-import { copyField, CopyRows } from "../Db/CopyIn.js"
+import { type CopyField, copyField, CopyRows } from "../Db/CopyIn.js"
 import { DirectTransactions } from "../Db/Database.js"
 import { type CatalogItem, serialise } from "../Domain/CatalogItem.js"
 import { Int8, rowsOf } from "../Domain/Db.js"
@@ -28,6 +28,14 @@ export interface LoggedUpsert {
   readonly epoch: number
   readonly item: CatalogItem
   readonly text: string
+}
+
+/** A page of new listings made ready to be written by COPY (ChangeLog.prepareNew). */
+export interface NewPage {
+  readonly listings: ReadonlyArray<SupplierListing>
+  readonly source: Source
+  /** The items' rows, and each listing's text as COPY has it; none on PGlite (no COPY). */
+  readonly copy: { readonly items: Buffer; readonly texts: ReadonlyArray<CopyField> } | undefined
 }
 
 /** What a write logged: how many changes, and its upserts (the engine may take them from memory). */
@@ -187,46 +195,63 @@ export class ChangeLog extends Effect.Service<ChangeLog>()("ChangeLog", {
     const apply = (writes: ReadonlyArray<CatalogueWrite>, source: Source = "supplier") => Effect.map(applyLogged(writes, source), (logged) => logged.count)
 
     /**
-     * Writes listings none of which is stored (a reconciliation into an empty catalogue: a new
-     * database's first) with COPY, several times cheaper for PostgreSQL than the upserts: the items
-     * and their log rows at the head, in one transaction, and every engine woken at commit. On
-     * PGlite, or when one of them was stored meanwhile (the COPY fails and is rolled back), they are
-     * `apply`'s upserts. Answers what it logged.
+     * A page of listings none of which is stored (a reconciliation into an empty catalogue: a new
+     * database's first), made ready for `writeNew` ahead of its turn: the texts and the items' COPY
+     * rows (the log's rows need their seqs, known only once written). A reconciliation makes the
+     * next pages while PostgreSQL writes this one.
      */
-    const insertNew = (listings: ReadonlyArray<SupplierListing>, source: Source = "supplier") => {
-      const writes = runsOf(listings.map((listing) => normalised({ op: "upsert", listing }))).flatMap((run) => run.writes)
-      if (Option.isNone(direct) || writes.length === 0) return applyLogged(writes, source)
+    const prepareNew = (listings: ReadonlyArray<SupplierListing>, source: Source = "supplier") =>
+      Effect.sync((): NewPage => {
+        const writes = runsOf(listings.map((listing) => normalised({ op: "upsert", listing }))).flatMap((run) => run.writes)
+        const listed = writes.flatMap((write) => write.op === "upsert" ? [write.listing] : [])
+        if (Option.isNone(direct)) {
+          for (const { item } of listed) textOf(item)
+          return { listings: listed, source, copy: undefined }
+        }
+        const items = new CopyRows()
+        const texts = listed.map(({ item, providerPriceCents, sim }) => {
+          // escaped once, written in both tables
+          const text = copyField(textOf(item))
+          const simText = sim === undefined ? null : JSON.stringify(sim)
+          items.add([item.id, item.market_hash_name, Math.round(item.price * 100), providerPriceCents, "active", text, simText, source])
+          return text
+        })
+        return { listings: listed, source, copy: { items: items.bytes(), texts } }
+      })
+
+    /**
+     * Writes a prepared page with COPY, several times cheaper for PostgreSQL than the upserts: the
+     * items and their log rows at the head, in one transaction, and every engine woken at commit.
+     * On PGlite, or when one of them was stored meanwhile (the COPY fails and is rolled back), they
+     * are `apply`'s upserts. Answers what it logged.
+     */
+    const writeNew = (page: NewPage) => {
+      const { copy, listings, source } = page
+      const upserts = () => applyLogged(listings.map((listing) => ({ op: "upsert", listing })), source)
+      if (Option.isNone(direct) || copy === undefined || listings.length === 0) return upserts()
       const transaction = direct.value
       return Effect.promise(() =>
         transaction(async (session) => {
-          const bumped = await session.queries([["UPDATE catalogue_state SET head_seq = head_seq + $1 RETURNING epoch, head_seq AS head", [writes.length]]])
+          const bumped = await session.queries([["UPDATE catalogue_state SET head_seq = head_seq + $1 RETURNING epoch, head_seq AS head", [listings.length]]])
           if (bumped === undefined) return undefined
           const { epoch, head } = decodeHead(bumped[0]?.[0])
-          const first = head - writes.length + 1
-          const items = new CopyRows()
+          const first = head - listings.length + 1
           const changes = new CopyRows()
-          const upserts: Array<LoggedUpsert> = []
-          writes.forEach((write, i) => {
-            if (write.op !== "upsert") return
-            const { item, providerPriceCents, sim } = write.listing
-            const text = textOf(item)
-            // encoded once, written in both tables
-            const field = copyField(text)
-            const simText = sim === undefined ? null : JSON.stringify(sim)
-            items.add([item.id, item.market_hash_name, Math.round(item.price * 100), providerPriceCents, "active", field, simText, source])
-            changes.add([first + i, epoch, "upsert", item.id, field])
-            upserts.push({ seq: first + i, epoch, item, text })
-          })
-          if ((await session.copy(COPY_ITEMS, items.bytes())) === undefined) return undefined
+          listings.forEach(({ item }, i) => changes.add([first + i, epoch, "upsert", item.id, copy.texts[i]!]))
+          if ((await session.copy(COPY_ITEMS, copy.items)) === undefined) return undefined
           if ((await session.copy(COPY_CHANGES, changes.bytes())) === undefined) return undefined
           const committed = await session.queriesAndCommit([["SELECT pg_notify($1, $2)", [CHANGES_CHANNEL, String(head)]]])
-          return committed === undefined ? undefined : { count: writes.length, upserts }
+          if (committed === undefined) return undefined
+          return { count: listings.length, upserts: listings.map(({ item }, i) => ({ seq: first + i, epoch, item, text: textOf(item) })) }
         })
       ).pipe(
-        Effect.flatMap((logged) => logged === undefined ? applyLogged(writes, source) : Effect.succeed(logged)),
-        Effect.withSpan("ChangeLog.insertNew")
+        Effect.flatMap((logged) => logged === undefined ? upserts() : Effect.succeed<Logged>(logged)),
+        Effect.withSpan("ChangeLog.writeNew")
       )
     }
+
+    /** `prepareNew` then `writeNew`. */
+    const insertNew = (listings: ReadonlyArray<SupplierListing>, source: Source = "supplier") => Effect.flatMap(prepareNew(listings, source), writeNew)
 
     /** Whether no item is stored at all (a new database's catalogue, before its first reconciliation). */
     const isEmpty = sql`SELECT NOT EXISTS (SELECT 1 FROM catalogue_items) AS empty`.pipe(
@@ -295,16 +320,6 @@ export class ChangeLog extends Effect.Service<ChangeLog>()("ChangeLog", {
         return changed
       })
 
-    /**
-     * The listings, with their texts made now, ahead of `insertNew`: a reconciliation into an empty
-     * catalogue has nothing to compare, and writes a page while the next is made.
-     */
-    const serialisedAhead = (listings: ReadonlyArray<SupplierListing>) =>
-      Effect.sync(() => {
-        for (const listing of listings) textOf(listing.item)
-        return listings
-      })
-
     /** Ids of the supplier's active items (reconciliation against a snapshot). */
     const activeSupplierIds = sql`SELECT id FROM catalogue_items WHERE status = 'active' AND source = 'supplier'`.pipe(
       idRows,
@@ -315,11 +330,12 @@ export class ChangeLog extends Effect.Service<ChangeLog>()("ChangeLog", {
       apply,
       applyLogged,
       insertNew,
+      prepareNew,
+      writeNew,
       isEmpty,
       reservationSteps,
       logReservations,
       differing,
-      serialisedAhead,
       activeSupplierIds
     } as const
   })

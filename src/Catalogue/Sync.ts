@@ -45,20 +45,26 @@ export const SyncLive = Layer.scopedDiscard(Effect.gen(function*() {
     const total = yield* supplier.size
     const started = Date.now()
     let reportedAt = started
-    // a new database's first reconciliation writes only new items: in bulk (ChangeLog.insertNew)
+    // a new database's first reconciliation writes only new items: in bulk (ChangeLog.prepareNew, writeNew)
     const empty = yield* changeLog.isEmpty
     yield* supplier.snapshot.pipe(
-      // The next pages are made and compared (their items serialised) while PostgreSQL writes this
-      // one: the process and the database work at once instead of in turn.
-      Stream.mapEffect((page) => Effect.map(empty ? changeLog.serialisedAhead(page) : changeLog.differing(page), (changed) => ({ page, changed }))),
+      // Each page becomes its write (into an empty catalogue its COPY rows, else the listings that
+      // differ from what is stored), made while PostgreSQL writes the page before: the process and
+      // the database work at once instead of in turn.
+      Stream.mapEffect((page) =>
+        empty
+          ? Effect.map(changeLog.prepareNew(page), (prepared) => ({ page, write: changeLog.writeNew(prepared) }))
+          : Effect.map(changeLog.differing(page), (changed) => ({
+            page,
+            write: changeLog.applyLogged(changed.map((listing) => ({ op: "upsert" as const, listing })))
+          }))
+      ),
       Stream.buffer({ capacity: 2 }),
-      Stream.runForEach(({ changed, page }) =>
+      Stream.runForEach(({ page, write }) =>
         Effect.gen(function*() {
           listings += page.length
-          if (!empty) for (const listing of page) seen.add(listing.item.id.toLowerCase())
-          const written = empty
-            ? yield* changeLog.insertNew(changed)
-            : yield* changeLog.applyLogged(changed.map((listing) => ({ op: "upsert" as const, listing })))
+          if (!empty) { for (const listing of page) seen.add(listing.item.id.toLowerCase()) }
+          const written = yield* write
           logged += written.count
           // the engine here loads the reconciliation's result from them (CatalogueEngine.loadFromLog)
           engine.rememberWritten(written.upserts)

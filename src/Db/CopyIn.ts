@@ -10,9 +10,8 @@ export type CopyOutcome =
   | { readonly _tag: "done"; readonly rows: number }
   | { readonly _tag: "failed"; readonly error: unknown }
 
-/** The connection's COPY messages (node-postgres's Connection has them; its types do not). */
+/** The connection's end of COPY message (node-postgres's Connection has it; its types do not). */
 interface CopyingConnection extends pg.Connection {
-  sendCopyFromChunk(chunk: Buffer): void
   endCopyFrom(): void
 }
 
@@ -32,9 +31,16 @@ class CopyIn implements pg.Submittable {
   }
 
   handleCopyInResponse(connection: pg.Connection): void {
-    const copying = connection as CopyingConnection
-    copying.sendCopyFromChunk(this.data)
-    copying.endCopyFrom()
+    // the data as one CopyData message, its header written beside it: node-postgres's own
+    // `sendCopyFromChunk` copies it into a new buffer half as large again
+    const header = Buffer.allocUnsafe(5)
+    header[0] = 0x64 // 'd'
+    header.writeInt32BE(this.data.length + 4, 1)
+    connection.stream.cork()
+    connection.stream.write(header)
+    connection.stream.write(this.data)
+    connection.stream.uncork()
+    ;(connection as CopyingConnection).endCopyFrom()
   }
 
   handleCommandComplete(message: { readonly text?: string }): void {
@@ -74,42 +80,57 @@ export const copyIn = (client: pg.ClientBase, text: string, data: Buffer): Promi
 const SPECIAL = /[\\\t\n\r]/g
 const escaped = (c: string) => c === "\\" ? "\\\\" : c === "\t" ? "\\t" : c === "\n" ? "\\n" : "\\r"
 
-/** Text already in COPY's format as bytes (UTF-8: node encodes an ASCII text at a copy's speed). */
-const bytesOf = (text: string): Buffer => Buffer.from(text, "utf8")
-
 /** A text in COPY's text format: backslash, tab, line feed and carriage return escaped. */
 const copyText = (text: string): string =>
   // looked for one by one first: a scan for a character is several times faster than the regex's
   // (an item's JSON has no control character, and often no backslash)
   text.includes("\\") || text.includes("\t") || text.includes("\n") || text.includes("\r") ? text.replace(SPECIAL, escaped) : text
 
-/** A field's bytes in COPY's text format. */
-export const copyField = (text: string): Buffer => bytesOf(copyText(text))
+/** A field already in COPY's text format: one text written in several rows is escaped once. */
+export class CopyField {
+  constructor(readonly text: string) {}
+}
+
+export const copyField = (text: string): CopyField => new CopyField(copyText(text))
 
 /**
- * Rows in COPY's text format, as bytes: tab-separated, `\N` for null. Kept as pieces and joined
- * once: one string of a thousand rows cost several times more to encode.
+ * Rows in COPY's text format: tab-separated, `\N` for null. Kept as texts and written into one
+ * buffer at the end: a Buffer a field (and a Buffer.concat) made a first reconciliation's garbage
+ * collector run for the memory outside the heap, and one string of a thousand rows cost several
+ * times more to encode.
  */
 export class CopyRows {
-  private readonly pieces: Array<Buffer> = []
+  private readonly pieces: Array<string> = []
+  private byteLength = 0
 
-  /** One row; a Buffer is a field as `copyField` made it (one text written in several rows is encoded once). */
-  add(values: ReadonlyArray<string | number | null | Buffer>): void {
+  /** One row of values and fields. */
+  add(values: ReadonlyArray<string | number | null | CopyField>): void {
     let text = ""
     for (let i = 0; i < values.length; i++) {
       const value = values[i]!
       if (i > 0) text += "\t"
-      if (Buffer.isBuffer(value)) {
-        this.pieces.push(bytesOf(text), value)
+      if (value instanceof CopyField) {
+        this.push(text)
+        this.push(value.text)
         text = ""
       } else {
         text += value === null ? "\\N" : typeof value === "number" ? String(value) : copyText(value)
       }
     }
-    this.pieces.push(bytesOf(text + "\n"))
+    this.push(text + "\n")
   }
 
+  private push(text: string) {
+    if (text.length === 0) return
+    this.pieces.push(text)
+    this.byteLength += Buffer.byteLength(text, "utf8")
+  }
+
+  /** The rows as UTF-8 bytes, in one buffer. */
   bytes(): Buffer {
-    return Buffer.concat(this.pieces)
+    const out = Buffer.allocUnsafe(this.byteLength)
+    let at = 0
+    for (const piece of this.pieces) at += out.write(piece, at, "utf8")
+    return out
   }
 }

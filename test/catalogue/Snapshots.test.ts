@@ -62,6 +62,28 @@ layer(SnapshotsTest, { timeout: 60_000, excludeTestServices: true })("the catalo
       expect(replayed!.entries.length).toBe(before.entries.length + 299 + 20)
     }))
 
+  it.effect("when every change after the cursor is remembered, the log is not read: the remembered entries are the result", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const changeLog = yield* ChangeLog
+      const before = yield* readItems
+      const remembered = new Map<number, Remembered>()
+      const interner = new Interner()
+      remember(remembered, interner, (yield* changeLog.applyLogged(upserts(46, 0, 50))).upserts)
+      remember(remembered, interner, (yield* changeLog.applyLogged(upserts(46, 50, 50))).upserts)
+      const options = { epoch: before.state.epoch, cursor: before.state.head, entries: before.entries, interner }
+      // the log's rows made unusable: a replay that read them would not take the remembered entries
+      yield* sql`UPDATE catalogue_changes SET item_id = gen_random_uuid() WHERE seq > ${before.state.head}`
+      const replayed = yield* replayLog({ ...options, remembered })
+      const mine = Array.from(remembered.values(), (r) => r.entry)
+      expect(replayed!.entries.filter((e) => mine.includes(e))).toHaveLength(100)
+      expect(replayed!.entries).toHaveLength(before.entries.length + 100)
+      // one change not remembered: the log is read, and its rows no longer match what was remembered
+      remembered.delete(before.state.head + 1)
+      const read = yield* replayLog({ ...options, remembered })
+      expect(read!.entries.filter((e) => mine.includes(e))).toHaveLength(0)
+    }))
+
   it.effect("a remembered entry of another item or epoch is not used: the log's text is", () =>
     Effect.gen(function*() {
       const changeLog = yield* ChangeLog
