@@ -34,8 +34,8 @@ export interface LoggedUpsert {
 export interface NewPage {
   readonly listings: ReadonlyArray<SupplierListing>
   readonly source: Source
-  /** The items' rows, and each listing's text as COPY has it; none on PGlite (no COPY). */
-  readonly copy: { readonly items: Buffer; readonly texts: ReadonlyArray<CopyField> } | undefined
+  /** The items' rows, each listing's text, and the same as COPY has it; none on PGlite (no COPY). */
+  readonly copy: { readonly items: Buffer; readonly texts: ReadonlyArray<string>; readonly fields: ReadonlyArray<CopyField> } | undefined
 }
 
 /** What a write logged: how many changes, and its upserts (the engine may take them from memory). */
@@ -209,14 +209,16 @@ export class ChangeLog extends Effect.Service<ChangeLog>()("ChangeLog", {
           return { listings: listed, source, copy: undefined }
         }
         const items = new CopyRows()
-        const texts = listed.map(({ item, providerPriceCents, sim }) => {
-          // escaped once, written in both tables
-          const text = copyField(textOf(item))
+        // made here, not kept by item (textOf): they go with the page
+        const texts = listed.map(({ item }) => serialise(item))
+        const fields = listed.map(({ item, providerPriceCents, sim }, i) => {
+          // escaped and encoded once, written in both tables
+          const field = copyField(texts[i]!)
           const simText = sim === undefined ? null : JSON.stringify(sim)
-          items.add([item.id, item.market_hash_name, Math.round(item.price * 100), providerPriceCents, "active", text, simText, source])
-          return text
+          items.add([item.id, item.market_hash_name, Math.round(item.price * 100), providerPriceCents, "active", field, simText, source])
+          return field
         })
-        return { listings: listed, source, copy: { items: items.bytes(), texts } }
+        return { listings: listed, source, copy: { items: items.bytes(), fields, texts } }
       })
 
     /**
@@ -237,12 +239,12 @@ export class ChangeLog extends Effect.Service<ChangeLog>()("ChangeLog", {
           const { epoch, head } = decodeHead(bumped[0]?.[0])
           const first = head - listings.length + 1
           const changes = new CopyRows()
-          listings.forEach(({ item }, i) => changes.add([first + i, epoch, "upsert", item.id, copy.texts[i]!]))
+          listings.forEach(({ item }, i) => changes.add([first + i, epoch, "upsert", item.id, copy.fields[i]!]))
           if ((await session.copy(COPY_ITEMS, copy.items)) === undefined) return undefined
           if ((await session.copy(COPY_CHANGES, changes.bytes())) === undefined) return undefined
           const committed = await session.queriesAndCommit([["SELECT pg_notify($1, $2)", [CHANGES_CHANNEL, String(head)]]])
           if (committed === undefined) return undefined
-          return { count: listings.length, upserts: listings.map(({ item }, i) => ({ seq: first + i, epoch, item, text: textOf(item) })) }
+          return { count: listings.length, upserts: listings.map(({ item }, i) => ({ seq: first + i, epoch, item, text: copy.texts[i]! })) }
         })
       ).pipe(
         Effect.flatMap((logged) => logged === undefined ? upserts() : Effect.succeed<Logged>(logged)),

@@ -258,6 +258,8 @@ export class CatalogueEngine extends Effect.Service<CatalogueEngine>()("Catalogu
       /** Whether the index is loaded: before, it is empty and readers must wait (`awaitLoaded`). */
       isLoaded: () => loaded,
       awaitLoaded: Deferred.await(firstLoad),
+      /** Whether the index is loaded from a catalogue reconciled with the supplier at least once. */
+      isSynced: () => loaded && synced,
       /** Waits until the index is loaded and the catalogue reflects the supplier once. */
       awaitSynced: Effect.repeat(Effect.sync(() => loaded && synced), { until: (done) => done, schedule: Schedule.spaced("100 millis") }),
       cursor: () => cursor,

@@ -86,9 +86,17 @@ const copyText = (text: string): string =>
   // (an item's JSON has no control character, and often no backslash)
   text.includes("\\") || text.includes("\t") || text.includes("\n") || text.includes("\r") ? text.replace(SPECIAL, escaped) : text
 
-/** A field already in COPY's text format: one text written in several rows is escaped once. */
+/**
+ * A field already in COPY's text format: one text written in several rows is escaped once, and
+ * encoded once (its other rows copy the bytes its first was written as).
+ */
 export class CopyField {
-  constructor(readonly text: string) {}
+  readonly byteLength: number
+  /** Where its text was first written as bytes. */
+  written: Buffer | undefined = undefined
+  constructor(readonly text: string) {
+    this.byteLength = Buffer.byteLength(text, "utf8")
+  }
 }
 
 export const copyField = (text: string): CopyField => new CopyField(copyText(text))
@@ -100,7 +108,7 @@ export const copyField = (text: string): CopyField => new CopyField(copyText(tex
  * times more to encode.
  */
 export class CopyRows {
-  private readonly pieces: Array<string> = []
+  private readonly pieces: Array<string | CopyField> = []
   private byteLength = 0
 
   /** One row of values and fields. */
@@ -111,7 +119,8 @@ export class CopyRows {
       if (i > 0) text += "\t"
       if (value instanceof CopyField) {
         this.push(text)
-        this.push(value.text)
+        this.pieces.push(value)
+        this.byteLength += value.byteLength
         text = ""
       } else {
         text += value === null ? "\\N" : typeof value === "number" ? String(value) : copyText(value)
@@ -130,7 +139,17 @@ export class CopyRows {
   bytes(): Buffer {
     const out = Buffer.allocUnsafe(this.byteLength)
     let at = 0
-    for (const piece of this.pieces) at += out.write(piece, at, "utf8")
+    for (const piece of this.pieces) {
+      if (typeof piece === "string") {
+        at += out.write(piece, at, "utf8")
+      } else if (piece.written !== undefined) {
+        at += piece.written.copy(out, at)
+      } else {
+        const end = at + out.write(piece.text, at, "utf8")
+        piece.written = out.subarray(at, end)
+        at = end
+      }
+    }
     return out
   }
 }
