@@ -99,7 +99,8 @@ const rememberedAll = (remembered: ReadonlyMap<number, Remembered>, cursor: numb
  * change after `cursor` applied in order; an upsert found in `remembered` (by seq, for the same
  * item and epoch) is taken from there, any other's text is read from the log (nothing is read
  * when every change is remembered). None when the log does not continue from `cursor` (another
- * epoch, pruned past it, a gap): the caller reads the items.
+ * epoch, pruned past it, a gap): the caller reads the items. An id may be in the entries more than
+ * once: the last is the current one (as `CatalogueIndex.bulk` takes them).
  */
 export const replayLog = (options: {
   readonly epoch: number
@@ -113,17 +114,15 @@ export const replayLog = (options: {
     const { cursor, epoch, interner, remembered } = options
     const state = yield* readState
     if (state.epoch !== epoch || state.prunedThrough > cursor || state.head < cursor) return undefined
-    const byId = new Map<string, Entry>()
-    for (const entry of options.entries) byId.set(entry.id, entry)
     if (rememberedAll(remembered, cursor, state.head, epoch)) {
       // each change after the cursor is an upsert this process logged (seqs are unique): nothing to
       // read (reading a million log rows back waited 5 s on PostgreSQL)
-      for (let seq = cursor + 1; seq <= state.head; seq++) {
-        const { entry } = remembered.get(seq)!
-        byId.set(entry.id, entry)
-      }
-      return { state, entries: Array.from(byId.values()) }
+      const entries = Array.from(options.entries)
+      for (let seq = cursor + 1; seq <= state.head; seq++) entries.push(remembered.get(seq)!.entry)
+      return { state, entries }
     }
+    const byId = new Map<string, Entry>()
+    for (const entry of options.entries) byId.set(entry.id, entry)
     let at = cursor
     while (at < state.head) {
       const rows = yield* sql`
