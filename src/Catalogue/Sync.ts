@@ -86,11 +86,12 @@ export const SyncLive = Layer.scopedDiscard(Effect.gen(function*() {
     for (let i = 0; i < gone.length; i += 2_000) {
       logged += yield* changeLog.apply(gone.slice(i, i + 2_000).map((id) => ({ op: "remove" as const, id })))
     }
+    // a first reconciliation's garbage is collected with the load that follows it here (the engine's)
+    const engineLoadsNext = !engine.isSynced()
     // every process's engine wakes: the first reconciliation's end is when it loads the catalogue
     yield* sql`UPDATE catalogue_state SET reconciled_at = now() RETURNING pg_notify(${CHANGES_CHANNEL}, head_seq::text)`
     yield* Effect.logInfo("catalogue reconciled with the supplier").pipe(Effect.annotateLogs({ listings, changes: logged }))
-    // a first reconciliation's garbage is collected with the load that follows it here (the engine's)
-    if (engine.isSynced()) yield* collectStartupGarbage("catalogue reconciled")
+    if (!engineLoadsNext) yield* collectStartupGarbage("catalogue reconciled")
   })
 
   /** Deletes changes older than the retention and records how far the log is pruned. */
