@@ -104,7 +104,7 @@ describe("shutdown", () => {
 })
 
 describe("start-up's garbage", () => {
-  it("is collected once the index is loaded (with the first reconciliation's, which it follows) and the first dump built (npm start passes --expose-gc)", async () => {
+  it("is collected after the load (the first reconciliation's with it) and the first dump (npm start passes --expose-gc)", async () => {
     const server = await startServer({ env: { LOG_LEVEL: "info" } })
     try {
       const collectedAfter = () =>
