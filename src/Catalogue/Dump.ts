@@ -245,6 +245,7 @@ export class CatalogueDump extends Effect.Service<CatalogueDump>()("CatalogueDum
         json_bytes: built.jsonLength,
         millis: built.buildMillis
       }))
+      // with the garbage of the engine's first load of the reconciled catalogue, which it follows
       if (replaced === undefined) yield* collectStartupGarbage("first catalogue dump built")
       return built
     }).pipe(

@@ -5,7 +5,7 @@
  */
 import { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
-import { Deferred, Effect, Option, Queue, Schedule, Schema, Stream } from "effect"
+import { Deferred, Effect, Option, Queue, Schema, Stream } from "effect"
 import { Int8 } from "../Domain/Db.js"
 import { Fibers } from "../Ops/Fibers.js"
 import { collectStartupGarbage } from "../Ops/Heap.js"
@@ -85,6 +85,7 @@ export class CatalogueEngine extends Effect.Service<CatalogueEngine>()("Catalogu
     const firstLoad = yield* Deferred.make<void>()
     /** Whether the supplier sync has reconciled the catalogue at least once (readiness, first dump). */
     let synced = false
+    const firstSynced = yield* Deferred.make<void>()
     const listeners = new Set<(event: EngineEvent) => void>()
     const ring: Array<LoggedChange> = []
 
@@ -113,12 +114,15 @@ export class CatalogueEngine extends Effect.Service<CatalogueEngine>()("Catalogu
         ring.length = 0
         loaded = true
         // the snapshot holds what the reconciliation wrote, if it had ended
+        const wasSynced = synced
         synced ||= state.reconciled
         yield* Deferred.succeed(firstLoad, undefined)
+        if (synced) yield* Deferred.succeed(firstSynced, undefined)
         yield* Effect.logInfo("catalogue loaded").pipe(Effect.annotateLogs({ items: fresh.size, epoch, cursor, from }))
-        // a reload after an epoch change leaves the same garbage as the first load; a load of
-        // nothing (a new database's, before its first reconciliation) leaves none
-        if (fresh.size > 0) yield* collectStartupGarbage("catalogue loaded")
+        // A reload after an epoch change leaves the same garbage as the first load; a load of
+        // nothing (a new database's, before its first reconciliation) leaves none. The first load of
+        // a reconciled catalogue is followed by the first dump, which collects for both (Dump.ts).
+        if (fresh.size > 0 && wasSynced) yield* collectStartupGarbage("catalogue loaded")
         if (changedEpoch) publish({ _tag: "reset", epoch })
         else if (advanced) publish({ _tag: "advanced", epoch, cursor })
       })
@@ -261,7 +265,7 @@ export class CatalogueEngine extends Effect.Service<CatalogueEngine>()("Catalogu
       /** Whether the index is loaded from a catalogue reconciled with the supplier at least once. */
       isSynced: () => loaded && synced,
       /** Waits until the index is loaded and the catalogue reflects the supplier once. */
-      awaitSynced: Effect.repeat(Effect.sync(() => loaded && synced), { until: (done) => done, schedule: Schedule.spaced("100 millis") }),
+      awaitSynced: Deferred.await(firstSynced),
       cursor: () => cursor,
       /** A number that changes whenever the index changes (answers built from it may be reused until then). */
       version: () => version,
