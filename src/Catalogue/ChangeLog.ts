@@ -234,13 +234,14 @@ export class ChangeLog extends Effect.Service<ChangeLog>()("ChangeLog", {
       const transaction = direct.value
       return Effect.promise(() =>
         transaction(async (session) => {
+          // the items before the head's row lock: another page's write copies its items meanwhile
+          if ((await session.copy(COPY_ITEMS, copy.items)) === undefined) return undefined
           const bumped = await session.queries([["UPDATE catalogue_state SET head_seq = head_seq + $1 RETURNING epoch, head_seq AS head", [listings.length]]])
           if (bumped === undefined) return undefined
           const { epoch, head } = decodeHead(bumped[0]?.[0])
           const first = head - listings.length + 1
           const changes = new CopyRows()
           listings.forEach(({ item }, i) => changes.add([first + i, epoch, "upsert", item.id, copy.fields[i]!]))
-          if ((await session.copy(COPY_ITEMS, copy.items)) === undefined) return undefined
           if ((await session.copy(COPY_CHANGES, changes.bytes())) === undefined) return undefined
           const committed = await session.queriesAndCommit([["SELECT pg_notify($1, $2)", [CHANGES_CHANNEL, String(head)]]])
           if (committed === undefined) return undefined

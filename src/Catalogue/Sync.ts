@@ -60,11 +60,14 @@ export const SyncLive = Layer.scopedDiscard(Effect.gen(function*() {
           }))
       ),
       Stream.buffer({ capacity: 2 }),
-      Stream.runForEach(({ page, write }) =>
+      // Two new pages are written at once, each in its own transaction: one's items are copied while
+      // the other logs its changes (an item's COPY takes no lock another page waits for). Other
+      // writes go one at a time, each compared with what the one before left.
+      Stream.mapEffect(({ page, write }) => Effect.map(write, (written) => ({ page, written })), { concurrency: empty ? 2 : 1 }),
+      Stream.runForEach(({ page, written }) =>
         Effect.gen(function*() {
           listings += page.length
           if (!empty) { for (const listing of page) seen.add(listing.item.id.toLowerCase()) }
-          const written = yield* write
           logged += written.count
           // the engine here loads the reconciliation's result from them (CatalogueEngine.loadFromLog)
           engine.rememberWritten(written.upserts)
