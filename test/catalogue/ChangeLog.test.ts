@@ -130,4 +130,36 @@ describe.runIf(!!process.env["DATABASE_URL"])("the change log's bulk write of ne
     // the second page's COPY failed and was rolled back: its rows came from the upserts
     expect(await log.writes()).toEqual(["COPY", "WITH"])
   })
+
+  it("pages written at once (as a first reconciliation writes two) log gaplessly, each change its page's item", async () => {
+    const log = await changeLogOn()
+    const pages = [listings.slice(0, 400), listings.slice(400, 800), listings.slice(800)]
+    const written = await log.run((changeLog) =>
+      Effect.all(pages.map((page) => Effect.flatMap(changeLog.prepareNew(page), changeLog.writeNew)), { concurrency: 3 })
+    )
+    expect(written.map((w) => w.count)).toEqual(pages.map((page) => page.length))
+    expect(reported(written)).toEqual(await log.upsertsLogged())
+    const logged = await log.changes()
+    expect(logged.seqs).toEqual(Array.from({ length: listings.length }, (_, i) => i + 1))
+    expect((await log.items()).map((row) => row.id).sort()).toEqual(listings.map((l) => l.item.id).sort())
+    expect(await log.writes()).toEqual(["COPY", "COPY", "COPY"])
+  })
+
+  it("pages written at once that share an item: one falls back to the upserts, and the log still agrees with the items", async () => {
+    const log = await changeLogOn()
+    const shared = listings[10]!
+    const pages = [listings.slice(0, 300), [{ ...shared, item: { ...shared.item, price: shared.item.price + 2 } }, ...listings.slice(300, 600)]]
+    const written = await log.run((changeLog) =>
+      Effect.all(pages.map((page) => Effect.flatMap(changeLog.prepareNew(page), changeLog.writeNew)), { concurrency: 2 })
+    )
+    expect(reported(written)).toEqual(await log.upsertsLogged())
+    const logged = await log.changes()
+    expect(logged.seqs).toEqual(Array.from({ length: logged.head }, (_, i) => i + 1))
+    // the item is stored once, as the last logged change of it has it
+    const items = await log.items()
+    expect(items).toHaveLength(600)
+    const last = (await log.upsertsLogged()).filter((u) => u.id === shared.item.id).at(-1)
+    expect(items.find((row) => row.id === shared.item.id)?.item).toBe(last?.text)
+    expect((await log.writes()).sort()).toEqual(["COPY", "WITH"])
+  })
 })
