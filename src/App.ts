@@ -4,6 +4,7 @@ import { CabinetAccounts } from "./Cabinet/Accounts.js"
 import { ChangeLog } from "./Catalogue/ChangeLog.js"
 import { CatalogueDump } from "./Catalogue/Dump.js"
 import { CatalogueEngine } from "./Catalogue/Engine.js"
+import { NewItems } from "./Catalogue/NewItems.js"
 import { CatalogueReservations } from "./Catalogue/Reservations.js"
 import { FeedClients, FeedShutdownLive } from "./Catalogue/Stream.js"
 import { SyncLive } from "./Catalogue/Sync.js"
@@ -61,7 +62,15 @@ const Core = Layer.mergeAll(
   WalletProviderSimLive
 )
 
-const Services = Layer.mergeAll(CatalogueDump.Default, Purchases.Default, BuyEngine.Default, BuyByName.Default, Wallets.Default, WalletPayments.Default).pipe(
+const Services = Layer.mergeAll(
+  CatalogueDump.Default,
+  NewItems.Default,
+  Purchases.Default,
+  BuyEngine.Default,
+  BuyByName.Default,
+  Wallets.Default,
+  WalletPayments.Default
+).pipe(
   Layer.provideMerge(Core),
   Layer.provideMerge(Base)
 )

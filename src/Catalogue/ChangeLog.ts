@@ -6,10 +6,8 @@
  * (`reservationSteps`, `logReservations`).
  */
 import { SqlClient, type Statement } from "@effect/sql"
-import { Effect, Option, Schema } from "effect"
+import { Effect, Schema } from "effect"
 import { createHash } from "node:crypto"
-import { type CopyField, copyField, CopyRows } from "../Db/CopyIn.js"
-import { DirectTransactions } from "../Db/Database.js"
 import { type CatalogItem, serialise } from "../Domain/CatalogItem.js"
 import { Int8, rowsOf } from "../Domain/Db.js"
 import type { SupplierListing } from "../Providers/Supplier.js"
@@ -30,14 +28,6 @@ export interface LoggedUpsert {
   readonly text: string
 }
 
-/** A page of new listings made ready to be written by COPY (ChangeLog.prepareNew). */
-export interface NewPage {
-  readonly listings: ReadonlyArray<SupplierListing>
-  readonly source: Source
-  /** The items' rows, each listing's text, and the same as COPY has it; none on PGlite (no COPY). */
-  readonly copy: { readonly items: Buffer; readonly texts: ReadonlyArray<string>; readonly fields: ReadonlyArray<CopyField> } | undefined
-}
-
 /** What a write logged: how many changes, and its upserts (the engine may take them from memory). */
 export interface Logged {
   readonly count: number
@@ -53,13 +43,9 @@ const digestRows = rowsOf(Schema.Struct({ id: Schema.String, digest: Schema.Stri
 const loggedRows = rowsOf(Schema.Struct({ logged: Int8 }))
 const loggedChangeRows = rowsOf(Schema.Struct({ seq: Int8, epoch: Schema.Number, id: Schema.String }))
 const emptyRows = rowsOf(Schema.Struct({ empty: Schema.Boolean }))
-const decodeHead = Schema.decodeUnknownSync(Schema.Struct({ epoch: Schema.Number, head: Int8 }))
-
-const COPY_ITEMS = "COPY catalogue_items (id, market_hash_name, price_cents, provider_price_cents, status, item, sim, source) FROM STDIN"
-const COPY_CHANGES = "COPY catalogue_changes (seq, epoch, op, item_id, item) FROM STDIN"
 
 /** Ids in PostgreSQL's text form (lower case), whatever case a source wrote them in. */
-const normalised = (write: CatalogueWrite): CatalogueWrite =>
+export const normalised = (write: CatalogueWrite): CatalogueWrite =>
   write.op === "remove"
     ? { op: "remove", id: write.id.toLowerCase() }
     : write.listing.item.id === write.listing.item.id.toLowerCase()
@@ -67,7 +53,7 @@ const normalised = (write: CatalogueWrite): CatalogueWrite =>
     : { op: "upsert", listing: { ...write.listing, item: { ...write.listing.item, id: write.listing.item.id.toLowerCase() } } }
 
 /** Runs of consecutive writes of one kind, each id once per run (its last write wins). */
-const runsOf = (writes: ReadonlyArray<CatalogueWrite>) => {
+export const runsOf = (writes: ReadonlyArray<CatalogueWrite>) => {
   const runs: Array<{ op: "upsert" | "remove"; writes: Array<CatalogueWrite> }> = []
   for (const write of writes) {
     const last = runs[runs.length - 1]
@@ -84,7 +70,6 @@ const runsOf = (writes: ReadonlyArray<CatalogueWrite>) => {
 export class ChangeLog extends Effect.Service<ChangeLog>()("ChangeLog", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const direct = Option.flatten(yield* Effect.serviceOption(DirectTransactions))
 
     /**
      * An item's stored JSON, made once per item object: a reconciliation compares it (`differing`)
@@ -194,68 +179,6 @@ export class ChangeLog extends Effect.Service<ChangeLog>()("ChangeLog", {
     /** `applyLogged`, answering the number of logged changes. */
     const apply = (writes: ReadonlyArray<CatalogueWrite>, source: Source = "supplier") => Effect.map(applyLogged(writes, source), (logged) => logged.count)
 
-    /**
-     * A page of listings none of which is stored (a reconciliation into an empty catalogue: a new
-     * database's first), made ready for `writeNew` ahead of its turn: the texts and the items' COPY
-     * rows (the log's rows need their seqs, known only once written). A reconciliation makes the
-     * next pages while PostgreSQL writes this one.
-     */
-    const prepareNew = (listings: ReadonlyArray<SupplierListing>, source: Source = "supplier") =>
-      Effect.sync((): NewPage => {
-        const writes = runsOf(listings.map((listing) => normalised({ op: "upsert", listing }))).flatMap((run) => run.writes)
-        const listed = writes.flatMap((write) => write.op === "upsert" ? [write.listing] : [])
-        if (Option.isNone(direct)) {
-          for (const { item } of listed) textOf(item)
-          return { listings: listed, source, copy: undefined }
-        }
-        const items = new CopyRows()
-        // made here, not kept by item (textOf): they go with the page
-        const texts = listed.map(({ item }) => serialise(item))
-        const fields = listed.map(({ item, providerPriceCents, sim }, i) => {
-          // escaped and encoded once, written in both tables
-          const field = copyField(texts[i]!)
-          const simText = sim === undefined ? null : JSON.stringify(sim)
-          items.add([item.id, item.market_hash_name, Math.round(item.price * 100), providerPriceCents, "active", field, simText, source])
-          return field
-        })
-        return { listings: listed, source, copy: { items: items.bytes(), fields, texts } }
-      })
-
-    /**
-     * Writes a prepared page with COPY, several times cheaper for PostgreSQL than the upserts: the
-     * items and their log rows at the head, in one transaction, and every engine woken at commit.
-     * On PGlite, or when one of them was stored meanwhile (the COPY fails and is rolled back), they
-     * are `apply`'s upserts. Answers what it logged.
-     */
-    const writeNew = (page: NewPage) => {
-      const { copy, listings, source } = page
-      const upserts = () => applyLogged(listings.map((listing) => ({ op: "upsert", listing })), source)
-      if (Option.isNone(direct) || copy === undefined || listings.length === 0) return upserts()
-      const transaction = direct.value
-      return Effect.promise(() =>
-        transaction(async (session) => {
-          // the items before the head's row lock: another page's write copies its items meanwhile
-          if ((await session.copy(COPY_ITEMS, copy.items)) === undefined) return undefined
-          const bumped = await session.queries([["UPDATE catalogue_state SET head_seq = head_seq + $1 RETURNING epoch, head_seq AS head", [listings.length]]])
-          if (bumped === undefined) return undefined
-          const { epoch, head } = decodeHead(bumped[0]?.[0])
-          const first = head - listings.length + 1
-          const changes = new CopyRows()
-          listings.forEach(({ item }, i) => changes.add([first + i, epoch, "upsert", item.id, copy.fields[i]!]))
-          if ((await session.copy(COPY_CHANGES, changes.bytes())) === undefined) return undefined
-          const committed = await session.queriesAndCommit([["SELECT pg_notify($1, $2)", [CHANGES_CHANNEL, String(head)]]])
-          if (committed === undefined) return undefined
-          return { count: listings.length, upserts: listings.map(({ item }, i) => ({ seq: first + i, epoch, item, text: copy.texts[i]! })) }
-        })
-      ).pipe(
-        Effect.flatMap((logged) => logged === undefined ? upserts() : Effect.succeed<Logged>(logged)),
-        Effect.withSpan("ChangeLog.writeNew")
-      )
-    }
-
-    /** `prepareNew` then `writeNew`. */
-    const insertNew = (listings: ReadonlyArray<SupplierListing>, source: Source = "supplier") => Effect.flatMap(prepareNew(listings, source), writeNew)
-
     /** Whether no item is stored at all (a new database's catalogue, before its first reconciliation). */
     const isEmpty = sql`SELECT NOT EXISTS (SELECT 1 FROM catalogue_items) AS empty`.pipe(
       emptyRows,
@@ -332,9 +255,7 @@ export class ChangeLog extends Effect.Service<ChangeLog>()("ChangeLog", {
     return {
       apply,
       applyLogged,
-      insertNew,
-      prepareNew,
-      writeNew,
+      textOf,
       isEmpty,
       reservationSteps,
       logReservations,

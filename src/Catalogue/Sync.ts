@@ -12,6 +12,7 @@ import { Readiness } from "../Ops/Readiness.js"
 import { Supplier } from "../Providers/Supplier.js"
 import { ChangeLog, CHANGES_CHANNEL } from "./ChangeLog.js"
 import { CatalogueEngine } from "./Engine.js"
+import { NewItems } from "./NewItems.js"
 
 const LEADER_LOCK_KEY = 7_311_002
 const FOLLOWER_RETRY = "2 seconds"
@@ -33,6 +34,7 @@ export const SyncLive = Layer.scopedDiscard(Effect.gen(function*() {
   const fibers = yield* Fibers
   const supplier = yield* Supplier
   const changeLog = yield* ChangeLog
+  const newItems = yield* NewItems
   const readiness = yield* Readiness
   const engine = yield* CatalogueEngine
 
@@ -45,7 +47,7 @@ export const SyncLive = Layer.scopedDiscard(Effect.gen(function*() {
     const total = yield* supplier.size
     const started = Date.now()
     let reportedAt = started
-    // a new database's first reconciliation writes only new items: in bulk (ChangeLog.prepareNew, writeNew)
+    // a new database's first reconciliation writes only new items: in bulk (NewItems)
     const empty = yield* changeLog.isEmpty
     yield* supplier.snapshot.pipe(
       // Each page becomes its write (into an empty catalogue its COPY rows, else the listings that
@@ -53,7 +55,7 @@ export const SyncLive = Layer.scopedDiscard(Effect.gen(function*() {
       // the database work at once instead of in turn.
       Stream.mapEffect((page) =>
         empty
-          ? Effect.map(changeLog.prepareNew(page), (prepared) => ({ page, write: changeLog.writeNew(prepared) }))
+          ? Effect.map(newItems.prepareNew(page), (prepared) => ({ page, write: newItems.writeNew(prepared) }))
           : Effect.map(changeLog.differing(page), (changed) => ({
             page,
             write: changeLog.applyLogged(changed.map((listing) => ({ op: "upsert" as const, listing })))

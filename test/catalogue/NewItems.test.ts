@@ -1,9 +1,9 @@
 /**
- * The change log's bulk write of new listings (ChangeLog.insertNew: COPY, a new database's first
- * reconciliation) against its upserts (ChangeLog.apply), on a real PostgreSQL server (DATABASE_URL
+ * The bulk write of new listings (NewItems.insertNew: COPY, a new database's first reconciliation)
+ * against the change log's upserts (ChangeLog.apply), on a real PostgreSQL server (DATABASE_URL
  * only: on PGlite insertNew is apply). Both write the same rows to the items table and the same
  * changes to the log, gapless from the head; a listing that is stored after all makes insertNew
- * fall back to the upserts, which write only what changed.
+ * fall back to the upserts, which write only what changed. Pages written at once log gaplessly.
  */
 import * as Reactivity from "@effect/experimental/Reactivity"
 import { PgClient } from "@effect/sql-pg"
@@ -11,6 +11,7 @@ import { Effect, Layer, Option, Redacted } from "effect"
 import pg from "pg"
 import { afterAll, describe, expect, it } from "vitest"
 import { ChangeLog, type Logged } from "../../src/Catalogue/ChangeLog.js"
+import { NewItems } from "../../src/Catalogue/NewItems.js"
 import { directTransaction, DirectTransactions } from "../../src/Db/Database.js"
 import { migrate } from "../../src/Db/Migrations.js"
 import { syntheticListing } from "../../src/Providers/Simulator/Listings.js"
@@ -52,12 +53,13 @@ describe.runIf(!!process.env["DATABASE_URL"])("the change log's bulk write of ne
     const pool = new pg.Pool({ connectionString: database.url, max: 2 })
     opened.push({ database, pool })
     const sql = Layer.provideMerge(Layer.effectDiscard(migrate), PgClient.layer({ url: Redacted.make(database.url!) }))
-    const layer = ChangeLog.Default.pipe(
+    const layer = NewItems.Default.pipe(
+      Layer.provideMerge(ChangeLog.Default),
       Layer.provideMerge(Layer.mergeAll(sql, Layer.succeed(DirectTransactions, Option.some(directTransaction(pool))))),
       Layer.provide(Reactivity.layer)
     )
-    const run = <A>(use: (log: ChangeLog) => Effect.Effect<A, unknown>) =>
-      Effect.runPromise(Effect.scoped(Effect.flatMap(ChangeLog, use).pipe(Effect.provide(layer))))
+    const run = <A>(use: (log: ChangeLog, newItems: NewItems) => Effect.Effect<A, unknown>) =>
+      Effect.runPromise(Effect.scoped(Effect.flatMap(Effect.all([ChangeLog, NewItems]), ([log, newItems]) => use(log, newItems)).pipe(Effect.provide(layer))))
     // migrated (each run builds the layer again: its migrations are then applied already)
     await run(() => Effect.void)
     // which statements write the items table (COPY, or the upserts' INSERT), as PostgreSQL ran them
@@ -90,7 +92,7 @@ describe.runIf(!!process.env["DATABASE_URL"])("the change log's bulk write of ne
     const pages = [listings.slice(0, 500), listings.slice(500, 1_000), listings.slice(1_000)]
     const [bulkLogged, upsertsLogged]: [Array<Logged>, Array<Logged>] = [[], []]
     for (const page of pages) {
-      bulkLogged.push(await bulk.run((log) => log.insertNew(page)))
+      bulkLogged.push(await bulk.run((_, newItems) => newItems.insertNew(page)))
       upsertsLogged.push(await upserts.run((log) => log.applyLogged(page.map((listing) => ({ op: "upsert", listing })))))
     }
     expect(bulkLogged.map((l) => l.count)).toEqual(pages.map((page) => page.length))
@@ -113,12 +115,12 @@ describe.runIf(!!process.env["DATABASE_URL"])("the change log's bulk write of ne
   it("falls back to the upserts when a listing is stored after all: only what changed is written and logged", async () => {
     const log = await changeLogOn()
     const first = listings.slice(0, 300)
-    const firstLogged = await log.run((changeLog) => changeLog.insertNew(first))
+    const firstLogged = await log.run((_, newItems) => newItems.insertNew(first))
     expect(firstLogged.count).toBe(300)
     // a page with 100 stored listings (20 of them repriced) and 200 new ones
     const repriced = first.slice(200, 220).map((listing) => ({ ...listing, item: { ...listing.item, price: listing.item.price + 1 } }))
     const page = [...first.slice(220, 300), ...repriced, ...listings.slice(300, 500)]
-    const pageLogged = await log.run((changeLog) => changeLog.insertNew(page))
+    const pageLogged = await log.run((_, newItems) => newItems.insertNew(page))
     expect(pageLogged.count).toBe(220)
     expect(reported([firstLogged, pageLogged])).toEqual(await log.upsertsLogged())
     const logged = await log.changes()
@@ -134,8 +136,8 @@ describe.runIf(!!process.env["DATABASE_URL"])("the change log's bulk write of ne
   it("pages written at once (as a first reconciliation writes two) log gaplessly, each change its page's item", async () => {
     const log = await changeLogOn()
     const pages = [listings.slice(0, 400), listings.slice(400, 800), listings.slice(800)]
-    const written = await log.run((changeLog) =>
-      Effect.all(pages.map((page) => Effect.flatMap(changeLog.prepareNew(page), changeLog.writeNew)), { concurrency: 3 })
+    const written = await log.run((_, newItems) =>
+      Effect.all(pages.map((page) => Effect.flatMap(newItems.prepareNew(page), newItems.writeNew)), { concurrency: 3 })
     )
     expect(written.map((w) => w.count)).toEqual(pages.map((page) => page.length))
     expect(reported(written)).toEqual(await log.upsertsLogged())
@@ -149,8 +151,8 @@ describe.runIf(!!process.env["DATABASE_URL"])("the change log's bulk write of ne
     const log = await changeLogOn()
     const shared = listings[10]!
     const pages = [listings.slice(0, 300), [{ ...shared, item: { ...shared.item, price: shared.item.price + 2 } }, ...listings.slice(300, 600)]]
-    const written = await log.run((changeLog) =>
-      Effect.all(pages.map((page) => Effect.flatMap(changeLog.prepareNew(page), changeLog.writeNew)), { concurrency: 2 })
+    const written = await log.run((_, newItems) =>
+      Effect.all(pages.map((page) => Effect.flatMap(newItems.prepareNew(page), newItems.writeNew)), { concurrency: 2 })
     )
     expect(reported(written)).toEqual(await log.upsertsLogged())
     const logged = await log.changes()
