@@ -86,7 +86,7 @@ export class NewItems extends Effect.Service<NewItems>()("NewItems", {
         })
       ).pipe(
         Effect.flatMap((logged) => logged === undefined ? upserts() : Effect.succeed<Logged>(logged)),
-        Effect.withSpan("ChangeLog.writeNew")
+        Effect.withSpan("NewItems.writeNew")
       )
     }
 
