@@ -89,7 +89,9 @@ export class CatalogueEngine extends Effect.Service<CatalogueEngine>()("Catalogu
     const listeners = new Set<(event: EngineEvent) => void>()
     const ring: Array<LoggedChange> = []
 
-    const readState = readStateOf.pipe(Effect.provideService(SqlClient.SqlClient, sql))
+    /** The catalogue's reads (Snapshots.ts) on this engine's client. */
+    const withSql = <A, E>(read: Effect.Effect<A, E, SqlClient.SqlClient>) => Effect.provideService(read, SqlClient.SqlClient, sql)
+    const readState = withSql(readStateOf)
 
     /**
      * Upserts this process logged before the first reconciliation ended (the supplier sync leads
@@ -130,16 +132,14 @@ export class CatalogueEngine extends Effect.Service<CatalogueEngine>()("Catalogu
     /** A consistent snapshot of the items at the log's head, read in pages, indexed at once. */
     const load = Effect.gen(function*() {
       remembered = new Map()
-      const read = yield* readItems.pipe(Effect.provideService(SqlClient.SqlClient, sql))
+      const read = yield* withSql(readItems)
       yield* install(CatalogueIndex.bulk(read.entries, read.interner), read.state, "items")
     }).pipe(Effect.withSpan("CatalogueEngine.load"))
 
     /** The index and the log after it, with what this process wrote from memory; else a `load`. */
     const loadFromLog = Effect.gen(function*() {
       const interner = rememberedInterner
-      const read = yield* replayLog({ epoch, cursor, entries: index.entries(), remembered, interner }).pipe(
-        Effect.provideService(SqlClient.SqlClient, sql)
-      )
+      const read = yield* withSql(replayLog({ epoch, cursor, entries: index.entries(), remembered, interner }))
       remembered = new Map()
       rememberedInterner = new Interner()
       if (read === undefined) return yield* load

@@ -90,9 +90,6 @@ export class NewItems extends Effect.Service<NewItems>()("NewItems", {
       )
     }
 
-    /** `prepareNew` then `writeNew`. */
-    const insertNew = (listings: ReadonlyArray<SupplierListing>, source: Source = "supplier") => Effect.flatMap(prepareNew(listings, source), writeNew)
-
-    return { prepareNew, writeNew, insertNew } as const
+    return { prepareNew, writeNew } as const
   })
 }) {}

@@ -1,8 +1,8 @@
 /**
- * The bulk write of new listings (NewItems.insertNew: COPY, a new database's first reconciliation)
- * against the change log's upserts (ChangeLog.apply), on a real PostgreSQL server (DATABASE_URL
- * only: on PGlite insertNew is apply). Both write the same rows to the items table and the same
- * changes to the log, gapless from the head; a listing that is stored after all makes insertNew
+ * The bulk write of new listings (NewItems.prepareNew and writeNew: COPY, a new database's first
+ * reconciliation) against the change log's upserts (ChangeLog.apply), on a real PostgreSQL server
+ * (DATABASE_URL only: on PGlite they are apply). Both write the same rows to the items table and the same
+ * changes to the log, gapless from the head; a listing that is stored after all makes the write
  * fall back to the upserts, which write only what changed. Pages written at once log gaplessly.
  */
 import * as Reactivity from "@effect/experimental/Reactivity"
@@ -37,6 +37,9 @@ const listings: ReadonlyArray<SupplierListing> = Array.from({ length: 1_200 }, (
     sim: i % 2 === 0 ? { acquire: "unavailable" } : undefined
   }
 })
+
+/** A page written as a first reconciliation writes it: prepared, then written. */
+const insertNew = (newItems: NewItems, page: ReadonlyArray<SupplierListing>) => Effect.flatMap(newItems.prepareNew(page), newItems.writeNew)
 
 describe.runIf(!!process.env["DATABASE_URL"])("the change log's bulk write of new listings (DATABASE_URL only)", () => {
   const opened: Array<{ readonly database: FreshDatabase; readonly pool: pg.Pool }> = []
@@ -92,7 +95,7 @@ describe.runIf(!!process.env["DATABASE_URL"])("the change log's bulk write of ne
     const pages = [listings.slice(0, 500), listings.slice(500, 1_000), listings.slice(1_000)]
     const [bulkLogged, upsertsLogged]: [Array<Logged>, Array<Logged>] = [[], []]
     for (const page of pages) {
-      bulkLogged.push(await bulk.run((_, newItems) => newItems.insertNew(page)))
+      bulkLogged.push(await bulk.run((_, newItems) => insertNew(newItems, page)))
       upsertsLogged.push(await upserts.run((log) => log.applyLogged(page.map((listing) => ({ op: "upsert", listing })))))
     }
     expect(bulkLogged.map((l) => l.count)).toEqual(pages.map((page) => page.length))
@@ -115,12 +118,12 @@ describe.runIf(!!process.env["DATABASE_URL"])("the change log's bulk write of ne
   it("falls back to the upserts when a listing is stored after all: only what changed is written and logged", async () => {
     const log = await changeLogOn()
     const first = listings.slice(0, 300)
-    const firstLogged = await log.run((_, newItems) => newItems.insertNew(first))
+    const firstLogged = await log.run((_, newItems) => insertNew(newItems, first))
     expect(firstLogged.count).toBe(300)
     // a page with 100 stored listings (20 of them repriced) and 200 new ones
     const repriced = first.slice(200, 220).map((listing) => ({ ...listing, item: { ...listing.item, price: listing.item.price + 1 } }))
     const page = [...first.slice(220, 300), ...repriced, ...listings.slice(300, 500)]
-    const pageLogged = await log.run((_, newItems) => newItems.insertNew(page))
+    const pageLogged = await log.run((_, newItems) => insertNew(newItems, page))
     expect(pageLogged.count).toBe(220)
     expect(reported([firstLogged, pageLogged])).toEqual(await log.upsertsLogged())
     const logged = await log.changes()
@@ -136,9 +139,7 @@ describe.runIf(!!process.env["DATABASE_URL"])("the change log's bulk write of ne
   it("pages written at once (as a first reconciliation writes two) log gaplessly, each change its page's item", async () => {
     const log = await changeLogOn()
     const pages = [listings.slice(0, 400), listings.slice(400, 800), listings.slice(800)]
-    const written = await log.run((_, newItems) =>
-      Effect.all(pages.map((page) => Effect.flatMap(newItems.prepareNew(page), newItems.writeNew)), { concurrency: 3 })
-    )
+    const written = await log.run((_, newItems) => Effect.all(pages.map((page) => insertNew(newItems, page)), { concurrency: 3 }))
     expect(written.map((w) => w.count)).toEqual(pages.map((page) => page.length))
     expect(reported(written)).toEqual(await log.upsertsLogged())
     const logged = await log.changes()
@@ -151,9 +152,7 @@ describe.runIf(!!process.env["DATABASE_URL"])("the change log's bulk write of ne
     const log = await changeLogOn()
     const shared = listings[10]!
     const pages = [listings.slice(0, 300), [{ ...shared, item: { ...shared.item, price: shared.item.price + 2 } }, ...listings.slice(300, 600)]]
-    const written = await log.run((_, newItems) =>
-      Effect.all(pages.map((page) => Effect.flatMap(newItems.prepareNew(page), newItems.writeNew)), { concurrency: 2 })
-    )
+    const written = await log.run((_, newItems) => Effect.all(pages.map((page) => insertNew(newItems, page)), { concurrency: 2 }))
     expect(reported(written)).toEqual(await log.upsertsLogged())
     const logged = await log.changes()
     expect(logged.seqs).toEqual(Array.from({ length: logged.head }, (_, i) => i + 1))
