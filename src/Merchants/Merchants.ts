@@ -1,22 +1,25 @@
 /**
  * Merchants and their credentials: creation, status, key rotation, webhook secret rotation,
- * legacy deposit addresses, and key authentication with a small cache that is dropped at once on
- * any change (in this process directly, in the others through pg_notify).
+ * legacy deposit addresses, and key authentication with a small cache (KeyCache.ts) that is
+ * dropped at once on any change (in this process directly, in the others through pg_notify).
  */
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
-import { Clock, Effect, Option, Schema, Stream } from "effect"
+import { Effect, Option, Schema, Stream } from "effect"
 import { randomUUID } from "node:crypto"
 import { LISTENING } from "../Db/Listen.js"
 import { Timestamp } from "../Domain/Db.js"
 import { type AuthenticatedMerchant, Merchant, MerchantId, MerchantStatus } from "../Domain/Merchant.js"
 import { BalanceCache } from "../Ledger/BalanceCache.js"
 import { Fibers } from "../Ops/Fibers.js"
+import { makeKeyCache } from "./KeyCache.js"
 import { generateApiKey, generateWebhookSecret, hashApiKey, isWellFormedApiKey, last4 } from "./Keys.js"
 
 const AUTH_CHANGED_CHANNEL = "merchant_auth_changed"
 /** A safety net only: changes invalidate the cache through notifications. */
 const AUTH_CACHE_TTL_MS = 2_000
+/** A key in use is read again after this long, before its entry expires (Merchants/KeyCache.ts). */
+const AUTH_CACHE_REFRESH_AFTER_MS = 1_000
 const AUTH_CACHE_MAX = 100_000
 
 const MerchantRow = Schema.Struct({
@@ -53,12 +56,22 @@ export class Merchants extends Effect.Service<Merchants>()("Merchants", {
     const fibers = yield* Fibers
     const balanceCache = yield* BalanceCache
 
-    const cache = new Map<string, { readonly merchant: AuthenticatedMerchant; readonly expiresAt: number }>()
+    const lookupKey = SqlSchema.findOne({
+      Request: Schema.String,
+      Result: Schema.Struct({ id: MerchantId, name: Schema.String, status: MerchantStatus }),
+      execute: (hash) =>
+        sql`
+        SELECT m.id, m.name, m.status FROM api_keys k JOIN merchants m ON m.id = k.merchant_id
+        WHERE k.key_hash = ${hash} AND k.revoked_at IS NULL`
+    })
+    const keys = yield* makeKeyCache((hash) => lookupKey(hash).pipe(Effect.orDie), {
+      ttlMs: AUTH_CACHE_TTL_MS,
+      refreshAfterMs: AUTH_CACHE_REFRESH_AFTER_MS,
+      maxEntries: AUTH_CACHE_MAX
+    })
     /** Names this process in its notifications. */
     const processOrigin = randomUUID()
-    const forget = (merchantId: string) => {
-      for (const [hash, entry] of cache) if (entry.merchant.id === merchantId) cache.delete(hash)
-    }
+    const forget = keys.forget
     /**
      * Drops this process's cache now; other processes' at commit (sql-pg's own notify sends
      * invalid SQL). The payload names this process, whose callers forget again once they have
@@ -82,7 +95,7 @@ export class Merchants extends Effect.Service<Merchants>()("Merchants", {
             beat,
             Effect.sync(() => {
               const [merchantId = "", origin] = payload.split(" ")
-              if (payload === LISTENING) cache.clear()
+              if (payload === LISTENING) keys.clear()
               else if (origin !== processOrigin) forget(merchantId)
               for (const listener of authChangeListeners) listener(payload === LISTENING ? undefined : merchantId)
             })
@@ -230,46 +243,20 @@ export class Merchants extends Effect.Service<Merchants>()("Merchants", {
         return yield* get(id)
       }).pipe(Effect.orDie, Effect.withSpan("Merchants.setLegacyAddresses"))
 
-    const lookupKey = SqlSchema.findOne({
-      Request: Schema.String,
-      Result: Schema.Struct({ id: MerchantId, name: Schema.String, status: MerchantStatus }),
-      execute: (hash) =>
-        sql`
-        SELECT m.id, m.name, m.status FROM api_keys k JOIN merchants m ON m.id = k.merchant_id
-        WHERE k.key_hash = ${hash} AND k.revoked_at IS NULL`
-    })
-
     /**
      * The merchant a presented key belongs to. The key is looked up by its SHA-256 hash (an index
      * probe on a hash reveals nothing about the key through timing); unknown, revoked and
      * malformed keys are all `None`.
      */
     const authenticate = (key: string): Effect.Effect<Option.Option<AuthenticatedMerchant>> =>
-      Effect.gen(function*() {
-        if (!isWellFormedApiKey(key)) return Option.none()
-        const hash = hashApiKey(key)
-        const now = yield* Clock.currentTimeMillis
-        const cached = cache.get(hash)
-        if (cached !== undefined && cached.expiresAt > now) return Option.some(cached.merchant)
-        const found = yield* lookupKey(hash).pipe(Effect.orDie)
-        if (Option.isSome(found)) {
-          if (cache.size >= AUTH_CACHE_MAX) cache.clear()
-          cache.set(hash, { merchant: found.value, expiresAt: now + AUTH_CACHE_TTL_MS })
-        } else {
-          cache.delete(hash)
-        }
-        return found
-      })
+      isWellFormedApiKey(key) ? keys.get(hashApiKey(key)) : Effect.succeed(Option.none())
 
     /**
      * The merchant of a key found in the cache, without touching the database: what the fast lane
      * of the hot read routes uses (a miss leaves the request to `authenticate`, which fills it).
      */
-    const authenticateCached = (key: string, now: number): AuthenticatedMerchant | undefined => {
-      if (!isWellFormedApiKey(key)) return undefined
-      const cached = cache.get(hashApiKey(key))
-      return cached !== undefined && cached.expiresAt > now ? cached.merchant : undefined
-    }
+    const authenticateCached = (key: string, now: number): AuthenticatedMerchant | undefined =>
+      isWellFormedApiKey(key) ? keys.peek(hashApiKey(key), now) : undefined
 
     return {
       create,
