@@ -46,6 +46,12 @@ export class BalanceCache extends Effect.Service<BalanceCache>()("BalanceCache",
         })
         : load
 
-    return { changed, changedNow, read } as const
+    /** The merchant's kept balance row, if one is kept and is an `A` (the fast lane's read: no query, no fiber). */
+    const peek = <A>(merchantId: string, is: (kept: unknown) => kept is A): A | undefined => {
+      const value = kept.get(merchantId)
+      return value !== undefined && is(value) ? value : undefined
+    }
+
+    return { changed, changedNow, read, peek } as const
   })
 }) {}

@@ -29,6 +29,8 @@ export const BALANCE_SQL = `
   FROM balances b JOIN merchants m ON m.id = b.merchant_id
   WHERE b.merchant_id = $1`
 
+const isBalanceRow = Schema.is(BalanceRow)
+
 const AvailableAfter = Schema.Struct({ available: Int8 })
 
 export class Ledger extends Effect.Service<Ledger>()("Ledger", {
@@ -43,6 +45,8 @@ export class Ledger extends Effect.Service<Ledger>()("Ledger", {
     })
     /** Balance in cents, with the retained legacy deposit addresses (kept in memory on PGlite: BalanceCache.ts). */
     const balance = (merchantId: string) => cache.read(merchantId, findBalance(merchantId))
+    /** The balance kept in memory (PGlite only), without a query: undefined when none is kept. */
+    const keptBalance = (merchantId: string) => cache.peek(merchantId, isBalanceRow)
 
     const availableAfter = (rows: ReadonlyArray<unknown>) =>
       rows.length === 0 ? Option.none<number>() : Option.some(Schema.decodeUnknownSync(AvailableAfter)(rows[0]).available)
@@ -115,7 +119,7 @@ export class Ledger extends Effect.Service<Ledger>()("Ledger", {
         return Option.some(after)
       })
 
-    return { balance, creditDeposit, purchaseDebitSteps, settlePurchase, refundPurchase } as const
+    return { balance, keptBalance, creditDeposit, purchaseDebitSteps, settlePurchase, refundPurchase } as const
   }),
   dependencies: [BalanceCache.Default]
 }) {}

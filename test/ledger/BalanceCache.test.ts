@@ -1,7 +1,7 @@
 /**
  * The balances kept in memory on PGlite (Ledger/BalanceCache.ts): a read is kept until a change of
- * that merchant is announced; a read that a change overlapped is not kept; on PostgreSQL (direct
- * transactions exist) nothing is kept.
+ * that merchant is announced; a read that a change overlapped is not kept; peek answers only what
+ * is kept; on PostgreSQL (direct transactions exist) nothing is kept.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Fiber, Layer, Option } from "effect"
@@ -67,6 +67,21 @@ describe("BalanceCache", () => {
       expect(missing).toBe(2)
     }).pipe(Effect.provide(onPglite)))
 
+  it.effect("peek gives a kept read of the asked type without loading, and nothing once a change is announced", () =>
+    Effect.gen(function*() {
+      const cache = yield* BalanceCache
+      const isNumber = (kept: unknown): kept is number => typeof kept === "number"
+      const isText = (kept: unknown): kept is string => typeof kept === "string"
+      expect(cache.peek("a", isNumber)).toBeUndefined()
+      const a = counter()
+      yield* cache.read("a", a.load)
+      expect(cache.peek("a", isNumber)).toBe(100)
+      expect(cache.peek("a", isText)).toBeUndefined()
+      expect(a.state.loads).toBe(1)
+      yield* cache.changed("a")
+      expect(cache.peek("a", isNumber)).toBeUndefined()
+    }).pipe(Effect.provide(onPglite)))
+
   it.effect("keeps nothing on PostgreSQL, where other processes write", () =>
     Effect.gen(function*() {
       const cache = yield* BalanceCache
@@ -74,5 +89,6 @@ describe("BalanceCache", () => {
       yield* cache.read("a", a.load)
       yield* cache.read("a", a.load)
       expect(a.state.loads).toBe(2)
+      expect(cache.peek("a", (kept): kept is number => typeof kept === "number")).toBeUndefined()
     }).pipe(Effect.provide(onPostgresql)))
 })
