@@ -102,5 +102,3 @@ export const makeKeyCache = <M extends { readonly id: string }>(
 
     return { get, peek, forget, clear, settled } as const
   })
-
-export type KeyCache<M extends { readonly id: string }> = Effect.Effect.Success<ReturnType<typeof makeKeyCache<M>>>

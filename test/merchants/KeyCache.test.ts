@@ -181,6 +181,21 @@ describe("KeyCache", () => {
       expect(cache.peek("kb", 0)).toBeUndefined()
     }))
 
+  it.scoped("a read that fails fails its callers, keeps nothing, and the next read is made afresh", () =>
+    Effect.gen(function*() {
+      const keys = directory({ ka: alice })
+      let failures = 1
+      const cache = yield* makeKeyCache(
+        (hash) => failures-- > 0 ? Effect.die(new Error("connection lost")) : keys.lookup(hash),
+        OPTIONS
+      )
+      const failed = yield* Effect.exit(cache.get("ka"))
+      expect(Exit.isFailure(failed)).toBe(true)
+      expect(cache.peek("ka", 0)).toBeUndefined()
+      expect(yield* cache.get("ka")).toEqual(Option.some(alice))
+      expect(cache.peek("ka", 0)).toEqual(alice)
+    }))
+
   it.scoped("more keys than maxEntries start the cache over", () =>
     Effect.gen(function*() {
       const keys = directory({ ka: alice, ka2: alice, kb: bob })
