@@ -52,14 +52,21 @@ const directory = (owners: Record<string, TestMerchant | undefined>) => {
   return { state, lookup, holdReads, owners }
 }
 
+/** A cache over a counting lookup of `owners` (`directory`), both for the test to drive. */
+const cacheOver = (owners: Record<string, TestMerchant | undefined>, options = OPTIONS) =>
+  Effect.gen(function*() {
+    const keys = directory(owners)
+    const cache = yield* makeKeyCache(keys.lookup, options)
+    return { keys, cache }
+  })
+
 const alice: TestMerchant = { id: "m-alice", name: "Alice" }
 const bob: TestMerchant = { id: "m-bob", name: "Bob" }
 
 describe("KeyCache", () => {
   it.scoped("callers that ask for a key while it is read share the one read, and what it found is kept", () =>
     Effect.gen(function*() {
-      const keys = directory({ ka: alice })
-      const cache = yield* makeKeyCache(keys.lookup, OPTIONS)
+      const { cache, keys } = yield* cacheOver({ ka: alice })
       const held = yield* keys.holdReads
       const callers = yield* Effect.forEach(Array.from({ length: 20 }), () => Effect.fork(cache.get("ka")))
       yield* held.started
@@ -73,8 +80,7 @@ describe("KeyCache", () => {
 
   it.scoped("callers of an unknown key share the read under way, and nothing is kept for it", () =>
     Effect.gen(function*() {
-      const keys = directory({})
-      const cache = yield* makeKeyCache(keys.lookup, OPTIONS)
+      const { cache, keys } = yield* cacheOver({})
       const held = yield* keys.holdReads
       const callers = yield* Effect.forEach(Array.from({ length: 20 }), () => Effect.fork(cache.get("unknown")))
       yield* held.started
@@ -87,8 +93,7 @@ describe("KeyCache", () => {
 
   it.scoped("a key in use is read again in the background from its refresh age, so it never expires while used", () =>
     Effect.gen(function*() {
-      const keys = directory({ ka: alice })
-      const cache = yield* makeKeyCache(keys.lookup, OPTIONS)
+      const { cache, keys } = yield* cacheOver({ ka: alice })
       expect(yield* cache.get("ka")).toEqual(Option.some(alice))
       // younger than the refresh age: served, nothing read
       yield* TestClock.adjust("999 millis")
@@ -121,8 +126,7 @@ describe("KeyCache", () => {
 
   it.scoped("an entry not used until its age limit is read again before it is served", () =>
     Effect.gen(function*() {
-      const keys = directory({ ka: alice })
-      const cache = yield* makeKeyCache(keys.lookup, OPTIONS)
+      const { cache, keys } = yield* cacheOver({ ka: alice })
       expect(yield* cache.get("ka")).toEqual(Option.some(alice))
       yield* TestClock.adjust("2 seconds")
       expect(cache.peek("ka", 2_000)).toBeUndefined()
@@ -137,8 +141,7 @@ describe("KeyCache", () => {
 
   it.scoped("a key found revoked by a background read is refused from then on", () =>
     Effect.gen(function*() {
-      const keys = directory({ ka: alice })
-      const cache = yield* makeKeyCache(keys.lookup, OPTIONS)
+      const { cache, keys } = yield* cacheOver({ ka: alice })
       expect(yield* cache.get("ka")).toEqual(Option.some(alice))
       keys.owners.ka = undefined
       yield* TestClock.adjust("1500 millis")
@@ -151,8 +154,7 @@ describe("KeyCache", () => {
 
   it.scoped("a read that a change overlapped answers its callers but is not kept (forget and clear)", () =>
     Effect.gen(function*() {
-      const keys = directory({ ka: alice })
-      const cache = yield* makeKeyCache(keys.lookup, OPTIONS)
+      const { cache, keys } = yield* cacheOver({ ka: alice })
       for (const change of [() => cache.forget(alice.id), () => cache.clear()]) {
         const held = yield* keys.holdReads
         const answer = yield* Effect.fork(cache.get("ka"))
@@ -170,8 +172,7 @@ describe("KeyCache", () => {
 
   it.scoped("forget drops that merchant's keys only; clear drops every key", () =>
     Effect.gen(function*() {
-      const keys = directory({ ka: alice, ka2: alice, kb: bob })
-      const cache = yield* makeKeyCache(keys.lookup, OPTIONS)
+      const { cache } = yield* cacheOver({ ka: alice, ka2: alice, kb: bob })
       yield* Effect.forEach(["ka", "ka2", "kb"], (hash) => cache.get(hash))
       cache.forget(alice.id)
       expect(cache.peek("ka", 0)).toBeUndefined()
@@ -198,8 +199,7 @@ describe("KeyCache", () => {
 
   it.scoped("more keys than maxEntries start the cache over", () =>
     Effect.gen(function*() {
-      const keys = directory({ ka: alice, ka2: alice, kb: bob })
-      const cache = yield* makeKeyCache(keys.lookup, { ...OPTIONS, maxEntries: 2 })
+      const { cache } = yield* cacheOver({ ka: alice, ka2: alice, kb: bob }, { ...OPTIONS, maxEntries: 2 })
       yield* Effect.forEach(["ka", "ka2"], (hash) => cache.get(hash))
       expect(cache.peek("ka", 0)).toEqual(alice)
       yield* cache.get("kb")
