@@ -10,7 +10,7 @@ rm -rf .tmp/prof-data .tmp/prof; mkdir -p .tmp/prof
 FLAGS=$(node -p 'require("./package.json").scripts.start.split(" ").filter((a) => a.startsWith("--")).join(" ")')
 env DATABASE_URL=postgres://postgres@127.0.0.1:5432/mps_prof DATA_DIR=.tmp/prof-data PORT=18095 OPS_PORT=18096 \
   SIM_CATALOGUE_SIZE=${SIZE:-100000} SIM_CHURN_PER_SECOND=0 DEMO_MERCHANT=false LOG_LEVEL=info DUMP_INTERVAL_SECONDS=3600 \
-  node $FLAGS --cpu-prof --cpu-prof-dir=.tmp/prof dist/bundle/main.mjs > .tmp/prof.log 2>&1 &
+  ${PIN:+taskset -c $PIN} node $FLAGS --cpu-prof --cpu-prof-dir=.tmp/prof dist/bundle/main.mjs > .tmp/prof.log 2>&1 &
 PID=$!
 START=$(date +%s.%N)
 until grep -q "catalogue reconciled" .tmp/prof.log; do sleep 0.1; done

@@ -7,6 +7,8 @@
 cd "$(dirname "$0")/../.."
 FLAGS=${FLAGS:-$(node -p 'require("./package.json").scripts.start.split(" ").filter((a) => a.startsWith("--")).join(" ")')}
 mkdir -p .tmp
+# a service left running from an interrupted run would answer /ready at once
+if curl -sf http://127.0.0.1:18081/ready >/dev/null 2>&1; then echo "port 18081 is taken: stop what listens there" >&2; exit 1; fi
 if [ "$1" = "pglite" ]; then
   rm -rf .tmp/start-data; DBENV="DATA_DIR=.tmp/start-data"
 else
@@ -21,6 +23,8 @@ for i in $(seq 1 1200); do
     T=$(echo "$(date +%s.%N) - $START" | bc)
     read -r U S < <(awk '{print $14, $15}' /proc/$PID/stat)
     echo "ready after $T s; node CPU $(echo "scale=2; ($U + $S) / 100" | bc) s; RSS $(( $(awk '/VmRSS/{print $2}' /proc/$PID/status) / 1024 )) MB"
+    # THREADS=1: each thread's CPU (main, V8's helpers, libuv's pool, the deflate and PGlite workers)
+    [ -n "$THREADS" ] && for t in /proc/$PID/task/*; do echo "  $(cat $t/comm): $(awk '{printf "%.2f", ($14 + $15) / 100}' $t/stat) s"; done | sort -t: -k2 -rn | awk -F': ' '$2 > 0.01'
     break
   fi
   sleep 0.1
@@ -28,4 +32,4 @@ done
 sleep ${SETTLE:-0}
 [ "${SETTLE:-0}" != 0 ] && echo "after ${SETTLE} s: RSS $(( $(awk '/VmRSS/{print $2}' /proc/$PID/status) / 1024 )) MB"
 grep -o '"message":"catalogue reconciled[^}]*}[^}]*"timestamp":"[^"]*"' .tmp/start.log | head -2
-kill $PID
+kill $PID; wait $PID 2>/dev/null

@@ -1,0 +1,57 @@
+/**
+ * The synthetic listings' generator (src/Providers/Simulator/Listings.ts): its PRNG is mulberry32,
+ * number for number, and a listing is a function of (seed, index) alone, so the simulated market
+ * can rebuild any listing from its index and a restarted sync sees the same catalogue.
+ */
+import { Schema } from "effect"
+import { describe, expect, it } from "vitest"
+import { CatalogItemInput } from "../../src/Domain/CatalogItem.js"
+import { prng, syntheticListing } from "../../src/Providers/Simulator/Listings.js"
+
+/** mulberry32 as its author published it (a closure over its state), the reference. */
+const mulberry32 = (seed: number) => {
+  let a = seed >>> 0
+  return () => {
+    a = (a + 0x6D2B79F5) >>> 0
+    let t = a
+    t = Math.imul(t ^ (t >>> 15), t | 1)
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
+  }
+}
+
+describe("the synthetic listings' generator", () => {
+  it("draws mulberry32's numbers, in [0, 1), for any seed", () => {
+    for (const seed of [0, 1, 730, 731, 2 ** 31 + 5, 4294967295]) {
+      const ours = prng(seed)
+      const reference = mulberry32(seed)
+      const drawn = Array.from({ length: 2_000 }, () => ours())
+      expect(drawn).toEqual(Array.from({ length: 2_000 }, () => reference()))
+      expect(drawn.every((x) => x >= 0 && x < 1)).toBe(true)
+      // not a constant: the draws spread over the interval
+      expect(new Set(drawn.map((x) => Math.floor(x * 10))).size).toBe(10)
+    }
+  })
+
+  it("makes a listing from its seed and index alone: the same again, another for another index or seed", () => {
+    const first = Array.from({ length: 300 }, (_, i) => syntheticListing(730, i))
+    // made again in another order, after other seeds' listings, and each twice in a row
+    for (let k = 0; k < 8; k++) syntheticListing(11, k)
+    for (let i = 299; i >= 0; i--) {
+      expect(syntheticListing(730, i)).toEqual(first[i])
+      expect(syntheticListing(730, i)).toEqual(first[i])
+    }
+    expect(new Set(first.map((l) => l.item.id)).size).toBe(300)
+    expect(syntheticListing(731, 0).item.id).not.toBe(first[0]!.item.id)
+  })
+
+  it("makes listings the catalogue accepts, with every kind of item and both delivery types", () => {
+    const listings = Array.from({ length: 2_000 }, (_, i) => syntheticListing(730, i))
+    const decode = Schema.decodeUnknownEither(CatalogItemInput)
+    for (const { item } of listings) expect(decode(item)._tag).toBe("Right")
+    const categories = new Set(listings.map((l) => l.item.category))
+    for (const category of ["case", "sticker", "knife", "gloves", "rifle"]) expect(categories).toContain(category)
+    expect(new Set(listings.map((l) => l.item.delivery_type))).toEqual(new Set(["instant", "manual"]))
+    expect(listings.some((l) => l.item.stickers.length > 0)).toBe(true)
+  })
+})
