@@ -2,7 +2,7 @@
 # Where a fresh start spends its CPU until /ready and the first reconciliation with the supplier
 # (SIZE items, default 100,000; PostgreSQL at 127.0.0.1): node --cpu-prof with npm start's flags,
 # summarised by bench/http/cpuprofile-summary.mjs.
-#   bash bench/diagnostics/profile-first-sync.sh     (needs npm run build)
+#   [PIN=0] bash bench/diagnostics/profile-first-sync.sh     (needs npm run build; PIN: the service on that core)
 cd "$(dirname "$0")/../.."
 mkdir -p .tmp
 psql -h 127.0.0.1 -U postgres -d test -qc "DROP DATABASE IF EXISTS mps_prof" -c "CREATE DATABASE mps_prof" 2>/dev/null
