@@ -71,14 +71,13 @@ export class Merchants extends Effect.Service<Merchants>()("Merchants", {
     })
     /** Names this process in its notifications. */
     const processOrigin = randomUUID()
-    const forget = keys.forget
     /**
      * Drops this process's cache now; other processes' at commit (sql-pg's own notify sends
      * invalid SQL). The payload names this process, whose callers forget again once they have
      * committed: its own notification need not empty what was cached since, which is fresh.
      */
     const announce = (merchantId: string) =>
-      Effect.sync(() => forget(merchantId)).pipe(
+      Effect.sync(() => keys.forget(merchantId)).pipe(
         Effect.zipRight(sql`SELECT pg_notify(${AUTH_CHANGED_CHANNEL}, ${`${merchantId} ${processOrigin}`})`)
       )
 
@@ -96,7 +95,7 @@ export class Merchants extends Effect.Service<Merchants>()("Merchants", {
             Effect.sync(() => {
               const [merchantId = "", origin] = payload.split(" ")
               if (payload === LISTENING) keys.clear()
-              else if (origin !== processOrigin) forget(merchantId)
+              else if (origin !== processOrigin) keys.forget(merchantId)
               for (const listener of authChangeListeners) listener(payload === LISTENING ? undefined : merchantId)
             })
           )
@@ -184,7 +183,7 @@ export class Merchants extends Effect.Service<Merchants>()("Merchants", {
           status === "blocked" ? sql`DELETE FROM cabinet_sessions WHERE merchant_id = ${id}` : Effect.void,
           announce(id)
         ]))
-        yield* Effect.sync(() => forget(id))
+        yield* Effect.sync(() => keys.forget(id))
         return yield* get(id)
       }).pipe(Effect.orDie, Effect.withSpan("Merchants.update"))
 
@@ -201,7 +200,7 @@ export class Merchants extends Effect.Service<Merchants>()("Merchants", {
         return Option.some(apiKey)
       })).pipe(
         // the old key is refused at once here, even before the commit reaches the cache again
-        Effect.tap((key) => Option.isSome(key) ? Effect.sync(() => forget(id)) : Effect.void),
+        Effect.tap((key) => Option.isSome(key) ? Effect.sync(() => keys.forget(id)) : Effect.void),
         Effect.orDie,
         Effect.withSpan("Merchants.rotateApiKey")
       )
