@@ -11,6 +11,7 @@ import { createHash } from "node:crypto"
 import { type CatalogItem, serialise } from "../Domain/CatalogItem.js"
 import { Int8, rowsOf } from "../Domain/Db.js"
 import type { SupplierListing } from "../Providers/Supplier.js"
+import type { IndexedItem } from "./Index.js"
 
 export const CHANGES_CHANNEL = "catalogue_changes"
 
@@ -24,7 +25,8 @@ export type Source = "supplier" | "admin"
 export interface LoggedUpsert {
   readonly seq: number
   readonly epoch: number
-  readonly item: CatalogItem
+  /** What the index keeps of the item (the whole item, or only that: `NewItems`). */
+  readonly item: IndexedItem
   readonly text: string
 }
 

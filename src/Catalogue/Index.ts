@@ -69,7 +69,26 @@ const EMPTY_BUCKET: ReadonlyArray<Entry> = Object.freeze([])
 /** Ids are UUIDs (PostgreSQL's uuid type), so the first four characters are hex digits. */
 export const bucketOf = (id: string): number => parseInt(id.slice(0, 4), 16) & (BUCKETS - 1)
 
-export const entryOf = (item: CatalogItem, priceCents: number, json: string, interner?: { intern: <S extends string | null>(s: S) => S }): Entry => {
+/** What of an item the index keeps (beside its JSON): the fields its filters and sorts read. */
+export type IndexedItem = Pick<
+  CatalogItem,
+  "id" | "market_hash_name" | "price" | "category" | "exterior" | "rarity" | "float" | "delivery_type" | "estimated_delivery_minutes"
+>
+
+/** Those fields of an item, apart from it (the rest of the item can then be garbage). */
+export const indexedItem = (item: IndexedItem): IndexedItem => ({
+  id: item.id,
+  market_hash_name: item.market_hash_name,
+  price: item.price,
+  category: item.category,
+  exterior: item.exterior,
+  rarity: item.rarity,
+  float: item.float,
+  delivery_type: item.delivery_type,
+  estimated_delivery_minutes: item.estimated_delivery_minutes
+})
+
+export const entryOf = (item: IndexedItem, priceCents: number, json: string, interner?: { intern: <S extends string | null>(s: S) => S }): Entry => {
   const i = interner ?? { intern: <S extends string | null>(s: S) => s }
   return {
     id: item.id,

@@ -6,20 +6,42 @@
  * on PGlite, or when one of its items was stored meanwhile, it is written by the upserts.
  */
 import { Effect, Option, Schema } from "effect"
-import { type CopyField, copyField, CopyRows } from "../Db/CopyIn.js"
+import { CopyBuffers, type CopyField, copyField, CopyRows } from "../Db/CopyIn.js"
 import { DirectTransactions } from "../Db/Database.js"
-import { serialise } from "../Domain/CatalogItem.js"
+import { serialise, type SimHints } from "../Domain/CatalogItem.js"
 import { Int8 } from "../Domain/Db.js"
 import type { SupplierListing } from "../Providers/Supplier.js"
 import { ChangeLog, CHANGES_CHANNEL, type Logged, normalised, runsOf, type Source } from "./ChangeLog.js"
+import { type IndexedItem, indexedItem } from "./Index.js"
+import { storedItem } from "./Snapshots.js"
 
-/** A page of new listings made ready to be written by COPY (`NewItems.prepareNew`). */
-export interface NewPage {
-  readonly listings: ReadonlyArray<SupplierListing>
-  readonly source: Source
-  /** The items' rows, each listing's text, and the same as COPY has it; none on PGlite (no COPY). */
-  readonly copy: { readonly items: Buffer; readonly texts: ReadonlyArray<string>; readonly fields: ReadonlyArray<CopyField> } | undefined
-}
+/** A page of listings made ready to be written (`NewItems.prepareNew`). */
+export type NewPage =
+  /** On PGlite (no COPY): the listings, for the change log's upserts. */
+  | { readonly _tag: "Upserts"; readonly source: Source; readonly listings: ReadonlyArray<SupplierListing> }
+  /**
+   * On PostgreSQL: the items' COPY rows, and per listing what its write needs besides. Pages wait
+   * a few pages long for their write, past a young collection: a page kept its listings' items
+   * (about 1.4 KB of objects each) into the old generation, where they were garbage.
+   */
+  | {
+    readonly _tag: "Copy"
+    readonly source: Source
+    readonly items: Buffer
+    /** The fields the index keeps (the engine's entry is made from them and the text). */
+    readonly indexed: ReadonlyArray<IndexedItem>
+    readonly texts: ReadonlyArray<string>
+    /** The texts as COPY has them, written in the items' rows and copied into the log's. */
+    readonly fields: ReadonlyArray<CopyField>
+    readonly providerPrices: ReadonlyArray<number>
+    readonly sims: ReadonlyArray<SimHints | undefined>
+  }
+
+type CopyPage = Extract<NewPage, { readonly _tag: "Copy" }>
+
+/** A COPY page's listings again, for the upserts: each item from its text (as the engine reads one). */
+const listingsOf = (page: CopyPage): ReadonlyArray<SupplierListing> =>
+  page.texts.map((text, i) => ({ item: storedItem(text, page.indexed[i]!.id), providerPriceCents: page.providerPrices[i]!, sim: page.sims[i] }))
 
 const decodeHead = Schema.decodeUnknownSync(Schema.Struct({ epoch: Schema.Number, head: Int8 }))
 
@@ -30,6 +52,8 @@ export class NewItems extends Effect.Service<NewItems>()("NewItems", {
   effect: Effect.gen(function*() {
     const changeLog = yield* ChangeLog
     const direct = Option.flatten(yield* Effect.serviceOption(DirectTransactions))
+    // two a page, for the pages prepared ahead and those being written (Sync.ts)
+    const buffers = new CopyBuffers(8)
 
     /**
      * A page of listings none of which is stored (a reconciliation into an empty catalogue: a new
@@ -43,7 +67,7 @@ export class NewItems extends Effect.Service<NewItems>()("NewItems", {
         const listed = writes.flatMap((write) => write.op === "upsert" ? [write.listing] : [])
         if (Option.isNone(direct)) {
           for (const { item } of listed) changeLog.textOf(item)
-          return { listings: listed, source, copy: undefined }
+          return { _tag: "Upserts", source, listings: listed }
         }
         const items = new CopyRows()
         // made here, not kept by item (textOf): they go with the page
@@ -55,7 +79,16 @@ export class NewItems extends Effect.Service<NewItems>()("NewItems", {
           items.add([item.id, item.market_hash_name, Math.round(item.price * 100), providerPriceCents, "active", field, simText, source])
           return field
         })
-        return { listings: listed, source, copy: { items: items.bytes(), fields, texts } }
+        return {
+          _tag: "Copy",
+          source,
+          items: items.bytes(buffers),
+          indexed: listed.map(({ item }) => indexedItem(item)),
+          texts,
+          fields,
+          providerPrices: listed.map((listing) => listing.providerPriceCents),
+          sims: listed.map((listing) => listing.sim)
+        }
       })
 
     /**
@@ -65,27 +98,37 @@ export class NewItems extends Effect.Service<NewItems>()("NewItems", {
      * are the change log's upserts (`ChangeLog.applyLogged`). Answers what it logged.
      */
     const writeNew = (page: NewPage) => {
-      const { copy, listings, source } = page
-      const upserts = () => changeLog.applyLogged(listings.map((listing) => ({ op: "upsert", listing })), source)
-      if (Option.isNone(direct) || copy === undefined || listings.length === 0) return upserts()
+      const upserts = (listings: ReadonlyArray<SupplierListing>) => changeLog.applyLogged(listings.map((listing) => ({ op: "upsert", listing })), page.source)
+      if (page._tag === "Upserts") return upserts(page.listings)
+      const { fields, indexed, texts } = page
+      if (Option.isNone(direct) || indexed.length === 0) return upserts(listingsOf(page))
       const transaction = direct.value
       return Effect.promise(() =>
         transaction(async (session) => {
-          // the items before the head's row lock: another page's write copies its items meanwhile
-          if ((await session.copy(COPY_ITEMS, copy.items)) === undefined) return undefined
-          const bumped = await session.queries([["UPDATE catalogue_state SET head_seq = head_seq + $1 RETURNING epoch, head_seq AS head", [listings.length]]])
-          if (bumped === undefined) return undefined
-          const { epoch, head } = decodeHead(bumped[0]?.[0])
-          const first = head - listings.length + 1
-          const changes = new CopyRows()
-          listings.forEach(({ item }, i) => changes.add([first + i, epoch, "upsert", item.id, copy.fields[i]!]))
-          if ((await session.copy(COPY_CHANGES, changes.bytes())) === undefined) return undefined
-          const committed = await session.queriesAndCommit([["SELECT pg_notify($1, $2)", [CHANGES_CHANNEL, String(head)]]])
-          if (committed === undefined) return undefined
-          return { count: listings.length, upserts: listings.map(({ item }, i) => ({ seq: first + i, epoch, item, text: copy.texts[i]! })) }
+          let changesBytes: Buffer | undefined
+          try {
+            // the items before the head's row lock: another page's write copies its items meanwhile
+            if ((await session.copy(COPY_ITEMS, page.items)) === undefined) return undefined
+            const bumped = await session.queries([["UPDATE catalogue_state SET head_seq = head_seq + $1 RETURNING epoch, head_seq AS head", [indexed.length]]])
+            if (bumped === undefined) return undefined
+            const { epoch, head } = decodeHead(bumped[0]?.[0])
+            const first = head - indexed.length + 1
+            const changes = new CopyRows()
+            indexed.forEach((item, i) => changes.add([first + i, epoch, "upsert", item.id, fields[i]!]))
+            // the fields' bytes are copied from the items' buffer: it is given back only after this
+            changesBytes = changes.bytes(buffers)
+            if ((await session.copy(COPY_CHANGES, changesBytes)) === undefined) return undefined
+            const committed = await session.queriesAndCommit([["SELECT pg_notify($1, $2)", [CHANGES_CHANNEL, String(head)]]])
+            if (committed === undefined) return undefined
+            return { count: indexed.length, upserts: indexed.map((item, i) => ({ seq: first + i, epoch, item, text: texts[i]! })) }
+          } finally {
+            // each COPY has ended (PostgreSQL answered it, or the connection is gone): nothing reads them
+            buffers.give(page.items)
+            if (changesBytes !== undefined) buffers.give(changesBytes)
+          }
         })
       ).pipe(
-        Effect.flatMap((logged) => logged === undefined ? upserts() : Effect.succeed<Logged>(logged)),
+        Effect.flatMap((logged) => logged === undefined ? upserts(listingsOf(page)) : Effect.succeed<Logged>(logged)),
         Effect.withSpan("NewItems.writeNew")
       )
     }

@@ -10,7 +10,7 @@ import { Effect, Schema } from "effect"
 import { CatalogItem } from "../Domain/CatalogItem.js"
 import { Int8 } from "../Domain/Db.js"
 import { guardOf } from "../Domain/Guard.js"
-import { type Entry, entryOf, Interner } from "./Index.js"
+import { type Entry, entryOf, type IndexedItem, Interner } from "./Index.js"
 
 const LOAD_PAGE = 20_000
 /** Log rows read at a time by a replay (without their texts: about 60 bytes each). */
@@ -39,7 +39,7 @@ export const storedItem = (text: string, id: string): CatalogItem => {
 }
 
 /** A logged upsert's entry: its price is the item's, in cents, as the items table stores it. */
-export const loggedEntry = (item: CatalogItem, text: string, interner: Interner): Entry => entryOf(item, Math.round(item.price * 100), text, interner)
+export const loggedEntry = (item: IndexedItem, text: string, interner: Interner): Entry => entryOf(item, Math.round(item.price * 100), text, interner)
 
 /** An upsert this process logged, as the entry it makes (its item need not be kept). */
 export interface Remembered {

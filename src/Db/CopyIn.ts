@@ -88,14 +88,32 @@ const copyText = (text: string): string =>
 
 /**
  * A field already in COPY's text format: one text written in several rows is escaped once, and
- * encoded once (its other rows copy the bytes its first was written as).
+ * encoded once (its other rows copy the bytes its first was written as). Once written it keeps
+ * only where: a page's fields wait for its write, and an escaped copy of each text, or a Buffer
+ * view of each field, outlived a young collection and was garbage in the old generation.
  */
 export class CopyField {
   readonly byteLength: number
-  /** Where its text was first written as bytes. */
-  written: Buffer | undefined = undefined
-  constructor(readonly text: string) {
+  /** The text until it is first written as bytes. */
+  private text: string | undefined
+  /** Where its text was first written as bytes: in `writtenIn`, from `writtenAt`. */
+  private writtenIn: Buffer | undefined = undefined
+  private writtenAt = 0
+  constructor(text: string) {
+    this.text = text
     this.byteLength = Buffer.byteLength(text, "utf8")
+  }
+
+  /** Writes the field into `out` at `at` (its bytes, once written, copied from where they were). */
+  writeInto(out: Buffer, at: number): void {
+    if (this.writtenIn !== undefined) {
+      this.writtenIn.copy(out, at, this.writtenAt, this.writtenAt + this.byteLength)
+      return
+    }
+    out.write(this.text!, at, "utf8")
+    this.text = undefined
+    this.writtenIn = out
+    this.writtenAt = at
   }
 }
 
@@ -135,21 +153,46 @@ export class CopyRows {
     this.byteLength += Buffer.byteLength(text, "utf8")
   }
 
-  /** The rows as UTF-8 bytes, in one buffer. */
-  bytes(): Buffer {
-    const out = Buffer.allocUnsafe(this.byteLength)
+  /** The rows as UTF-8 bytes, in one buffer (from `buffers`, to give back once copied, if given). */
+  bytes(buffers?: CopyBuffers): Buffer {
+    const out = buffers === undefined ? Buffer.allocUnsafe(this.byteLength) : buffers.take(this.byteLength)
     let at = 0
     for (const piece of this.pieces) {
       if (typeof piece === "string") {
         at += out.write(piece, at, "utf8")
-      } else if (piece.written !== undefined) {
-        at += piece.written.copy(out, at)
       } else {
-        const end = at + out.write(piece.text, at, "utf8")
-        piece.written = out.subarray(at, end)
-        at = end
+        piece.writeInto(out, at)
+        at += piece.byteLength
       }
     }
     return out
+  }
+}
+
+/**
+ * Buffers for COPY's rows, taken and given back once their COPY has ended. A first reconciliation
+ * writes two buffers of about a megabyte a page: each new one was memory outside V8's heap, for
+ * which V8 marked the whole growing heap every few dozen pages (`--trace-incremental-marking`
+ * gives "external memory pressure" as the reason), 16 full collections in a start of 1,000,000
+ * items.
+ */
+export class CopyBuffers {
+  private readonly free: Array<ArrayBufferLike> = []
+
+  /** `keep`: how many given-back buffers are kept for the next pages (the rest are garbage). */
+  constructor(private readonly keep: number) {}
+
+  /** A buffer of `size` bytes, its contents undefined. */
+  take(size: number): Buffer {
+    const at = this.free.findIndex((free) => free.byteLength >= size)
+    if (at >= 0) return Buffer.from(this.free.splice(at, 1)[0]!, 0, size)
+    // a little larger than asked: the next pages are about as large, some a little larger
+    const owned = Buffer.allocUnsafeSlow(Math.ceil(size * 1.25))
+    return Buffer.from(owned.buffer, 0, size)
+  }
+
+  /** Gives back a buffer `take` gave, no longer read or written by anything. */
+  give(buffer: Buffer): void {
+    if (this.free.length < this.keep) this.free.push(buffer.buffer)
   }
 }

@@ -16,7 +16,7 @@ import { directTransaction, DirectTransactions } from "../../src/Db/Database.js"
 import { migrate } from "../../src/Db/Migrations.js"
 import { syntheticListing } from "../../src/Providers/Simulator/Listings.js"
 import type { SupplierListing } from "../../src/Providers/Supplier.js"
-import { type FreshDatabase, freshDatabase } from "../support/database.js"
+import { type FreshDatabase, freshDatabase, serverPool } from "../support/database.js"
 
 /** Names and sticker names with what COPY's text format escapes, and characters beyond ASCII. */
 const TRICKY_NAMES = ["★ Karambit | Doppler (Factory New)", "back\\slash \\N", "tab\tand\nline\r\nend", "\"quoted\" ™ 𝄞", "ends \\"]
@@ -53,7 +53,7 @@ describe.runIf(!!process.env["DATABASE_URL"])("the change log's bulk write of ne
   /** A fresh, migrated database, and the change log on it (with the pool's direct transactions, as the service has them). */
   const changeLogOn = async () => {
     const database = await freshDatabase()
-    const pool = new pg.Pool({ connectionString: database.url, max: 2 })
+    const pool = serverPool(database.url, 2)
     opened.push({ database, pool })
     const sql = Layer.provideMerge(Layer.effectDiscard(migrate), PgClient.layer({ url: Redacted.make(database.url!) }))
     const layer = NewItems.Default.pipe(
@@ -134,6 +134,37 @@ describe.runIf(!!process.env["DATABASE_URL"])("the change log's bulk write of ne
     for (const listing of repriced) expect(stored.get(listing.item.id)?.price_cents).toBe(String(Math.round(listing.item.price * 100)))
     // the second page's COPY failed and was rolled back: its rows came from the upserts
     expect(await log.writes()).toEqual(["COPY", "WITH"])
+  })
+
+  it("a page that falls back writes what the upserts write: names COPY escapes, sim hints and prices as listed", async () => {
+    const [bulk, upserts] = [await changeLogOn(), await changeLogOn()]
+    const stored = listings.slice(20, 30)
+    // one stored listing, repriced, makes the COPY fail: the page is the upserts of what it prepared
+    const page = [{ ...stored[0]!, item: { ...stored[0]!.item, price: stored[0]!.item.price + 3 } }, ...listings.slice(0, 20)]
+    await bulk.run((_, newItems) => insertNew(newItems, stored))
+    await upserts.run((log) => log.applyLogged(stored.map((listing) => ({ op: "upsert", listing }))))
+    const bulkLogged = await bulk.run((_, newItems) => insertNew(newItems, page))
+    const upsertsLogged = await upserts.run((log) => log.applyLogged(page.map((listing) => ({ op: "upsert", listing }))))
+    expect(bulkLogged.count).toBe(21)
+    expect(reported([bulkLogged])).toEqual(reported([upsertsLogged]))
+    const items = await bulk.items()
+    expect(items).toEqual(await upserts.items())
+    expect(items.filter((row) => row.sim !== null)).toHaveLength(TRICKY_NAMES.length)
+    expect((await bulk.changes()).rows).toEqual((await upserts.changes()).rows)
+    expect(await bulk.writes()).toEqual(["COPY", "WITH"])
+  })
+
+  it("pages written one after another through one service reuse its COPY buffers, and every row is as the upserts write it", async () => {
+    const [bulk, upserts] = [await changeLogOn(), await changeLogOn()]
+    // smaller, larger, smaller again, then larger than any: buffers given back are taken again
+    const pages = [listings.slice(0, 100), listings.slice(100, 400), listings.slice(400, 450), listings.slice(450)]
+    const bulkLogged = await bulk.run((_, newItems) => Effect.forEach(pages, (page) => insertNew(newItems, page)))
+    for (const page of pages) await upserts.run((log) => log.applyLogged(page.map((listing) => ({ op: "upsert", listing }))))
+    expect(bulkLogged.map((l) => l.count)).toEqual(pages.map((page) => page.length))
+    expect(reported(bulkLogged)).toEqual(await bulk.upsertsLogged())
+    expect(await bulk.items()).toEqual(await upserts.items())
+    expect((await bulk.changes()).rows).toEqual((await upserts.changes()).rows)
+    expect(await bulk.writes()).toEqual(["COPY", "COPY", "COPY", "COPY"])
   })
 
   it("pages written at once (as a first reconciliation writes two) log gaplessly, each change its page's item", async () => {

@@ -7,9 +7,9 @@
 import { Predicate } from "effect"
 import pg from "pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { copyField, copyIn, CopyRows } from "../../src/Db/CopyIn.js"
+import { CopyBuffers, copyField, copyIn, CopyRows } from "../../src/Db/CopyIn.js"
 import { directTransaction } from "../../src/Db/Database.js"
-import { type FreshDatabase, freshDatabase } from "../support/database.js"
+import { type FreshDatabase, freshDatabase, serverPool } from "../support/database.js"
 
 /** Texts COPY's format must escape or carry as they are: backslashes, tabs, line ends, `\N`, beyond ASCII. */
 const TRICKY = [
@@ -26,12 +26,45 @@ const TRICKY = [
   "ends with a backslash \\"
 ]
 
+describe("COPY's buffers, taken and given back", () => {
+  it("gives a buffer of the size asked, the memory of one given back when it is large enough, and keeps no more than told", () => {
+    const buffers = new CopyBuffers(1)
+    const first = buffers.take(1_000)
+    expect(first.length).toBe(1_000)
+    const second = buffers.take(1_000)
+    expect(second.buffer).not.toBe(first.buffer)
+    buffers.give(first)
+    buffers.give(second)
+    // only one was kept (keep = 1): the next take has its memory, the one after is new
+    const again = buffers.take(900)
+    expect(again.length).toBe(900)
+    expect(again.buffer).toBe(first.buffer)
+    expect(buffers.take(900).buffer).not.toBe(second.buffer)
+    buffers.give(again)
+    // one larger than any kept is new memory
+    const larger = buffers.take(10_000)
+    expect(larger.length).toBe(10_000)
+    expect(larger.buffer).not.toBe(first.buffer)
+  })
+
+  it("rows written into a buffer taken again are the new rows alone", () => {
+    const buffers = new CopyBuffers(2)
+    const long = new CopyRows()
+    long.add([1, "a long row that leaves bytes behind", null])
+    buffers.give(long.bytes(buffers))
+    const short = new CopyRows()
+    const field = copyField("tab\there")
+    short.add([2, field, field])
+    expect(short.bytes(buffers).toString("utf8")).toBe("2\ttab\\there\ttab\\there\n")
+  })
+})
+
 describe.runIf(!!process.env["DATABASE_URL"])("COPY FROM STDIN (DATABASE_URL only)", () => {
   let database: FreshDatabase
   let pool: pg.Pool
   beforeAll(async () => {
     database = await freshDatabase()
-    pool = new pg.Pool({ connectionString: database.url, max: 2 })
+    pool = serverPool(database.url, 2)
     await pool.query("CREATE TABLE copied (id bigint PRIMARY KEY, body text, twice text, note text)")
   })
   afterAll(async () => {

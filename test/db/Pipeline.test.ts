@@ -9,14 +9,14 @@ import pg from "pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { directTransaction } from "../../src/Db/Database.js"
 import { pipelined } from "../../src/Db/Pipeline.js"
-import { type FreshDatabase, freshDatabase } from "../support/database.js"
+import { type FreshDatabase, freshDatabase, serverPool } from "../support/database.js"
 
 describe.runIf(!!process.env["DATABASE_URL"])("statements sent at once (DATABASE_URL only)", () => {
   let database: FreshDatabase
   let pool: pg.Pool
   beforeAll(async () => {
     database = await freshDatabase()
-    pool = new pg.Pool({ connectionString: database.url, max: 2 })
+    pool = serverPool(database.url, 2)
     await pool.query("CREATE TABLE notes (id bigint PRIMARY KEY, body text NOT NULL)")
     await pool.query(`CREATE FUNCTION must(ok boolean) RETURNS boolean LANGUAGE plpgsql AS $$
       BEGIN IF ok IS NOT TRUE THEN RAISE EXCEPTION 'must'; END IF; RETURN true; END $$`)
@@ -113,7 +113,7 @@ describe.runIf(!!process.env["DATABASE_URL"])("statements sent at once (DATABASE
   })
 
   it("a direct transaction drops a connection whose prepared statements went out of date; the next one prepares afresh", async () => {
-    const single = new pg.Pool({ connectionString: database.url, max: 1 })
+    const single = serverPool(database.url, 1)
     try {
       await single.query("CREATE TABLE shapes (id bigint PRIMARY KEY, body text NOT NULL)")
       await single.query("INSERT INTO shapes VALUES (1, 'a')")

@@ -42,3 +42,15 @@ export const freshDatabase = async (): Promise<FreshDatabase> => {
     }
   }
 }
+
+/**
+ * A node-postgres pool on a fresh database of the server. Its `end()` resolves before its clients'
+ * sockets have closed, and the forced drop that follows terminates them: the pool then reports
+ * the termination (57P01) of a client it no longer holds as its 'error' event, which with no
+ * listener fails the run. Errors of idle clients are the pool's to report, not a test's.
+ */
+export const serverPool = (url: string | undefined, max: number): pg.Pool => {
+  const pool = new pg.Pool({ connectionString: url, max })
+  pool.on("error", () => undefined)
+  return pool
+}
