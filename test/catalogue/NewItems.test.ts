@@ -3,7 +3,8 @@
  * reconciliation) against the change log's upserts (ChangeLog.apply), on a real PostgreSQL server
  * (DATABASE_URL only: on PGlite they are apply). Both write the same rows to the items table and the same
  * changes to the log, gapless from the head; a listing that is stored after all makes the write
- * fall back to the upserts, which write only what changed. Pages written at once log gaplessly.
+ * fall back to the upserts, which write only what changed (the page's items made again from their
+ * texts). Pages written at once log gaplessly; pages written in turn take the same buffers again.
  */
 import * as Reactivity from "@effect/experimental/Reactivity"
 import { PgClient } from "@effect/sql-pg"

@@ -2,7 +2,8 @@
  * COPY ... FROM STDIN on a node-postgres client (src/Db/CopyIn.ts) and in the direct transaction
  * (src/Db/Database.ts), on a real PostgreSQL server (DATABASE_URL only: PGlite has no pool): text
  * of every kind comes back exactly as written, a COPY that fails reports it and leaves the
- * connection usable, and a failed COPY rolls its transaction back whole.
+ * connection usable, and a failed COPY rolls its transaction back whole. And, on either database,
+ * the buffers COPY's rows are written into, taken again once given back.
  */
 import { Predicate } from "effect"
 import pg from "pg"
