@@ -11,7 +11,7 @@ import { createHash } from "node:crypto"
 import { type CatalogItem, serialise } from "../Domain/CatalogItem.js"
 import { Int8, rowsOf } from "../Domain/Db.js"
 import type { SupplierListing } from "../Providers/Supplier.js"
-import type { IndexedItem } from "./Index.js"
+import type { IndexedItem } from "./Entry.js"
 
 export const CHANGES_CHANNEL = "catalogue_changes"
 

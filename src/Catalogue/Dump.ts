@@ -23,8 +23,9 @@ import { crc32Combine } from "./Crc32.js"
 import { makeDeflateSlots, type Piece } from "./DeflateWorkers.js"
 import { dumpDirectory, type DumpFile, openDumpFile, type Source } from "./DumpFile.js"
 import { CatalogueEngine } from "./Engine.js"
+import { type Entry, jsonListLength, writeJsonList } from "./Entry.js"
 import { yieldToEventLoop } from "./EventLoop.js"
-import { BUCKET_BITS, type Entry, jsonListLength, writeJsonList } from "./Index.js"
+import { BUCKET_BITS } from "./Index.js"
 
 /** Items per piece, about: a piece is a run of id-prefix buckets, as many pieces as this makes. */
 const PIECE_ITEMS = 1_500

@@ -9,7 +9,8 @@ import { type FastBody, fastGet, type FastRoute } from "../FastLane.js"
 import { ListParams, SearchParams } from "./Api.js"
 import { CatalogueDump } from "./Dump.js"
 import { CatalogueEngine } from "./Engine.js"
-import { type Entry, jsonListLength, type ListFilters, type SortOrder, writeJsonList } from "./Index.js"
+import { type Entry, jsonListLength, writeJsonList } from "./Entry.js"
+import type { ListFilters, SortOrder } from "./Index.js"
 
 const PagePosition = Schema.Tuple(Schema.Literal("a", "d"), Schema.Int, Schema.UUID)
 

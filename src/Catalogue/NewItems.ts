@@ -12,7 +12,7 @@ import { serialise, type SimHints } from "../Domain/CatalogItem.js"
 import { Int8 } from "../Domain/Db.js"
 import type { SupplierListing } from "../Providers/Supplier.js"
 import { ChangeLog, CHANGES_CHANNEL, type Logged, normalised, runsOf, type Source } from "./ChangeLog.js"
-import { type IndexedItem, indexedItem } from "./Index.js"
+import { type IndexedItem, indexedItem } from "./Entry.js"
 import { storedItem } from "./Snapshots.js"
 
 /** A page of listings made ready to be written (`NewItems.prepareNew`). */

@@ -10,7 +10,7 @@ import { Effect, Schema } from "effect"
 import { CatalogItem } from "../Domain/CatalogItem.js"
 import { Int8 } from "../Domain/Db.js"
 import { guardOf } from "../Domain/Guard.js"
-import { type Entry, entryOf, type IndexedItem, Interner } from "./Index.js"
+import { type Entry, entryOf, type IndexedItem, Interner } from "./Entry.js"
 
 const LOAD_PAGE = 20_000
 /** Log rows read at a time by a replay (without their texts: about 60 bytes each). */

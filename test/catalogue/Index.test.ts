@@ -7,7 +7,8 @@
  */
 import * as fc from "fast-check"
 import { describe, expect, it } from "vitest"
-import { bucketOf, CatalogueIndex, type Entry, entryOf, type ListFilters, type SortOrder } from "../../src/Catalogue/Index.js"
+import { type Entry, entryOf } from "../../src/Catalogue/Entry.js"
+import { bucketOf, CatalogueIndex, type ListFilters, type SortOrder } from "../../src/Catalogue/Index.js"
 import { compareKeys, type Keyed } from "../../src/Catalogue/SortedList.js"
 import { serialise } from "../../src/Domain/CatalogItem.js"
 
