@@ -6,29 +6,24 @@
  * sync flush, so the pieces join into one valid gzip member (as pigz does) with a CRC-32 combined
  * from the pieces'. A piece whose buckets did not change since the last build is copied from the
  * last file. The event loop only compares buckets and copies bytes, a piece at a time.
- *
- * A little over 300 lines: the build and the downloads share the built dump's file, its bytes in
- * memory and its slots; they are one lifecycle.
+ * The pieces themselves (how items are split, how they join into one gzip member) are DumpPieces.ts.
  */
-import { Clock, Effect, Fiber, Option } from "effect"
+import { Clock, Deferred, Effect, Fiber, Option } from "effect"
 import { join } from "node:path"
 import { pipeline, type Readable } from "node:stream"
 import * as zlib from "node:zlib"
 import { Settings } from "../Config.js"
 import { Fibers } from "../Ops/Fibers.js"
-import { collectStartupGarbage } from "../Ops/Heap.js"
 import { Metrics } from "../Ops/Metrics.js"
-import { Readiness } from "../Ops/Readiness.js"
 import { crc32Combine } from "./Crc32.js"
-import { makeDeflateSlots, type Piece } from "./DeflateWorkers.js"
+import { makeDeflateSlots } from "./DeflateWorkers.js"
 import { dumpDirectory, type DumpFile, openDumpFile, type Source } from "./DumpFile.js"
+import { DEFLATE_END, GZIP_HEADER, GZIP_LEVEL, itemBytes, prefixBits, sameBuckets, smallPieceOf, type StoredPiece, trailer, writeItems } from "./DumpPieces.js"
 import { CatalogueEngine } from "./Engine.js"
-import { type Entry, jsonListLength, writeJsonList } from "./Entry.js"
+import type { Entry } from "./Entry.js"
 import { yieldToEventLoop } from "./EventLoop.js"
 import { BUCKET_BITS } from "./Index.js"
 
-/** Items per piece, about: a piece is a run of id-prefix buckets, as many pieces as this makes. */
-const PIECE_ITEMS = 1_500
 /**
  * Deflate workers: two on two cores. With three deflations at once (on libuv's pool then), a full
  * rebuild at 2.5M took 34 s instead of 41 but the event loop waited longer for a CPU (delay 321 ms
@@ -37,7 +32,6 @@ const PIECE_ITEMS = 1_500
 const DEFLATE_WORKERS = 2
 /** Pieces in flight: two per worker, so a worker has its next piece while its last is written out. */
 const PIECE_SLOTS = 4
-const GZIP_LEVEL = 1
 /** Smallest buffer a piece's JSON is written into (a piece is about 1.5 MB). */
 const PIECE_BUFFER_BYTES = 2 * 1024 * 1024
 
@@ -56,61 +50,11 @@ export interface BuiltDump {
   readonly buildMillis: number
 }
 
-const GZIP_HEADER = Buffer.from([0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xff])
-/** An empty final fixed-Huffman block: ends the deflate stream after the sync-flushed pieces. */
-const DEFLATE_END = Buffer.from([0x03, 0x00])
-
-const trailer = (crc: number, length: number) => {
-  const buffer = Buffer.alloc(8)
-  buffer.writeUInt32LE(crc >>> 0, 0)
-  buffer.writeUInt32LE(length % 0x1_0000_0000, 4)
-  return buffer
-}
-
-/** A few bytes (the dump's head, tail, a comma) as a piece, deflated here: microseconds. */
-const smallPieceOf = (raw: Buffer): Piece => ({
-  deflated: zlib.deflateRawSync(raw, { level: GZIP_LEVEL, finishFlush: zlib.constants.Z_SYNC_FLUSH }),
-  crc: zlib.crc32(raw),
-  length: raw.length
-})
-
-/** A piece of the last build, in its dump file. */
-interface StoredPiece {
-  readonly file: DumpFile
-  readonly offset: number
-  readonly size: number
-  readonly crc: number
-  readonly length: number
-}
-
-/** Prefix bits of the id that choose an item's piece, for a catalogue of `size` items. */
-const prefixBits = (size: number) => Math.min(BUCKET_BITS, Math.max(0, Math.ceil(Math.log2(size / PIECE_ITEMS))))
-
-/** Whether every bucket of a piece is the same array as in the last build: then so are its items. */
-const sameBuckets = (now: ReadonlyArray<ReadonlyArray<Entry>>, before: ReadonlyArray<ReadonlyArray<Entry>>, from: number, to: number) => {
-  for (let b = from; b < to; b++) if (now[b] !== before[b]) return false
-  return true
-}
-
-/** The JSON of a piece's items, comma-separated, written into `target`; its length. */
-const writeItems = (target: Buffer, buckets: ReadonlyArray<ReadonlyArray<Entry>>, from: number, to: number) => {
-  let at = 0
-  for (let b = from; b < to; b++) at = writeJsonList(target, at, buckets[b]!, at > 0)
-  return at
-}
-
-/** How many items a piece has and the bytes of their comma-separated JSON. */
-const itemBytes = (buckets: ReadonlyArray<ReadonlyArray<Entry>>, from: number, to: number) => {
-  let bytes = 0
-  let count = 0
-  for (let b = from; b < to; b++) {
-    const bucket = buckets[b]!
-    if (bucket.length === 0) continue
-    bytes += (count > 0 ? 1 : 0) + jsonListLength(bucket)
-    count += bucket.length
-  }
-  return { count, bytes }
-}
+/**
+ * How long a download waits for the first dump of a start (the catalogue's reconciliation and the
+ * build): a few seconds at 100,000 items, tens at millions; past it, 503 FEED_NOT_READY as before.
+ */
+const FIRST_BUILD_WAIT = "30 seconds"
 
 export class CatalogueDump extends Effect.Service<CatalogueDump>()("CatalogueDump", {
   scoped: Effect.gen(function*() {
@@ -118,8 +62,8 @@ export class CatalogueDump extends Effect.Service<CatalogueDump>()("CatalogueDum
     const settings = yield* Settings
     const fibers = yield* Fibers
     const metrics = yield* Metrics
-    const readiness = yield* Readiness
     let current: BuiltDump | undefined
+    const firstBuilt = yield* Deferred.make<void>()
     let downloads = 0
 
     /** The last build's buckets and pieces (by index), and how many prefix bits chose them. */
@@ -238,6 +182,7 @@ export class CatalogueDump extends Effect.Service<CatalogueDump>()("CatalogueDum
       replaced = current?.file
       current = built
       unfinished = undefined
+      yield* Deferred.succeed(firstBuilt, undefined)
       yield* Effect.logInfo("catalogue dump built").pipe(Effect.annotateLogs({
         items: built.itemsCount,
         pieces: pieceCount,
@@ -246,8 +191,6 @@ export class CatalogueDump extends Effect.Service<CatalogueDump>()("CatalogueDum
         json_bytes: built.jsonLength,
         millis: built.buildMillis
       }))
-      // with the garbage of the engine's first load of the reconciled catalogue, which it follows
-      if (replaced === undefined) yield* collectStartupGarbage("first catalogue dump built")
       return built
     }).pipe(
       // a build that failed half-way leaves no file behind
@@ -270,7 +213,6 @@ export class CatalogueDump extends Effect.Service<CatalogueDump>()("CatalogueDum
         }))
       ))
 
-    yield* readiness.register("catalogue_dump", Effect.sync(() => current !== undefined))
     const ageGauge = metrics.gauge({ name: "catalogue_dump_age_seconds", help: "Seconds since the served dump was generated" })
     const downloadsGauge = metrics.gauge({ name: "catalogue_dump_downloads", help: "Dump downloads in progress" })
     yield* metrics.onScrape(Effect.gen(function*() {
@@ -297,6 +239,16 @@ export class CatalogueDump extends Effect.Service<CatalogueDump>()("CatalogueDum
         })
       })
 
+    /**
+     * The dump, or the first one once built: a download asked for just after start-up (/ready does
+     * not wait for the first build) waits for it, up to FIRST_BUILD_WAIT; None if there is none then.
+     */
+    const awaitCurrent = Effect.suspend(() =>
+      current !== undefined
+        ? Effect.succeed(Option.some(current))
+        : Effect.map(Effect.timeoutOption(Deferred.await(firstBuilt), FIRST_BUILD_WAIT), () => Option.fromNullable(current))
+    )
+
     /** The gzip bytes as built. */
     const gzipStream = (dump: BuiltDump): Readable => dump.file.stream()
 
@@ -311,7 +263,7 @@ export class CatalogueDump extends Effect.Service<CatalogueDump>()("CatalogueDum
     }
 
     return {
-      current: () => Option.fromNullable(current),
+      awaitCurrent,
       acquireDownload,
       gzipStream,
       identityStream

@@ -116,16 +116,16 @@ export class CatalogueEngine extends Effect.Service<CatalogueEngine>()("Catalogu
         cursor = state.head
         ring.length = 0
         loaded = true
+        yield* Effect.logInfo("catalogue loaded").pipe(Effect.annotateLogs({ items: fresh.size, epoch, cursor, from }))
+        // A load of the reconciled catalogue (a start's, or a reload after an epoch change) leaves
+        // several times the index's size in garbage (with a first reconciliation's); a load of
+        // nothing (a new database's, before that reconciliation) leaves none. Collected before
+        // `synced` lets /ready answer 200, so the pause falls before the process takes traffic.
+        if (fresh.size > 0 && state.reconciled) yield* collectStartupGarbage("catalogue loaded")
         // the snapshot holds what the reconciliation wrote, if it had ended
-        const wasSynced = synced
         synced ||= state.reconciled
         yield* Deferred.succeed(firstLoad, undefined)
         if (synced) yield* Deferred.succeed(firstSynced, undefined)
-        yield* Effect.logInfo("catalogue loaded").pipe(Effect.annotateLogs({ items: fresh.size, epoch, cursor, from }))
-        // A reload after an epoch change leaves the same garbage as the first load; a load of
-        // nothing (a new database's, before its first reconciliation) leaves none. The first load of
-        // a reconciled catalogue is followed by the first dump, which collects for both (Dump.ts).
-        if (fresh.size > 0 && wasSynced) yield* collectStartupGarbage("catalogue loaded")
         if (changedEpoch) publish({ _tag: "reset", epoch })
         else if (advanced) publish({ _tag: "advanced", epoch, cursor })
       })

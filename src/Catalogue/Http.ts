@@ -182,7 +182,7 @@ export const CatalogueHttp = HttpApiBuilder.group(MerchantApi, "catalogue", (han
       .handle("searchItems", ({ urlParams }) => Effect.zipRight(engine.awaitLoaded, Effect.sync(() => json(pageBytes(searchPage(engine, urlParams))))))
       .handle("fullDump", ({ headers, request }) =>
         Effect.gen(function*() {
-          const built = dump.current()
+          const built = yield* dump.awaitCurrent
           if (Option.isNone(built)) return yield* new FeedNotReady({ message: "The catalogue dump is being generated; retry with backoff." })
           const d = built.value
           const checkpoint: Record<string, string> = Option.match(d.checkpoint, {

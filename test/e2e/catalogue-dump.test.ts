@@ -112,7 +112,7 @@ describe("catalogue full dump", () => {
         RATE_LIMIT_BURST: "100000"
       }
     })
-    // startServer waits for /ready on the ops listener (database, migrations, catalogue and dump)
+    // startServer waits for /ready on the ops listener (database, migrations, the reconciled catalogue)
     const ready = await fetch(`${server.opsUrl}/ready`)
     expect(ready.status).toBe(200)
     key = (await server.createMerchant()).apiKey

@@ -5,12 +5,15 @@
  * before then loses nothing: followed from its last cursor whenever the server closes it, it ends
  * with exactly the catalogue of the dump, through gapless changes.
  *
- * PostgreSQL only: on the embedded database, one session, every request (the merchant's creation,
- * /metrics, the feed's authentication) waits for the reconciliation's transactions, so a client
- * cannot be placed inside that window on purpose.
+ * The feed's case is PostgreSQL only: on the embedded database, one session, every request (the
+ * merchant's creation, /metrics, the feed's authentication) waits for the reconciliation's
+ * transactions, so a client cannot be placed inside that window on purpose.
+ *
+ * And /ready does not wait for the first dump: a download asked for before it is built waits for
+ * it instead of answering 503 (docs/decisions/0023-start-up-before-the-index-loads.md).
  */
 import { afterAll, expect, it } from "vitest"
-import { applyChanges, availableDump, eventually, expectGaplessFeed, Feed, metric } from "../support/catalogue.js"
+import { applyChanges, availableDump, eventually, expectGaplessFeed, Feed, metric, rawGet } from "../support/catalogue.js"
 import { type RunningServer, startServer } from "../support/server.js"
 
 // enough items that the reconciliation is still writing when the client connects (seconds of it,
@@ -79,3 +82,18 @@ it.runIf(!!process.env["DATABASE_URL"])(
   },
   180_000
 )
+
+it("a dump download asked for during the first reconciliation waits for the first dump and answers 200 with the whole catalogue", async () => {
+  const size = 20_000
+  const started = await startServer({ env: { ...ENV, SIM_CATALOGUE_SIZE: String(size), DUMP_INTERVAL_SECONDS: "3600" }, waitFor: "health" })
+  try {
+    const key = (await started.createMerchant()).apiKey
+    // one request, not a poll: before, it answered 503 FEED_NOT_READY until the first build
+    const res = await rawGet(`${started.baseUrl}/api/v1/merchant/items/full-dump`, { authorization: `Bearer ${key}` })
+    expect(res.status, res.body.toString().slice(0, 300)).toBe(200)
+    expect(Number(res.headers["x-items-count"])).toBe(size)
+    expect((JSON.parse(res.body.toString()) as { items_count: number }).items_count).toBe(size)
+  } finally {
+    await started.stop()
+  }
+}, 120_000)
