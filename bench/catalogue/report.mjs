@@ -69,7 +69,7 @@ export const report = (files) => {
   )
   line()
   line(
-    "| items | RSS | V8 heap used | external (dump gzip) | (RSS − baseline) per 1,000,000 items | peak RSS seen | load: spawn → loaded | spawn → /ready (first dump built) | start mode |"
+    "| items | RSS | V8 heap used | external (dump gzip) | (RSS − baseline) per 1,000,000 items | peak RSS seen | load: spawn → loaded | spawn → /ready | start mode |"
   )
   line("|---:|---:|---:|---:|---:|---:|---:|---:|---|")
   if (baseline) {

@@ -209,7 +209,8 @@ const messageOf = (e) => (Array.isArray(e.message) ? e.message[0] : e.message)
 
 /**
  * Starts `node [nodeArgs] dist/src/main.js` with SIM_CATALOGUE_SIZE = size and waits until /ready
- * answers 200 (index loaded, synced once, first dump built). Times from the spawn.
+ * answers 200 (index loaded, synced once), then for the first dump, built after /ready. Times from
+ * the spawn.
  */
 const startService = async ({ db, tmp, size, dumpInterval = 3600, nodeArgs = [], inspect = true, readyTimeoutMs = 1_800_000, label = "service" }) => {
   const port = await freePort()
@@ -236,7 +237,8 @@ const startService = async ({ db, tmp, size, dumpInterval = 3600, nodeArgs = [],
     await sleep(100)
   }
   const readyAt = Date.now()
-  const firstDump = proc.events.find((e) => messageOf(e) === "catalogue dump built")
+  // the rounds and the memory figures come after it, as they did when /ready waited for it
+  const firstDump = (await proc.waitLog("catalogue dump built", { timeoutMs: readyTimeoutMs })).event
   return {
     ...proc,
     size,
@@ -249,7 +251,7 @@ const startService = async ({ db, tmp, size, dumpInterval = 3600, nodeArgs = [],
       loadMs: loaded.event.at - proc.spawnedAt,
       readyMs: readyAt - proc.spawnedAt,
       cpuMsAtReady: cpuMs(proc.pid),
-      firstDump: firstDump && dumpOf(firstDump)
+      firstDump: dumpOf(firstDump)
     }
   }
 }
