@@ -6,6 +6,7 @@
  * sync flush, so the pieces join into one valid gzip member (as pigz does) with a CRC-32 combined
  * from the pieces'. A piece whose buckets did not change since the last build is copied from the
  * last file. The event loop only compares buckets and copies bytes, a piece at a time.
+ *
  * The pieces themselves (how items are split, how they join into one gzip member) are DumpPieces.ts.
  */
 import { Clock, Deferred, Effect, Fiber, Option } from "effect"
