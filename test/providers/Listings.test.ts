@@ -54,4 +54,20 @@ describe("the synthetic listings' generator", () => {
     expect(new Set(listings.map((l) => l.item.delivery_type))).toEqual(new Set(["instant", "manual"]))
     expect(listings.some((l) => l.item.stickers.length > 0)).toBe(true)
   })
+
+  it("spreads its generated text over the whole alphabet, in every position (several characters come from one draw)", () => {
+    const listings = Array.from({ length: 2_000 }, (_, i) => syntheticListing(730, i))
+    const images = listings.flatMap((l) => l.item.image_url === null ? [] : [l.item.image_url.slice(l.item.image_url.lastIndexOf("/") + 1)])
+    for (const image of images) expect(image).toMatch(/^[A-Za-z0-9_-]{96,135}$/)
+    const assets = listings.flatMap((l) => l.item.asset_id === null ? [] : [l.item.asset_id])
+    for (const asset of assets) expect(asset).toMatch(/^[1-9][0-9]{16,18}$/)
+    // each of the first positions takes every character (a draw's later characters included)
+    for (let at = 0; at < 12; at++) {
+      expect(new Set(images.map((image) => image[at])).size, `image character ${at}`).toBe(64)
+      expect(new Set(assets.map((asset) => asset[at + 1])).size, `asset id digit ${at + 1}`).toBe(10)
+      // and neighbours are independent: the same character twice about once in 64 (digits: 10)
+      expect(images.filter((image) => image[at] === image[at + 1]).length / images.length).toBeLessThan(0.05)
+      expect(assets.filter((asset) => asset[at + 1] === asset[at + 2]).length / assets.length).toBeLessThan(0.2)
+    }
+  })
 })
