@@ -65,7 +65,8 @@ export class NewItems extends Effect.Service<NewItems>()("NewItems", {
       Effect.sync((): NewPage => {
         const writes = runsOf(listings.map((listing) => normalised({ op: "upsert", listing }))).flatMap((run) => run.writes)
         const listed = writes.flatMap((write) => write.op === "upsert" ? [write.listing] : [])
-        if (Option.isNone(direct)) {
+        // an empty page has nothing to copy (and would take a COPY buffer its write never gives back)
+        if (Option.isNone(direct) || listed.length === 0) {
           for (const { item } of listed) changeLog.textOf(item)
           return { _tag: "Upserts", source, listings: listed }
         }
@@ -101,7 +102,8 @@ export class NewItems extends Effect.Service<NewItems>()("NewItems", {
       const upserts = (listings: ReadonlyArray<SupplierListing>) => changeLog.applyLogged(listings.map((listing) => ({ op: "upsert", listing })), page.source)
       if (page._tag === "Upserts") return upserts(page.listings)
       const { fields, indexed, texts } = page
-      if (Option.isNone(direct) || indexed.length === 0) return upserts(listingsOf(page))
+      // a COPY page is made only with the direct transactions: this gives the function the transaction
+      if (Option.isNone(direct)) return upserts(listingsOf(page))
       const transaction = direct.value
       return Effect.promise(() =>
         transaction(async (session) => {
