@@ -1,3 +1,4 @@
+import { serialize } from "node:v8"
 import { describe, expect, it } from "vitest"
 import { asciiJson, type CatalogItem, serialise } from "../../src/Domain/CatalogItem.js"
 
@@ -56,5 +57,14 @@ describe("serialise", () => {
     const ascii = "{\"n\":\"AK-47 | Redline\"}"
     expect(asciiJson(ascii)).toBe(ascii)
     expect(JSON.parse(asciiJson("{\"e\":\"😀\"}"))).toEqual({ e: "😀" })
+  })
+
+  it("keeps an escaped text at one byte a character, as V8 keeps a pure ASCII string", () => {
+    // V8's serializer tags a string by how V8 holds it: '"' one byte a character, 'c' two
+    const held = (s: string) => String.fromCharCode(serialize(s)[2]!)
+    expect(held("★ a")).toBe("c")
+    expect(held(asciiJson("{\"n\":\"★ Karambit\"}"))).toBe("\"")
+    expect(held(serialise(item("★ StatTrak™ Karambit | Fade (Factory New)", "Sticker | Crown (Foil) ★")))).toBe("\"")
+    expect(held(serialise(item("AK-47 | Redline (Field-Tested)", "Sticker | plain")))).toBe("\"")
   })
 })
