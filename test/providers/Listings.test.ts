@@ -45,6 +45,21 @@ describe("the synthetic listings' generator", () => {
     expect(syntheticListing(731, 0).item.id).not.toBe(first[0]!.item.id)
   })
 
+  it("gives a listing the v4 uuid of its first draws: 32 hex digits in order, then the variant", () => {
+    // the ids a catalogue was stored with stay the same from one version of the generator to the next
+    const hex = "0123456789abcdef"
+    for (const index of [0, 1, 2, 99_999, 999_999]) {
+      const draw = mulberry32((730 * 2654435761 + index * 40503) >>> 0)
+      const digits = Array.from({ length: 32 }, () => hex[Math.floor(draw() * 16)]!)
+      digits[12] = "4"
+      digits[16] = hex[8 + Math.floor(draw() * 4)]!
+      const s = digits.join("")
+      const id = syntheticListing(730, index).item.id
+      expect(id).toBe(`${s.slice(0, 8)}-${s.slice(8, 12)}-${s.slice(12, 16)}-${s.slice(16, 20)}-${s.slice(20)}`)
+      expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/)
+    }
+  })
+
   it("makes listings the catalogue accepts, with every kind of item and both delivery types", () => {
     const listings = Array.from({ length: 2_000 }, (_, i) => syntheticListing(730, i))
     const decode = Schema.decodeUnknownEither(CatalogItemInput)

@@ -56,13 +56,19 @@ const base64ish = (rng: Rng, n: number) => {
   return scratch.toString("latin1", 0, n)
 }
 
-/** A v4-shaped uuid from the generator. */
+/**
+ * A v4-shaped uuid from the generator, written with its dashes and read back as one flat string:
+ * joined from slices, an id was a chain of nine string pieces, which the index kept for every item.
+ */
 export const uuidFrom = (rng: Rng): string => {
-  for (let i = 0; i < 32; i++) scratch[i] = HEX[Math.floor(rng() * 16)]!
-  scratch[12] = 0x34 // "4"
-  scratch[16] = HEX[8 + Math.floor(rng() * 4)]! // 8, 9, a or b
-  const s = scratch.toString("latin1", 0, 32)
-  return `${s.slice(0, 8)}-${s.slice(8, 12)}-${s.slice(12, 16)}-${s.slice(16, 20)}-${s.slice(20)}`
+  let at = 0
+  for (let i = 0; i < 32; i++) {
+    if (i === 8 || i === 12 || i === 16 || i === 20) scratch[at++] = 0x2d // "-"
+    scratch[at++] = HEX[Math.floor(rng() * 16)]!
+  }
+  scratch[14] = 0x34 // the version: "4"
+  scratch[19] = HEX[8 + Math.floor(rng() * 4)]! // the variant: 8, 9, a or b
+  return scratch.toString("latin1", 0, 36)
 }
 
 const RARITIES = [
