@@ -6,7 +6,7 @@
  * it loads its WebAssembly and data files from its own package directory.
  */
 import { build } from "esbuild"
-import { copyFileSync } from "node:fs"
+import { copyFileSync, rmSync } from "node:fs"
 
 const common = {
   minifyWhitespace: true,
@@ -20,6 +20,9 @@ const common = {
   banner: { js: "import { createRequire as __createRequire } from \"node:module\"; const require = __createRequire(import.meta.url);" },
   logLevel: "warning"
 }
+
+// chunks are named by their content's hash: a build's would otherwise sit beside every earlier one
+rmSync("dist/bundle", { recursive: true, force: true })
 
 await build({
   ...common,
