@@ -24,6 +24,26 @@ const common = {
 // chunks are named by their content's hash: a build's would otherwise sit beside every earlier one
 rmSync("dist/bundle", { recursive: true, force: true })
 
+/**
+ * @effect/platform's index re-exports HttpApiScalar, whose module holds the API reference page's
+ * 3.4 MB script: through that edge the script went into a chunk that start-up loads. The service
+ * takes HttpApiScalar from its own module, in src/DocsPage.ts, loaded on the first /docs request;
+ * the index's re-export is an empty module, so the script stays in that page's chunk.
+ */
+const scalarOutOfTheIndex = {
+  name: "scalar-out-of-the-index",
+  setup(build) {
+    build.onResolve(
+      { filter: /^\.\/HttpApiScalar\.js$/ },
+      (args) =>
+        /@effect[\\/]platform[\\/]dist[\\/]esm[\\/]index\.js$/.test(args.importer)
+          ? { path: "empty-HttpApiScalar", namespace: "scalar-out-of-the-index" }
+          : undefined
+    )
+    build.onLoad({ filter: /.*/, namespace: "scalar-out-of-the-index" }, () => ({ contents: "export {}", loader: "js" }))
+  }
+}
+
 await build({
   ...common,
   // the PGlite thread's module sits beside main.mjs, where src/Db/Pglite.ts looks for it
@@ -33,7 +53,8 @@ await build({
   // main.ts imports App.ts dynamically: its chunk is parsed while the database opens
   splitting: true,
   chunkNames: "[name]-[hash]",
-  external: ["@electric-sql/pglite", "pg-native"]
+  external: ["@electric-sql/pglite", "pg-native"],
+  plugins: [scalarOutOfTheIndex]
 })
 
 // one file: a CLI run parses it in about a third of the time its hundreds of modules take

@@ -4,7 +4,7 @@
  * OpenAPI document. The page is about 3.4 MB of HTML and script: it is sent gzip-compressed to
  * clients that accept it (compressed once, on the first such request).
  */
-import { HttpApiBuilder, HttpApiScalar, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { HttpApi, HttpApiBuilder, type HttpApiScalar, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect, Layer } from "effect"
 import { gzipSync } from "node:zlib"
 import { DOCS_PATH, OPENAPI_PATH } from "./HttpErrors.js"
@@ -45,8 +45,20 @@ const SCALAR: HttpApiScalar.ScalarConfig & {
   hideClientButton: true
 }
 
+/**
+ * GET /docs: HttpApiScalar's page, rendered on the first request (DocsPage.ts, a module of its own
+ * that start-up does not load) and kept.
+ */
+const DocsPage = HttpApiBuilder.Router.use((router) =>
+  Effect.gen(function*() {
+    const { api } = yield* HttpApi.Api
+    const page = yield* Effect.cached(Effect.promise(() => import("./DocsPage.js").then((module) => module.renderDocsPage(api, DOCS_PATH, SCALAR))))
+    yield* router.get(DOCS_PATH, Effect.map(page, ({ body, contentType }) => HttpServerResponse.uint8Array(body, { contentType })))
+  })
+)
+
 export const DocsLive = Layer.mergeAll(
   HttpApiBuilder.middlewareOpenApi({ path: OPENAPI_PATH }),
-  HttpApiScalar.layer({ path: DOCS_PATH, scalar: SCALAR }),
+  DocsPage,
   DocsCompression
 )

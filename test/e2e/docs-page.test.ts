@@ -2,6 +2,7 @@
  * The API reference at /docs: served whole by the service, gzip-compressed for clients that accept
  * it, and loaded in a real browser (Debian's chromium) without a single request to another origin.
  */
+import { readdirSync, readFileSync } from "node:fs"
 import { gunzipSync } from "node:zlib"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { hasBrowser, launchChromium } from "../support/browser.js"
@@ -51,4 +52,29 @@ describe("/docs", () => {
       await browser.close()
     }
   }, 120_000)
+})
+
+describe("the page's script", () => {
+  // the bundle `npm start` runs (globalSetup builds it when a source is newer)
+  const BUNDLE = new URL("../../dist/bundle/", import.meta.url)
+  const source = (file: string) => readFileSync(new URL(file, BUNDLE), "latin1")
+  const SCRIPT = "Minified by jsDelivr"
+
+  it("is not in what a start loads: main.mjs, App's chunk and what they import; only the page's own chunk has it", () => {
+    const loaded = new Set<string>()
+    const load = (file: string) => {
+      if (loaded.has(file)) return
+      loaded.add(file)
+      const text = source(file)
+      for (const [, imported] of text.matchAll(/from\s*"\.\/([^"]+)"/g)) load(imported!)
+      // the one module main.mjs imports while starting, not on a request
+      for (const [, imported] of text.matchAll(/import\("\.\/(App-[^"]+)"\)/g)) load(imported!)
+    }
+    load("main.mjs")
+    expect([...loaded].some((file) => file.startsWith("App-"))).toBe(true)
+    expect([...loaded].filter((file) => source(file).includes(SCRIPT))).toEqual([])
+    const withScript = readdirSync(BUNDLE).filter((file) => file.endsWith(".mjs") && source(file).includes(SCRIPT))
+    expect(withScript).toHaveLength(1)
+    expect(withScript[0]).toMatch(/^DocsPage-/)
+  })
 })
