@@ -4,8 +4,8 @@
  * the script is 3.4 MB of one string literal, which every start compiled (about 0.15 s on one
  * core) and every process held as source, as a string and as the page's bytes.
  */
-// from their own modules, not the package's index: the bundle then keeps the script in this
-// module's chunk, where the index's namespace objects would put it in a chunk start-up loads
+// from their own modules, not the package's index, whose re-export of HttpApiScalar the bundle
+// cuts (scripts/bundle.mjs): through the index, the script went into a chunk start-up loads
 import type { HttpApi } from "@effect/platform"
 import * as HttpApiScalar from "@effect/platform/HttpApiScalar"
 import * as HttpLayerRouter from "@effect/platform/HttpLayerRouter"
