@@ -101,8 +101,34 @@ export class ChangeLog extends Effect.Service<ChangeLog>()("ChangeLog", {
         WHERE EXISTS (SELECT 1 FROM written) RETURNING epoch, head_seq),
       logged AS (
         INSERT INTO catalogue_changes (seq, epoch, op, item_id, item)
-        SELECT head.head_seq - numbered.total + numbered.n, head.epoch, ${op}, numbered.id, numbered.item FROM head, numbered
+        SELECT head.head_seq - numbered.total + numbered.n, head.epoch, ${sql.literal(`'${op}'`)}, numbered.id, numbered.item FROM head, numbered
         RETURNING seq, epoch, item_id)`
+
+    // An upsert leaves unchanged items and items reserved by a purchase alone, and does not log them.
+    const upsertConflict = sql`
+      ON CONFLICT (id) DO UPDATE SET market_hash_name = EXCLUDED.market_hash_name, price_cents = EXCLUDED.price_cents,
+        provider_price_cents = EXCLUDED.provider_price_cents, status = 'active', item = EXCLUDED.item,
+        sim = EXCLUDED.sim, source = EXCLUDED.source, updated_at = now()
+      WHERE catalogue_items.status <> 'reserved'
+        AND (catalogue_items.status <> 'active' OR catalogue_items.item <> EXCLUDED.item
+             OR catalogue_items.sim IS DISTINCT FROM EXCLUDED.sim)
+      RETURNING id, item`
+
+    /**
+     * The upserts as one statement of arrays, for PGlite's binary parameters (NewItems): $1 the
+     * ids, $2 the names, $3 the prices and $4 the providers' prices in cents, $5 the items' texts,
+     * $6 the sim hints (text[] and int8[]), $7 the source. It answers (seq, epoch, id) per logged change.
+     */
+    const [upsertArrays, upsertArraysParameters] = sql`
+      WITH written AS (
+        INSERT INTO catalogue_items (id, market_hash_name, price_cents, provider_price_cents, status, item, sim, source)
+        SELECT page.id::uuid, page.name, page.price, page.provider_price, 'active', page.item, page.sim, $7
+        FROM unnest($1::text[], $2::text[], $3::int8[], $4::int8[], $5::text[], $6::text[]) AS page (id, name, price, provider_price, item, sim)
+        ${upsertConflict}),
+      ${logWritten("upsert")}
+      SELECT seq, epoch, item_id AS id FROM logged`.compile()
+    // its placeholders are written above, so nothing in it may add one
+    if (upsertArraysParameters.length > 0) throw new Error("ChangeLog: the array upsert must have no parameters of its own")
 
     const loggedCount = (rows: ReadonlyArray<{ readonly logged: number }>) => rows[0]?.logged ?? 0
 
@@ -121,17 +147,10 @@ export class ChangeLog extends Effect.Service<ChangeLog>()("ChangeLog", {
           }] :
           []
       )
-      // Unchanged items and items reserved by a purchase are left alone and not logged.
       return sql`
         WITH written AS (
           INSERT INTO catalogue_items ${sql.insert(rows)}
-          ON CONFLICT (id) DO UPDATE SET market_hash_name = EXCLUDED.market_hash_name, price_cents = EXCLUDED.price_cents,
-            provider_price_cents = EXCLUDED.provider_price_cents, status = 'active', item = EXCLUDED.item,
-            sim = EXCLUDED.sim, source = EXCLUDED.source, updated_at = now()
-          WHERE catalogue_items.status <> 'reserved'
-            AND (catalogue_items.status <> 'active' OR catalogue_items.item <> EXCLUDED.item
-                 OR catalogue_items.sim IS DISTINCT FROM EXCLUDED.sim)
-          RETURNING id, item),
+          ${upsertConflict}),
         ${logWritten("upsert")}
         SELECT seq, epoch, item_id AS id FROM logged`.pipe(
         loggedChangeRows,
@@ -257,6 +276,7 @@ export class ChangeLog extends Effect.Service<ChangeLog>()("ChangeLog", {
     return {
       apply,
       applyLogged,
+      upsertArrays,
       textOf,
       isEmpty,
       reservationSteps,

@@ -9,6 +9,7 @@ import { chmodSync, mkdirSync } from "node:fs"
 import { join } from "node:path"
 import pg from "pg"
 import { Settings } from "../Config.js"
+import { PgliteProtocol } from "./BinaryStatement.js"
 import { copyIn } from "./CopyIn.js"
 import { lockDataDir } from "./DataDirLock.js"
 import { listenOnOwnConnection } from "./Listen.js"
@@ -158,7 +159,8 @@ const postgresql = (url: string) =>
         (context) => Effect.sync(() => Object.assign(Context.get(context, PgClient.PgClient), { listen: listenOnOwnConnection(pool) }))
       ),
       Layer.succeed(DirectReads, Option.some(read)),
-      Layer.succeed(DirectTransactions, Option.some(directTransaction(pool)))
+      Layer.succeed(DirectTransactions, Option.some(directTransaction(pool))),
+      Layer.succeed(PgliteProtocol, Option.none())
     )
   }))
 
@@ -181,9 +183,12 @@ const migrated = Layer.effectDiscard(migrate.pipe(
   Effect.tap((applied) => applied.length > 0 ? Effect.logInfo("migrations applied", applied.map(([id, name]) => `${id}_${name}`)) : Effect.void)
 ))
 
-/** SqlClient and PgClient, with every migration applied, and the pool's direct reads and transactions. */
+/**
+ * SqlClient and PgClient, with every migration applied, and the pool's direct reads and
+ * transactions (PostgreSQL) or the embedded database's raw statements (PGlite).
+ */
 export const DatabaseLive: Layer.Layer<
-  SqlClient.SqlClient | PgClient.PgClient | DirectReads | DirectTransactions,
+  SqlClient.SqlClient | PgClient.PgClient | DirectReads | DirectTransactions | PgliteProtocol,
   unknown,
   Settings
 > = Layer.provideMerge(migrated, client)

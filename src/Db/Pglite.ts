@@ -7,11 +7,12 @@
 import * as Reactivity from "@effect/experimental/Reactivity"
 import { SqlClient, type SqlConnection, SqlError, Statement } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
-import { Context, Effect, Layer, Scope, Stream } from "effect"
+import { Context, Effect, Layer, Option, Scope, Stream } from "effect"
 import { cpSync, existsSync, readdirSync } from "node:fs"
 import { createRequire } from "node:module"
 import { fileURLToPath, pathToFileURL } from "node:url"
 import { Worker } from "node:worker_threads"
+import { PgliteProtocol, type TextRows } from "./BinaryStatement.js"
 import { LISTENING } from "./Listen.js"
 import type { PgliteError, PgliteMessage, PgliteReply, PgliteRequest, PgliteWorkerData } from "./PgliteWorker.js"
 
@@ -184,6 +185,17 @@ export const make = (dataDir: string) =>
           (listener) => Effect.promise(() => db.request({ op: "unlisten", listener }).catch(() => undefined))
         )
       )
+    // A statement's messages as they are (BinaryStatement.ts). In a transaction of this client its
+    // permit is held already (the fiber's TransactionConnection); outside one, a permit is taken.
+    const protocol = (messages: Uint8Array) => {
+      const send = Effect.tryPromise({ try: () => db.request({ op: "protocol", messages }), catch: fail("Failed to execute statement") }).pipe(
+        Effect.map((reply): TextRows => reply.values.map((row) => row.map((field) => typeof field === "string" ? field : null)))
+      )
+      return Effect.flatMap(
+        Effect.serviceOption(SqlClient.TransactionConnection),
+        (transaction) => Option.isSome(transaction) ? send : Effect.scoped(Effect.zipRight(lock, send))
+      )
+    }
     const pg: PgClient.PgClient = Object.assign(client, {
       [PgClient.TypeId]: PgClient.TypeId as typeof PgClient.TypeId,
       config: { database: dataDir },
@@ -191,10 +203,11 @@ export const make = (dataDir: string) =>
       listen,
       notify: (channel: string, payload: string) => client`SELECT pg_notify(${channel}, ${payload})`.pipe(Effect.asVoid)
     })
-    return pg
+    return { pg, protocol }
   })
 
 export const layer = (dataDir: string) =>
   Layer.scopedContext(
-    Effect.map(make(dataDir), (pg) => Context.make(PgClient.PgClient, pg).pipe(Context.add(SqlClient.SqlClient, pg)))
+    Effect.map(make(dataDir), ({ pg, protocol }) =>
+      Context.make(PgClient.PgClient, pg).pipe(Context.add(SqlClient.SqlClient, pg), Context.add(PgliteProtocol, Option.some(protocol))))
   ).pipe(Layer.provide(Reactivity.layer))

@@ -5,13 +5,15 @@
  * core, and Pglite.ts talks to it with the messages below. One PGlite is one session; Pglite.ts
  * keeps transactions whole with its own lock.
  */
-import { PGlite } from "@electric-sql/pglite"
+import { messages as protocolMessages, PGlite } from "@electric-sql/pglite"
 import { setFlagsFromString } from "node:v8"
 import { parentPort, workerData } from "node:worker_threads"
 
 export type PgliteRequest =
   | { readonly op: "query"; readonly id: number; readonly sql: string; readonly params: ReadonlyArray<unknown>; readonly rowMode: "object" | "array" }
   | { readonly op: "exec"; readonly id: number; readonly sql: string }
+  /** Extended-protocol messages as they are (BinaryStatement.ts); the rows come back as `values`. */
+  | { readonly op: "protocol"; readonly id: number; readonly messages: Uint8Array }
   | { readonly op: "listen"; readonly id: number; readonly channel: string }
   | { readonly op: "unlisten"; readonly id: number; readonly listener: number }
   | { readonly op: "close"; readonly id: number }
@@ -90,6 +92,13 @@ const serve = async (port: NonNullable<typeof parentPort>, dataDir: string) => {
         const results = await db.exec(request.sql)
         const last = results[results.length - 1]
         return { type: "reply", id: request.id, rows: last?.rows ?? [], values: [], affectedRows: last?.affectedRows ?? 0 }
+      }
+      case "protocol": {
+        // under PGlite's own lock, as its queries take it; its error (a DatabaseError) is thrown
+        // once every message has run, so the session has reached the Sync whatever failed
+        const messages = await db.runExclusive(() => db.execProtocolStream(request.messages, { syncToFs: false }))
+        const values = messages.flatMap((message) => message instanceof protocolMessages.DataRowMessage ? [message.fields] : [])
+        return { type: "reply", id: request.id, rows: [], values, affectedRows: 0 }
       }
       case "listen": {
         const unlisten = await db.listen(request.channel, (payload) => post({ type: "notification", listener: request.id, payload }))

@@ -108,7 +108,7 @@ describe("PGlite in its worker thread", () => {
       const copy = mkdtempSync(`${TMP}pglite-adapter-`)
       cpSync(PGLITE_TEMPLATE, `${copy}/pg`, { recursive: true })
       const leaked = yield* Effect.scoped(Effect.gen(function*() {
-        const pg = yield* Pglite.make(`${copy}/pg`)
+        const { pg } = yield* Pglite.make(`${copy}/pg`)
         const [row] = yield* pg<{ x: number }>`SELECT 41 + 1 AS x`
         expect(row!.x).toBe(42)
         return pg
