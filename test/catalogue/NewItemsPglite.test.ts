@@ -25,7 +25,13 @@ const listings: ReadonlyArray<SupplierListing> = Array.from({ length: 1_200 }, (
   const name = TRICKY_NAMES[i % TRICKY_NAMES.length]!
   return {
     ...listing,
-    item: { ...listing.item, market_hash_name: name, stickers: [{ slot: 0, name, sticker_id: null, image_url: null, wear: null }], has_stickers: true, stickers_count: 1 },
+    item: {
+      ...listing.item,
+      market_hash_name: name,
+      stickers: [{ slot: 0, name, sticker_id: null, image_url: null, wear: null }],
+      has_stickers: true,
+      stickers_count: 1
+    },
     sim: i % 2 === 0 ? { acquire: "unavailable" } : undefined
   }
 })

@@ -50,7 +50,9 @@ describe("a binary statement on PGlite", () => {
 
     it.effect("empty arrays give no rows", () =>
       Effect.gen(function*() {
-        const rows = yield* run(binaryStatement("SELECT * FROM unnest($1::text[], $2::int8[])", [{ type: "text[]", values: [] }, { type: "int8[]", values: [] }]))
+        const rows = yield* run(
+          binaryStatement("SELECT * FROM unnest($1::text[], $2::int8[])", [{ type: "text[]", values: [] }, { type: "int8[]", values: [] }])
+        )
         expect(rows).toEqual([])
       }))
 
@@ -65,7 +67,12 @@ describe("a binary statement on PGlite", () => {
         const sql = yield* SqlClient.SqlClient
         yield* sql`CREATE TABLE binary_unique (id int8 PRIMARY KEY, name text)`
         const insert = (ids: ReadonlyArray<number>) =>
-          run(binaryStatement("INSERT INTO binary_unique SELECT id, 'n' || id FROM unnest($1::int8[]) AS page (id) RETURNING id", [{ type: "int8[]", values: ids }]))
+          run(
+            binaryStatement("INSERT INTO binary_unique SELECT id, 'n' || id FROM unnest($1::int8[]) AS page (id) RETURNING id", [{
+              type: "int8[]",
+              values: ids
+            }])
+          )
         const failed = yield* Effect.exit(sql.withTransaction(Effect.gen(function*() {
           yield* sql`INSERT INTO binary_unique VALUES (100, 'before')`
           yield* insert([1, 2, 2])
