@@ -61,8 +61,12 @@ const listingsOf = (page: CopyPage | ArraysPage): ReadonlyArray<SupplierListing>
   page.texts.map((text, i) => ({ item: storedItem(text, page.indexed[i]!.id), providerPriceCents: page.providerPrices[i]!, sim: page.sims[i] }))
 
 const decodeHead = Schema.decodeUnknownSync(Schema.Struct({ epoch: Schema.Number, head: Int8 }))
-/** The array upsert's rows in text: (seq, epoch, id) per logged change. */
-const decodeLoggedRows = Schema.decodeUnknownSync(Schema.Array(Schema.Tuple(Schema.NumberFromString, Schema.NumberFromString, Schema.String)))
+/** The array upsert's one row in text: its first seq, the epoch, the ids in seq order (ChangeLog.upsertArrays). */
+const decodeLoggedRows = Schema.decodeUnknownSync(Schema.Tuple(Schema.Tuple(
+  Schema.NullOr(Schema.NumberFromString),
+  Schema.NullOr(Schema.NumberFromString),
+  Schema.NullOr(Schema.String)
+)))
 
 const COPY_ITEMS = "COPY catalogue_items (id, market_hash_name, price_cents, provider_price_cents, status, item, sim, source) FROM STDIN"
 const COPY_CHANGES = "COPY catalogue_changes (seq, epoch, op, item_id, item) FROM STDIN"
@@ -140,14 +144,16 @@ export class NewItems extends Effect.Service<NewItems>()("NewItems", {
      */
     const writeArrays = (run: (messages: Uint8Array) => Effect.Effect<TextRows, SqlError.SqlError>, page: ArraysPage) =>
       sql.withTransaction(Effect.gen(function*() {
-        const logged = decodeLoggedRows(yield* run(page.messages))
-        if (logged.length > 0) yield* sql`SELECT pg_notify(${CHANGES_CHANNEL}, head_seq::text) FROM catalogue_state`
+        const [[first, epoch, ids]] = decodeLoggedRows(yield* run(page.messages))
+        if (first === null || epoch === null || ids === null) return { count: 0, upserts: [] } satisfies Logged
+        yield* sql`SELECT pg_notify(${CHANGES_CHANNEL}, head_seq::text) FROM catalogue_state`
         const at = new Map(page.indexed.map((item, i) => [item.id, i]))
+        const logged = ids.split(",")
         return {
           count: logged.length,
-          upserts: logged.flatMap(([seq, epoch, id]) => {
+          upserts: logged.flatMap((id, k) => {
             const i = at.get(id)
-            return i === undefined ? [] : [{ seq, epoch, item: page.indexed[i]!, text: page.texts[i]! }]
+            return i === undefined ? [] : [{ seq: first + k, epoch, item: page.indexed[i]!, text: page.texts[i]! }]
           })
         } satisfies Logged
       })).pipe(Effect.withSpan("NewItems.writeArrays"))

@@ -32,12 +32,16 @@ const valueSize = (parameter: BinaryParameter) => {
   return size
 }
 
-/** The messages of one statement, run as one exchange; its rows come back in text. */
+/**
+ * The messages of one statement, run as one exchange; its rows come back in text. They fill their
+ * own ArrayBuffer, which PgliteProtocol hands to PGlite's thread: not to be used after it ran.
+ */
 export const binaryStatement = (text: string, parameters: ReadonlyArray<BinaryParameter>): Uint8Array => {
   const sizes = parameters.map(valueSize)
   const parse = 4 + 1 + Buffer.byteLength(text, "utf8") + 1 + 2 + 4 * parameters.length
   const bind = 4 + 1 + 1 + 2 + 2 + 2 + sizes.reduce((sum, size) => sum + 4 + size, 0) + 2
-  const bytes = Buffer.allocUnsafe(1 + parse + 1 + bind + 1 + 4 + 1 + 1 + 1 + 4 + 1 + 4 + 1 + 4)
+  // a buffer of its own, never a slice of node's pool: it is handed to PGlite's thread whole
+  const bytes = Buffer.allocUnsafeSlow(1 + parse + 1 + bind + 1 + 4 + 1 + 1 + 1 + 4 + 1 + 4 + 1 + 4)
   let at = 0
   const int32 = (n: number) => (at = bytes.writeInt32BE(n, at))
   const int16 = (n: number) => (at = bytes.writeInt16BE(n, at))
@@ -115,8 +119,8 @@ export const binaryStatement = (text: string, parameters: ReadonlyArray<BinaryPa
 export type TextRows = ReadonlyArray<ReadonlyArray<string | null>>
 
 /**
- * Runs `binaryStatement`'s messages on the embedded database, in the caller's transaction when it
- * is in one; None on PostgreSQL (its first reconciliation uses COPY).
+ * Runs `binaryStatement`'s messages on the embedded database (handing their buffer over), in the
+ * caller's transaction when it is in one; None on PostgreSQL (its first reconciliation uses COPY).
  */
 export class PgliteProtocol extends Context.Tag("PgliteProtocol")<
   PgliteProtocol,

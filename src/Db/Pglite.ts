@@ -43,7 +43,7 @@ const startThread = (workerData: PgliteWorkerData) => {
 /** The PGlite thread: requests by id, replies and notifications back. */
 const openThread = (dataDir: string) =>
   new Promise<{
-    readonly request: (request: Request) => Promise<PgliteReply>
+    readonly request: (request: Request, transfer?: ReadonlyArray<ArrayBuffer>) => Promise<PgliteReply>
     readonly listen: (channel: string, onPayload: (payload: string) => void) => Promise<number>
     readonly close: () => Promise<void>
   }>((resolve, reject) => {
@@ -52,17 +52,18 @@ const openThread = (dataDir: string) =>
     const listeners = new Map<number, (payload: string) => void>()
     let nextId = 0
     let broken: Error | undefined
-    const send = (message: Request) => {
+    // `transfer`: buffers handed to the thread instead of copied (the sender must not use them again)
+    const send = (message: Request, transfer: ReadonlyArray<ArrayBuffer> = []) => {
       const id = ++nextId
       const reply = new Promise<PgliteReply>((resolve, reject) => {
         if (broken !== undefined) return reject(broken)
         pending.set(id, { resolve, reject })
         const sent: PgliteRequest = { ...message, id }
-        worker.postMessage(sent)
+        worker.postMessage(sent, transfer)
       })
       return { id, reply }
     }
-    const request = (message: Request) => send(message).reply
+    const request = (message: Request, transfer?: ReadonlyArray<ArrayBuffer>) => send(message, transfer).reply
     const breakWith = (error: Error) => {
       broken = error
       for (const waiter of pending.values()) waiter.reject(error)
@@ -185,10 +186,14 @@ export const make = (dataDir: string) =>
           (listener) => Effect.promise(() => db.request({ op: "unlisten", listener }).catch(() => undefined))
         )
       )
-    // A statement's messages as they are (BinaryStatement.ts). In a transaction of this client its
-    // permit is held already (the fiber's TransactionConnection); outside one, a permit is taken.
+    // A statement's messages as they are (BinaryStatement.ts), handed to the thread, not copied. In
+    // a transaction of this client its permit is held already (the fiber's TransactionConnection);
+    // outside one, a permit is taken.
     const protocol = (messages: Uint8Array) => {
-      const send = Effect.tryPromise({ try: () => db.request({ op: "protocol", messages }), catch: fail("Failed to execute statement") }).pipe(
+      const send = Effect.tryPromise({
+        try: () => db.request({ op: "protocol", messages }, messages.buffer instanceof ArrayBuffer ? [messages.buffer] : []),
+        catch: fail("Failed to execute statement")
+      }).pipe(
         Effect.map((reply): TextRows => reply.values.map((row) => row.map((field) => typeof field === "string" ? field : null)))
       )
       return Effect.flatMap(

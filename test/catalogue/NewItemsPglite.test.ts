@@ -111,6 +111,9 @@ describe("the bulk write of new listings on PGlite", () => {
     expect(await bulk.items()).toEqual(await upserts.items())
     expect(await bulk.seqs()).toEqual(Array.from({ length: 520 }, (_, i) => i + 1))
     expect(await bulk.writes()).toEqual(["arrays", "arrays"])
+    // a page with nothing new logs nothing, and the head stays
+    expect(await bulk.run(insertNew(first.slice(220, 300)))).toEqual({ count: 0, upserts: [] })
+    expect(await bulk.head()).toBe(520)
   })
 
   it("pages written at once (as a first reconciliation writes two) log gaplessly, each change its page's item", async () => {
