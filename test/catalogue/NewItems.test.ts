@@ -15,29 +15,11 @@ import { ChangeLog, type Logged } from "../../src/Catalogue/ChangeLog.js"
 import { NewItems } from "../../src/Catalogue/NewItems.js"
 import { directTransaction, DirectTransactions } from "../../src/Db/Database.js"
 import { migrate } from "../../src/Db/Migrations.js"
-import { syntheticListing } from "../../src/Providers/Simulator/Listings.js"
 import type { SupplierListing } from "../../src/Providers/Supplier.js"
 import { type FreshDatabase, freshDatabase, serverPool } from "../support/database.js"
+import { listingsWithTrickyNames, TRICKY_NAMES } from "../support/listings.js"
 
-/** Names and sticker names with what COPY's text format escapes, and characters beyond ASCII. */
-const TRICKY_NAMES = ["★ Karambit | Doppler (Factory New)", "back\\slash \\N", "tab\tand\nline\r\nend", "\"quoted\" ™ 𝄞", "ends \\"]
-
-const listings: ReadonlyArray<SupplierListing> = Array.from({ length: 1_200 }, (_, i) => {
-  const listing = syntheticListing(11, i)
-  if (i >= TRICKY_NAMES.length * 2) return listing
-  const name = TRICKY_NAMES[i % TRICKY_NAMES.length]!
-  return {
-    ...listing,
-    item: {
-      ...listing.item,
-      market_hash_name: name,
-      stickers: [{ slot: 0, name, sticker_id: null, image_url: null, wear: null }],
-      has_stickers: true,
-      stickers_count: 1
-    },
-    sim: i % 2 === 0 ? { acquire: "unavailable" } : undefined
-  }
-})
+const listings = listingsWithTrickyNames(11, 1_200)
 
 /** A page written as a first reconciliation writes it: prepared, then written. */
 const insertNew = (newItems: NewItems, page: ReadonlyArray<SupplierListing>) => Effect.flatMap(newItems.prepareNew(page), newItems.writeNew)

@@ -7,53 +7,28 @@
  */
 import { SqlClient } from "@effect/sql"
 import { Effect, Layer, ManagedRuntime } from "effect"
-import { cpSync, mkdtempSync, rmSync } from "node:fs"
 import { afterAll, describe, expect, it } from "vitest"
 import { ChangeLog, type Logged } from "../../src/Catalogue/ChangeLog.js"
 import { NewItems } from "../../src/Catalogue/NewItems.js"
-import * as Pglite from "../../src/Db/Pglite.js"
-import { syntheticListing } from "../../src/Providers/Simulator/Listings.js"
 import type { SupplierListing } from "../../src/Providers/Supplier.js"
-import { PGLITE_TEMPLATE, TMP } from "../support/paths.js"
+import { listingsWithTrickyNames } from "../support/listings.js"
+import { pgliteCopyLayer } from "../support/pglite.js"
 
-/** Names and sticker names with quotes, backslashes, control characters and characters beyond ASCII. */
-const TRICKY_NAMES = ["★ Karambit | Doppler (Factory New)", "back\\slash \\N", "tab\tand\nline\r\nend", "\"quoted\" ™ 𝄞", "{braces, commas}"]
-
-const listings: ReadonlyArray<SupplierListing> = Array.from({ length: 1_200 }, (_, i) => {
-  const listing = syntheticListing(12, i)
-  if (i >= TRICKY_NAMES.length * 2) return listing
-  const name = TRICKY_NAMES[i % TRICKY_NAMES.length]!
-  return {
-    ...listing,
-    item: {
-      ...listing.item,
-      market_hash_name: name,
-      stickers: [{ slot: 0, name, sticker_id: null, image_url: null, wear: null }],
-      has_stickers: true,
-      stickers_count: 1
-    },
-    sim: i % 2 === 0 ? { acquire: "unavailable" } : undefined
-  }
-})
+const listings = listingsWithTrickyNames(12, 1_200)
 
 const insertNew = (page: ReadonlyArray<SupplierListing>) => Effect.flatMap(NewItems, (newItems) => Effect.flatMap(newItems.prepareNew(page), newItems.writeNew))
 const upsert = (page: ReadonlyArray<SupplierListing>) => Effect.flatMap(ChangeLog, (log) => log.applyLogged(page.map((listing) => ({ op: "upsert", listing }))))
 
 describe("the bulk write of new listings on PGlite", () => {
-  const opened: Array<{ readonly dispose: () => Promise<void>; readonly dir: string }> = []
+  const runtimes: Array<ManagedRuntime.ManagedRuntime<NewItems | ChangeLog | SqlClient.SqlClient, unknown>> = []
   afterAll(async () => {
-    for (const { dir, dispose } of opened) {
-      await dispose()
-      rmSync(dir, { recursive: true, force: true })
-    }
+    for (const runtime of runtimes) await runtime.dispose()
   })
 
   /** A copy of the migrated template with the change log and NewItems on it. */
   const database = async () => {
-    const dir = mkdtempSync(`${TMP}pglite-newitems-`)
-    cpSync(PGLITE_TEMPLATE, `${dir}/pg`, { recursive: true })
-    const runtime = ManagedRuntime.make(NewItems.Default.pipe(Layer.provideMerge(ChangeLog.Default), Layer.provideMerge(Pglite.layer(`${dir}/pg`))))
-    opened.push({ dir, dispose: () => runtime.dispose() })
+    const runtime = ManagedRuntime.make(NewItems.Default.pipe(Layer.provideMerge(ChangeLog.Default), Layer.provideMerge(pgliteCopyLayer("pglite-newitems-"))))
+    runtimes.push(runtime)
     const run = <A>(effect: Effect.Effect<A, unknown, NewItems | ChangeLog | SqlClient.SqlClient>) => runtime.runPromise(effect)
     const query = <A extends object>(text: string) => run(Effect.flatMap(SqlClient.SqlClient, (sql) => sql.unsafe<A>(text)))
     // which statements wrote the items table: the arrays (unnest) or the upserts' VALUES

@@ -5,25 +5,13 @@
  * a transaction it waits for the session like any query. A copy of the migrated PGlite template,
  * whatever DATABASE_URL says: this is PGlite's path.
  */
-import { SqlClient, type SqlError } from "@effect/sql"
+import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, Exit, Fiber, Layer, Option } from "effect"
-import { cpSync, mkdtempSync, rmSync } from "node:fs"
+import { Deferred, Effect, Exit, Fiber, Option } from "effect"
 import { binaryStatement, PgliteProtocol } from "../../src/Db/BinaryStatement.js"
-import * as Pglite from "../../src/Db/Pglite.js"
-import { PGLITE_TEMPLATE, TMP } from "../support/paths.js"
+import { causeField, pgliteCopyLayer, wallClockSleep } from "../support/pglite.js"
 
-const dataDir = mkdtempSync(`${TMP}pglite-binary-`)
-cpSync(PGLITE_TEMPLATE, `${dataDir}/pg`, { recursive: true })
-
-const DatabaseTest = Pglite.layer(`${dataDir}/pg`).pipe(
-  Layer.provide(Layer.scopedDiscard(Effect.addFinalizer(() => Effect.sync(() => rmSync(dataDir, { recursive: true, force: true })))))
-)
-
-const wallClockSleep = (millis: number) => Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, millis)))
-
-const causeField = (error: SqlError.SqlError, field: string): unknown =>
-  typeof error.cause === "object" && error.cause !== null && field in error.cause ? Reflect.get(error.cause, field) : undefined
+const DatabaseTest = pgliteCopyLayer("pglite-binary-")
 
 const run = (messages: Uint8Array) =>
   Effect.flatMap(PgliteProtocol, (protocol) => Option.isSome(protocol) ? protocol.value(messages) : Effect.dieMessage("no PgliteProtocol on PGlite"))

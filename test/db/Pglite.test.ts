@@ -6,28 +6,17 @@
  * A copy of the migrated PGlite template, whatever DATABASE_URL says: this is PGlite's own code.
  */
 import * as Reactivity from "@effect/experimental/Reactivity"
-import { SqlClient, type SqlError } from "@effect/sql"
+import { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { describe, expect, it } from "@effect/vitest"
-import { Chunk, Deferred, Effect, Exit, Fiber, Layer, Stream } from "effect"
+import { Chunk, Deferred, Effect, Exit, Fiber, Stream } from "effect"
 import { cpSync, mkdtempSync, rmSync } from "node:fs"
 import { LISTENING } from "../../src/Db/Listen.js"
 import * as Pglite from "../../src/Db/Pglite.js"
 import { PGLITE_TEMPLATE, TMP } from "../support/paths.js"
+import { causeField, pgliteCopyLayer, wallClockSleep } from "../support/pglite.js"
 
-const dataDir = mkdtempSync(`${TMP}pglite-adapter-`)
-cpSync(PGLITE_TEMPLATE, `${dataDir}/pg`, { recursive: true })
-
-// the copy is removed after the database closed (a provided layer is released after its user)
-const DatabaseTest = Pglite.layer(`${dataDir}/pg`).pipe(
-  Layer.provide(Layer.scopedDiscard(Effect.addFinalizer(() => Effect.sync(() => rmSync(dataDir, { recursive: true, force: true })))))
-)
-
-/** it.effect runs on the TestClock, where Effect.sleep waits for ever: these waits are real ones. */
-const wallClockSleep = (millis: number) => Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, millis)))
-
-const causeField = (error: SqlError.SqlError, field: string): unknown =>
-  typeof error.cause === "object" && error.cause !== null && field in error.cause ? Reflect.get(error.cause, field) : undefined
+const DatabaseTest = pgliteCopyLayer("pglite-adapter-")
 
 describe("PGlite in its worker thread", () => {
   it.layer(DatabaseTest, { timeout: 60_000 })((it) => {
