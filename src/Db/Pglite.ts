@@ -190,6 +190,8 @@ export const make = (dataDir: string) =>
     // a transaction of this client its permit is held already (the fiber's TransactionConnection);
     // outside one, a permit is taken.
     const protocol = (messages: Uint8Array) => {
+      // a buffer handed over already is empty here: sent again, PGlite would wait for its messages
+      if (messages.byteLength === 0) return Effect.fail(new SqlError.SqlError({ cause: messages, message: "PGlite: no messages (sent already?)" }))
       const send = Effect.tryPromise({
         try: () => db.request({ op: "protocol", messages }, messages.buffer instanceof ArrayBuffer ? [messages.buffer] : []),
         catch: fail("Failed to execute statement")

@@ -36,6 +36,16 @@ describe("a binary statement on PGlite", () => {
         expect(integers).toEqual(INTEGERS.map((i) => [String(i)]))
       }))
 
+    it.effect("its buffer is handed to PGlite's thread: sent again, it is refused instead of waiting", () =>
+      Effect.gen(function*() {
+        const messages = binaryStatement("SELECT $1::text", [{ type: "text", value: "once" }])
+        expect(yield* run(messages)).toEqual([["once"]])
+        expect(messages.byteLength).toBe(0)
+        const again = yield* Effect.flip(run(messages))
+        expect(again.message).toContain("no messages")
+        expect(yield* run(binaryStatement("SELECT $1::text", [{ type: "text", value: "after" }]))).toEqual([["after"]])
+      }))
+
     it.effect("empty arrays give no rows", () =>
       Effect.gen(function*() {
         const rows = yield* run(
