@@ -6,9 +6,9 @@
  * on PGlite by the upserts as one statement of arrays in binary, and on PostgreSQL, when one of
  * its items was stored meanwhile, by the upserts.
  */
-import { SqlClient, type SqlError } from "@effect/sql"
+import { SqlClient } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
-import { binaryStatement, PgliteProtocol, type TextRows } from "../Db/BinaryStatement.js"
+import { binaryStatement, PgliteProtocol } from "../Db/BinaryStatement.js"
 import { CopyBuffers, type CopyField, copyField, CopyRows } from "../Db/CopyIn.js"
 import { DirectTransactions } from "../Db/Database.js"
 import { serialise, type SimHints } from "../Domain/CatalogItem.js"
@@ -32,8 +32,6 @@ export type NewPage =
     readonly messages: Uint8Array
     readonly indexed: ReadonlyArray<IndexedItem>
     readonly texts: ReadonlyArray<string>
-    readonly providerPrices: ReadonlyArray<number>
-    readonly sims: ReadonlyArray<SimHints | undefined>
   }
   /**
    * On PostgreSQL: the items' COPY rows, and per listing what its write needs besides. Pages wait
@@ -57,12 +55,12 @@ type CopyPage = Extract<NewPage, { readonly _tag: "Copy" }>
 type ArraysPage = Extract<NewPage, { readonly _tag: "Arrays" }>
 
 /** A COPY page's listings again, for the upserts: each item from its text (as the engine reads one). */
-const listingsOf = (page: CopyPage | ArraysPage): ReadonlyArray<SupplierListing> =>
+const listingsOf = (page: CopyPage): ReadonlyArray<SupplierListing> =>
   page.texts.map((text, i) => ({ item: storedItem(text, page.indexed[i]!.id), providerPriceCents: page.providerPrices[i]!, sim: page.sims[i] }))
 
 const decodeHead = Schema.decodeUnknownSync(Schema.Struct({ epoch: Schema.Number, head: Int8 }))
 /** The array upsert's one row in text: its first seq, the epoch, the ids in seq order (ChangeLog.upsertArrays). */
-const decodeLoggedRows = Schema.decodeUnknownSync(Schema.Tuple(Schema.Tuple(
+const decodeArraysAnswer = Schema.decodeUnknownSync(Schema.Tuple(Schema.Tuple(
   Schema.NullOr(Schema.NumberFromString),
   Schema.NullOr(Schema.NumberFromString),
   Schema.NullOr(Schema.String)
@@ -101,15 +99,7 @@ export class NewItems extends Effect.Service<NewItems>()("NewItems", {
             { type: "text[]", values: listed.map(({ sim }) => sim === undefined ? null : JSON.stringify(sim)) },
             { type: "text", value: source }
           ])
-          return {
-            _tag: "Arrays",
-            source,
-            messages,
-            indexed: listed.map(({ item }) => indexedItem(item)),
-            texts,
-            providerPrices: listed.map((listing) => listing.providerPriceCents),
-            sims: listed.map((listing) => listing.sim)
-          }
+          return { _tag: "Arrays", source, messages, indexed: listed.map(({ item }) => indexedItem(item)), texts }
         }
         // an empty page has nothing to copy (and would take a COPY buffer its write never gives back)
         if (Option.isNone(direct) || listed.length === 0) {
@@ -142,9 +132,9 @@ export class NewItems extends Effect.Service<NewItems>()("NewItems", {
      * Writes a prepared page of arrays (PGlite): the same upserts and log rows as the change log's,
      * in one transaction, and every engine woken at commit. Answers what it logged.
      */
-    const writeArrays = (run: (messages: Uint8Array) => Effect.Effect<TextRows, SqlError.SqlError>, page: ArraysPage) =>
+    const writeArrays = Option.map(protocol, (run) => (page: ArraysPage) =>
       sql.withTransaction(Effect.gen(function*() {
-        const [[first, epoch, ids]] = decodeLoggedRows(yield* run(page.messages))
+        const [[first, epoch, ids]] = decodeArraysAnswer(yield* run(page.messages))
         if (first === null || epoch === null || ids === null) return { count: 0, upserts: [] } satisfies Logged
         yield* sql`SELECT pg_notify(${CHANGES_CHANNEL}, head_seq::text) FROM catalogue_state`
         const at = new Map(page.indexed.map((item, i) => [item.id, i]))
@@ -156,18 +146,22 @@ export class NewItems extends Effect.Service<NewItems>()("NewItems", {
             return i === undefined ? [] : [{ seq: first + k, epoch, item: page.indexed[i]!, text: page.texts[i]! }]
           })
         } satisfies Logged
-      })).pipe(Effect.withSpan("NewItems.writeArrays"))
+      })).pipe(Effect.withSpan("NewItems.writeArrays")))
 
     /**
-     * Writes a prepared page with COPY, several times cheaper for PostgreSQL than the upserts: the
-     * items and their log rows at the head, in one transaction, and every engine woken at commit.
-     * On PGlite, or when one of them was stored meanwhile (the COPY fails and is rolled back), they
-     * are the change log's upserts (`ChangeLog.applyLogged`). Answers what it logged.
+     * Writes a prepared page: on PGlite its arrays (`writeArrays`); on PostgreSQL with COPY, several
+     * times cheaper for the server than the upserts: the items and their log rows at the head, in
+     * one transaction, and every engine woken at commit. When one of them was stored meanwhile (the
+     * COPY fails and is rolled back), they are the change log's upserts (`ChangeLog.applyLogged`).
+     * Answers what it logged.
      */
     const writeNew = (page: NewPage) => {
       const upserts = (listings: ReadonlyArray<SupplierListing>) => changeLog.applyLogged(listings.map((listing) => ({ op: "upsert", listing })), page.source)
       if (page._tag === "Upserts") return upserts(page.listings)
-      if (page._tag === "Arrays") return Option.isSome(protocol) ? writeArrays(protocol.value, page) : upserts(listingsOf(page))
+      if (page._tag === "Arrays") {
+        // an Arrays page is made only with PgliteProtocol, by this service
+        return Option.isSome(writeArrays) ? writeArrays.value(page) : Effect.dieMessage("NewItems: an Arrays page without PgliteProtocol")
+      }
       const { fields, indexed, texts } = page
       // a COPY page is made only with the direct transactions: this gives the function the transaction
       if (Option.isNone(direct)) return upserts(listingsOf(page))

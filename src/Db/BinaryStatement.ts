@@ -76,12 +76,12 @@ export const binaryStatement = (text: string, parameters: ReadonlyArray<BinaryPa
   parameters.forEach((parameter, i) => {
     int32(sizes[i]!)
     if (parameter.type === "text") return string(parameter.value)
-    const { values } = parameter
-    int32(values.length === 0 ? 0 : 1)
+    const count = parameter.values.length
+    int32(count === 0 ? 0 : 1)
     int32(parameter.type === "text[]" && parameter.values.includes(null) ? 1 : 0)
     int32(parameter.type === "text[]" ? TEXT : INT8)
-    if (values.length > 0) {
-      int32(values.length)
+    if (count > 0) {
+      int32(count)
       int32(1)
     }
     if (parameter.type === "int8[]") {
