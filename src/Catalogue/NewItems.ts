@@ -9,7 +9,7 @@
 import { SqlClient } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
 import { binaryStatement, PgliteProtocol } from "../Db/BinaryStatement.js"
-import { CopyBuffers, type CopyField, copyField, CopyRows } from "../Db/CopyIn.js"
+import { CopyBuffers, copyField, CopyRows } from "../Db/CopyIn.js"
 import { DirectTransactions } from "../Db/Database.js"
 import { serialise, type SimHints } from "../Domain/CatalogItem.js"
 import { Int8 } from "../Domain/Db.js"
@@ -45,8 +45,6 @@ export type NewPage =
     /** The fields the index keeps (the engine's entry is made from them and the text). */
     readonly indexed: ReadonlyArray<IndexedItem>
     readonly texts: ReadonlyArray<string>
-    /** The texts as COPY has them, written in the items' rows and copied into the log's. */
-    readonly fields: ReadonlyArray<CopyField>
     readonly providerPrices: ReadonlyArray<number>
     readonly sims: ReadonlyArray<SimHints | undefined>
   }
@@ -67,7 +65,22 @@ const decodeArraysAnswer = Schema.decodeUnknownSync(Schema.Tuple(Schema.Tuple(
 )))
 
 const COPY_ITEMS = "COPY catalogue_items (id, market_hash_name, price_cents, provider_price_cents, status, item, sim, source) FROM STDIN"
-const COPY_CHANGES = "COPY catalogue_changes (seq, epoch, op, item_id, item) FROM STDIN"
+/**
+ * The copied items' log rows at the head, in the page's order, their texts read from the items
+ * just copied (sent once); $1 the page's ids. Answers the epoch and the new head. A copied item
+ * without its log row would leave a gap in the log: that fails the transaction (never expected).
+ */
+const LOG_COPIED = `
+  WITH head AS (
+    UPDATE catalogue_state SET head_seq = head_seq + cardinality($1::uuid[]) RETURNING epoch, head_seq),
+  logged AS (
+    INSERT INTO catalogue_changes (seq, epoch, op, item_id, item)
+    SELECT head.head_seq - cardinality($1::uuid[]) + page.n, head.epoch, 'upsert', items.id, items.item
+    FROM head, unnest($1::uuid[]) WITH ORDINALITY AS page (id, n) JOIN catalogue_items items ON items.id = page.id
+    RETURNING 1)
+  SELECT head.epoch, head.head_seq AS head FROM head
+  WHERE assert_true((SELECT count(*) FROM logged) = cardinality($1::uuid[]), 'NewItems: a copied item without its log row')`
+const NOTIFY_HEAD = "SELECT pg_notify($1, head_seq::text) FROM catalogue_state"
 
 export class NewItems extends Effect.Service<NewItems>()("NewItems", {
   effect: Effect.gen(function*() {
@@ -109,12 +122,9 @@ export class NewItems extends Effect.Service<NewItems>()("NewItems", {
         const items = new CopyRows()
         // made here, not kept by item (textOf): they go with the page
         const texts = listed.map(({ item }) => serialise(item))
-        const fields = listed.map(({ item, providerPriceCents, sim }, i) => {
-          // escaped and encoded once, written in both tables
-          const field = copyField(texts[i]!)
+        listed.forEach(({ item, providerPriceCents, sim }, i) => {
           const simText = sim === undefined ? null : JSON.stringify(sim)
-          items.add([item.id, item.market_hash_name, Math.round(item.price * 100), providerPriceCents, "active", field, simText, source])
-          return field
+          items.add([item.id, item.market_hash_name, Math.round(item.price * 100), providerPriceCents, "active", copyField(texts[i]!), simText, source])
         })
         return {
           _tag: "Copy",
@@ -122,7 +132,6 @@ export class NewItems extends Effect.Service<NewItems>()("NewItems", {
           items: items.bytes(buffers),
           indexed: listed.map(({ item }) => indexedItem(item)),
           texts,
-          fields,
           providerPrices: listed.map((listing) => listing.providerPriceCents),
           sims: listed.map((listing) => listing.sim)
         }
@@ -162,32 +171,27 @@ export class NewItems extends Effect.Service<NewItems>()("NewItems", {
         // an Arrays page is made only with PgliteProtocol, by this service
         return Option.isSome(writeArrays) ? writeArrays.value(page) : Effect.dieMessage("NewItems: an Arrays page without PgliteProtocol")
       }
-      const { fields, indexed, texts } = page
+      const { indexed, texts } = page
       // a COPY page is made only with the direct transactions: this gives the function the transaction
       if (Option.isNone(direct)) return upserts(listingsOf(page))
       const transaction = direct.value
       return Effect.promise(() =>
         transaction(async (session) => {
-          let changesBytes: Buffer | undefined
           try {
-            // the items before the head's row lock: another page's write copies its items meanwhile
-            if ((await session.copy(COPY_ITEMS, page.items)) === undefined) return undefined
-            const bumped = await session.queries([["UPDATE catalogue_state SET head_seq = head_seq + $1 RETURNING epoch, head_seq AS head", [indexed.length]]])
-            if (bumped === undefined) return undefined
-            const { epoch, head } = decodeHead(bumped[0]?.[0])
+            // one round trip: the head's row lock is held inside PostgreSQL only, from the log's
+            // insert to the commit, while another page's write copies its items
+            const answers = await session.queriesAndCommit([
+              [COPY_ITEMS, [], page.items],
+              [LOG_COPIED, [indexed.map((item) => item.id)]],
+              [NOTIFY_HEAD, [CHANGES_CHANNEL]]
+            ])
+            if (answers === undefined) return undefined
+            const { epoch, head } = decodeHead(answers[1]?.[0])
             const first = head - indexed.length + 1
-            const changes = new CopyRows()
-            indexed.forEach((item, i) => changes.add([first + i, epoch, "upsert", item.id, fields[i]!]))
-            // the fields' bytes are copied from the items' buffer: it is given back only after this
-            changesBytes = changes.bytes(buffers)
-            if ((await session.copy(COPY_CHANGES, changesBytes)) === undefined) return undefined
-            const committed = await session.queriesAndCommit([["SELECT pg_notify($1, $2)", [CHANGES_CHANNEL, String(head)]]])
-            if (committed === undefined) return undefined
             return { count: indexed.length, upserts: indexed.map((item, i) => ({ seq: first + i, epoch, item, text: texts[i]! })) }
           } finally {
-            // each COPY has ended (PostgreSQL answered it, or the connection is gone): nothing reads them
+            // the COPY has ended (PostgreSQL answered it, or the connection is gone): nothing reads it
             buffers.give(page.items)
-            if (changesBytes !== undefined) buffers.give(changesBytes)
           }
         })
       ).pipe(

@@ -1,82 +1,9 @@
 /**
- * COPY ... FROM STDIN on a node-postgres client: rows sent as one block of PostgreSQL's text format,
- * which the server reads several times faster than the same rows as an INSERT's parameters (no
- * parameter to bind, no VALUES list to analyse). For bulk writes of new rows only: a COPY inserts,
- * it cannot update. Like Pipeline.ts it is node-postgres's own extension point (a "submittable").
+ * Rows for `COPY ... FROM STDIN`, as one block of PostgreSQL's text format, which the server reads
+ * several times faster than the same rows as an INSERT's parameters (no parameter to bind, no
+ * VALUES list to analyse). For bulk writes of new rows only: a COPY inserts, it cannot update. The
+ * block is sent as one of a pipeline's statements (Pipeline.ts).
  */
-import type pg from "pg"
-
-export type CopyOutcome =
-  | { readonly _tag: "done"; readonly rows: number }
-  | { readonly _tag: "failed"; readonly error: unknown }
-
-/** The connection's end of COPY message (node-postgres's Connection has it; its types do not). */
-interface CopyingConnection extends pg.Connection {
-  endCopyFrom(): void
-}
-
-class CopyIn implements pg.Submittable {
-  private rows = 0
-  private error: unknown = undefined
-  private settled = false
-
-  constructor(
-    private readonly text: string,
-    private readonly data: Buffer,
-    private readonly settle: (outcome: CopyOutcome) => void
-  ) {}
-
-  submit(connection: pg.Connection): void {
-    connection.query(this.text)
-  }
-
-  handleCopyInResponse(connection: pg.Connection): void {
-    // the data as one CopyData message, its header written beside it: node-postgres's own
-    // `sendCopyFromChunk` copies it into a new buffer half as large again
-    const header = Buffer.allocUnsafe(5)
-    header[0] = 0x64 // 'd'
-    header.writeInt32BE(this.data.length + 4, 1)
-    connection.stream.cork()
-    connection.stream.write(header)
-    connection.stream.write(this.data)
-    connection.stream.uncork()
-    ;(connection as CopyingConnection).endCopyFrom()
-  }
-
-  handleCommandComplete(message: { readonly text?: string }): void {
-    // "COPY 1000"
-    this.rows = Number(message.text?.split(" ")[1] ?? 0)
-  }
-
-  handleError(error: unknown): void {
-    // the server still sends ReadyForQuery after an error, except when the connection broke
-    this.error = error
-    this.finish({ _tag: "failed", error })
-  }
-
-  handleReadyForQuery(): void {
-    this.finish(this.error === undefined ? { _tag: "done", rows: this.rows } : { _tag: "failed", error: this.error })
-  }
-
-  handleRowDescription(): void {}
-  handleDataRow(): void {}
-  handleEmptyQuery(): void {}
-  handlePortalSuspended(): void {}
-  handleCopyData(): void {}
-
-  private finish(outcome: CopyOutcome) {
-    if (this.settled) return
-    this.settled = true
-    this.settle(outcome)
-  }
-}
-
-/** Runs `COPY <table> (<columns>) FROM STDIN` (`text`) with `data` (text-format rows) on `client`. */
-export const copyIn = (client: pg.ClientBase, text: string, data: Buffer): Promise<CopyOutcome> =>
-  new Promise((resolve) => {
-    client.query(new CopyIn(text, data, resolve))
-  })
-
 const SPECIAL = /[\\\t\n\r]/g
 const escaped = (c: string) => c === "\\" ? "\\\\" : c === "\t" ? "\\t" : c === "\n" ? "\\n" : "\\r"
 
@@ -87,10 +14,10 @@ const copyText = (text: string): string =>
   text.includes("\\") || text.includes("\t") || text.includes("\n") || text.includes("\r") ? text.replace(SPECIAL, escaped) : text
 
 /**
- * A field already in COPY's text format: one text written in several rows is escaped once, and
- * encoded once (its other rows copy the bytes its first was written as). Once written it keeps
- * only where its bytes are: a page's fields wait for its write, and an escaped copy of each text
- * or a Buffer view of each field outlived a young collection, to be garbage in the old generation.
+ * A field already in COPY's text format, kept apart from its row's other values (a long text is
+ * not joined into its row's string, only encoded into the block). One text written in several
+ * rows is escaped once, and encoded once (its other rows copy the bytes its first was written
+ * as). Once written it keeps only where its bytes are, not its escaped text nor a Buffer view.
  */
 export class CopyField {
   readonly byteLength: number

@@ -10,7 +10,6 @@ import { join } from "node:path"
 import pg from "pg"
 import { Settings } from "../Config.js"
 import { PgliteProtocol } from "./BinaryStatement.js"
-import { copyIn } from "./CopyIn.js"
 import { lockDataDir } from "./DataDirLock.js"
 import { listenOnOwnConnection } from "./Listen.js"
 import { migrate } from "./Migrations.js"
@@ -31,13 +30,15 @@ export class DirectReads extends Context.Tag("DirectReads")<DirectReads, Option.
 
 export interface DirectSession {
   /**
-   * Statements sent at once (one round trip; the transaction's BEGIN goes with the first ones).
+   * Statements sent at once (one round trip; the transaction's BEGIN goes with the first ones); a
+   * COPY among them with its rows (Pipeline.ts).
    * Their rows, in order; undefined when one of them failed, which ends the transaction (rolled
    * back).
    */
   readonly queries: (statements: ReadonlyArray<PipelinedStatement>) => Promise<ReadonlyArray<ReadonlyArray<unknown>> | undefined>
   /**
-   * The transaction's last statements, sent together with its COMMIT: one round trip, so the locks
+   * The transaction's last statements, sent together with its COMMIT (and its BEGIN, if they are
+   * its only ones): one round trip, so the locks
    * they take are held inside PostgreSQL only. A statement that must not commit unless it did its
    * work raises an error (`assert_true`): PostgreSQL then skips the rest and the COMMIT, and the
    * transaction is rolled back. Their rows, in order, if it committed; undefined if it was rolled
@@ -46,12 +47,6 @@ export interface DirectSession {
   readonly queriesAndCommit: (
     statements: ReadonlyArray<PipelinedStatement>
   ) => Promise<ReadonlyArray<ReadonlyArray<unknown>> | undefined>
-  /**
-   * `COPY <table> (<columns>) FROM STDIN` (`text`) with `data`, rows in COPY's text format
-   * (CopyIn.ts): the number of rows it wrote; undefined when it failed, which ends the transaction
-   * (rolled back).
-   */
-  readonly copy: (text: string, data: Buffer) => Promise<number | undefined>
 }
 
 /**
@@ -94,26 +89,23 @@ export const directTransaction = (pool: pg.Pool): DirectTransaction => async (wo
     return outcome.results.slice(skipped).map((result) => result.rows)
   }
   const queriesAndCommit = async (statements: ReadonlyArray<PipelinedStatement>) => {
-    const outcome = await pipelined(client, [...statements, ["COMMIT", []]])
+    const skipped = begun ? 0 : 1
+    const outcome = await pipelined(client, [...(begun ? [] : [["BEGIN", []] as const]), ...statements, ["COMMIT", []]])
+    begun = true
+    const commitAt = skipped + statements.length
     if (outcome._tag === "done") {
       ended = true
-      const committed = outcome.results[statements.length]!.command === "COMMIT"
-      return committed ? outcome.results.slice(0, statements.length).map((result) => result.rows) : undefined
+      const committed = outcome.results[commitAt]!.command === "COMMIT"
+      return committed ? outcome.results.slice(skipped, commitAt).map((result) => result.rows) : undefined
     }
     // a statement failed and PostgreSQL skipped the COMMIT: the transaction is to be rolled back
-    if (outcome.at < statements.length) return failed(outcome.error)
+    if (outcome.at < commitAt) return failed(outcome.error)
     // no answer to the COMMIT: whether it committed is unknown, and the session is not reusable
     ended = true
     throw outcome.error
   }
-  const copy = async (text: string, data: Buffer) => {
-    if (!begun && (await queries([])) === undefined) return undefined
-    const outcome = await copyIn(client, text, data)
-    if (outcome._tag === "failed") return failed(outcome.error)
-    return outcome.rows
-  }
   try {
-    const value = await work({ queries, queriesAndCommit, copy })
+    const value = await work({ queries, queriesAndCommit })
     if (!ended) await rollback()
     client.release(stale ? new Error("its prepared statements are out of date") : undefined)
     return value

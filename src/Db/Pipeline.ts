@@ -11,6 +11,11 @@
  * went out of date, after a migration, is dropped by its user: Database.ts.) It is
  * node-postgres's own extension point (a "submittable", as pg-cursor is), with its own Result for
  * each statement's rows.
+ *
+ * A statement may be a `COPY ... FROM STDIN` with its rows: they are sent right after its Execute,
+ * as one CopyData message and a CopyDone, without waiting for the server's CopyInResponse (the
+ * server reads the messages in order; a COPY that fails before it reads them ignores them), so a
+ * COPY and the statements after it are one round trip too.
  */
 import { createRequire } from "node:module"
 import type pg from "pg"
@@ -21,6 +26,7 @@ const require = createRequire(import.meta.url)
 interface ResultBuilder {
   readonly rows: Array<unknown>
   command: string | null
+  rowCount: number | null
   addFields(fields: ReadonlyArray<unknown>): void
   parseRow(fields: ReadonlyArray<unknown>): unknown
   addRow(row: unknown): void
@@ -30,7 +36,10 @@ const Result: new(rowMode: undefined, types: undefined) => ResultBuilder = requi
 /** node-postgres's mapping of a parameter to its text (or bytes), as it binds a query's values. */
 const { prepareValue }: { prepareValue: (value: unknown) => Buffer | string | null | undefined } = require("pg/lib/utils.js")
 
-export type PipelinedStatement = readonly [text: string, values: ReadonlyArray<unknown>]
+/** A statement and its parameters; a `COPY ... FROM STDIN` also with its rows (COPY's text format). */
+export type PipelinedStatement =
+  | readonly [text: string, values: ReadonlyArray<unknown>]
+  | readonly [text: string, values: ReadonlyArray<unknown>, copyRows: Buffer]
 
 /** The prepared statements of a connection, as node-postgres records them: name -> text. */
 interface PreparingConnection extends pg.Connection {
@@ -54,10 +63,35 @@ const statementName = (text: string) => {
   return name
 }
 
-/** The statements' rows and command tags, in order; or the error of the first that failed and its place. */
+/** A statement's rows, its command tag ("COPY") and the count in the tag (rows copied, updated). */
+export interface PipelinedResult {
+  readonly rows: ReadonlyArray<unknown>
+  readonly command: string | null
+  readonly rowCount: number | null
+}
+
+/** The statements' results, in order; or the error of the first that failed and its place. */
 export type PipelineOutcome =
-  | { readonly _tag: "done"; readonly results: ReadonlyArray<{ readonly rows: ReadonlyArray<unknown>; readonly command: string | null }> }
+  | { readonly _tag: "done"; readonly results: ReadonlyArray<PipelinedResult> }
   | { readonly _tag: "failed"; readonly at: number; readonly error: unknown }
+
+/** The connection's end of COPY message (node-postgres's Connection has it; its types do not). */
+interface CopyingConnection extends pg.Connection {
+  endCopyFrom(): void
+}
+
+/**
+ * A COPY's rows as one CopyData message, its header written beside it (node-postgres's own
+ * `sendCopyFromChunk` copies the rows into a new buffer half as large again), then CopyDone.
+ */
+export const sendCopyRows = (connection: pg.Connection, rows: Buffer): void => {
+  const header = Buffer.allocUnsafe(5)
+  header[0] = 0x64 // 'd'
+  header.writeInt32BE(rows.length + 4, 1)
+  connection.stream.write(header)
+  connection.stream.write(rows)
+  ;(connection as CopyingConnection).endCopyFrom()
+}
 
 class Pipeline implements pg.Submittable {
   private readonly results: Array<ResultBuilder>
@@ -85,7 +119,7 @@ class Pipeline implements pg.Submittable {
     connection.on("parseComplete", this.onParseComplete)
     connection.stream.cork()
     try {
-      for (const [text, values] of this.statements) {
+      for (const [text, values, copyRows] of this.statements) {
         const name = statementName(text)
         // a name already sent in this pipeline is prepared by then (a second Parse of it would fail)
         if (connection.parsedStatements[name] !== text && !this.preparing.some(([sent]) => sent === name)) {
@@ -95,6 +129,7 @@ class Pipeline implements pg.Submittable {
         connection.bind({ portal: "", statement: name, values: values.map((value) => prepareValue(value)) }, false)
         connection.describe({ type: "P", name: "" }, false)
         connection.execute({ portal: "" }, false)
+        if (copyRows !== undefined) sendCopyRows(connection, copyRows)
       }
       connection.sync()
     } finally {
@@ -126,7 +161,7 @@ class Pipeline implements pg.Submittable {
   }
 
   handleReadyForQuery(): void {
-    this.finish({ _tag: "done", results: this.results.map((r) => ({ rows: r.rows, command: r.command })) })
+    this.finish({ _tag: "done", results: this.results.map((r) => ({ rows: r.rows, command: r.command, rowCount: r.rowCount })) })
   }
 
   handlePortalSuspended(): void {}

@@ -1,6 +1,6 @@
 /**
- * COPY ... FROM STDIN on a node-postgres client (src/Db/CopyIn.ts) and in the direct transaction
- * (src/Db/Database.ts), on a real PostgreSQL server (DATABASE_URL only: PGlite has no pool): text
+ * COPY ... FROM STDIN rows (src/Db/CopyIn.ts) sent in a pipeline (src/Db/Pipeline.ts) and in the
+ * direct transaction (src/Db/Database.ts), on a real PostgreSQL server (DATABASE_URL only: PGlite has no pool): text
  * of every kind comes back exactly as written, a COPY that fails reports it and leaves the
  * connection usable, and a failed COPY rolls its transaction back whole. And, on either database,
  * the buffers COPY's rows are written into, taken again once given back.
@@ -8,8 +8,9 @@
 import { Predicate } from "effect"
 import pg from "pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { CopyBuffers, copyField, copyIn, CopyRows } from "../../src/Db/CopyIn.js"
+import { CopyBuffers, copyField, CopyRows } from "../../src/Db/CopyIn.js"
 import { directTransaction } from "../../src/Db/Database.js"
+import { pipelined } from "../../src/Db/Pipeline.js"
 import { type FreshDatabase, freshDatabase, serverPool } from "../support/database.js"
 
 /** Texts COPY's format must escape or carry as they are: backslashes, tabs, line ends, `\N`, beyond ASCII. */
@@ -73,6 +74,8 @@ describe.runIf(!!process.env["DATABASE_URL"])("COPY FROM STDIN (DATABASE_URL onl
     await database?.drop()
   })
 
+  const COPY = "COPY copied (id, body, twice, note) FROM STDIN"
+
   it("writes every text, number and null exactly as given, a field made once written in two columns", async () => {
     const rows = new CopyRows()
     TRICKY.forEach((text, i) => {
@@ -81,7 +84,9 @@ describe.runIf(!!process.env["DATABASE_URL"])("COPY FROM STDIN (DATABASE_URL onl
     })
     const client = await pool.connect()
     try {
-      expect(await copyIn(client, "COPY copied (id, body, twice, note) FROM STDIN", rows.bytes())).toEqual({ _tag: "done", rows: TRICKY.length })
+      const outcome = await pipelined(client, [[COPY, [], rows.bytes()]])
+      if (outcome._tag !== "done") throw new Error("the COPY failed")
+      expect(outcome.results[0]).toMatchObject({ command: "COPY", rowCount: TRICKY.length })
     } finally {
       client.release()
     }
@@ -89,15 +94,19 @@ describe.runIf(!!process.env["DATABASE_URL"])("COPY FROM STDIN (DATABASE_URL onl
     expect(stored.rows).toEqual(TRICKY.map((text, i) => ({ id: String(i + 1), body: text, twice: text, note: i % 2 === 0 ? null : text })))
   })
 
-  it("reports a COPY that fails, and the connection goes on answering", async () => {
+  it("reports a COPY that fails, skips the statements after it, and the connection goes on answering", async () => {
     const client = await pool.connect()
     try {
       const duplicate = new CopyRows()
       duplicate.add([1, "again", null, null])
-      const outcome = await copyIn(client, "COPY copied (id, body, twice, note) FROM STDIN", duplicate.bytes())
+      const outcome = await pipelined(client, [[COPY, [], duplicate.bytes()], ["INSERT INTO copied (id, body) VALUES (2000, 'after')", []]])
       if (outcome._tag !== "failed") throw new Error("a duplicate key was copied")
+      expect(outcome.at).toBe(0)
       expect(Predicate.hasProperty(outcome.error, "code") ? outcome.error.code : undefined).toBe("23505")
-      const malformed = await copyIn(client, "COPY copied (id, body) FROM STDIN", Buffer.from("not a number\tx\n"))
+      // a COPY that fails before it reads its rows (no such column): the rows sent with it are ignored
+      const unknown = await pipelined(client, [["COPY copied (id, nope) FROM STDIN", [], Buffer.from("1\tx\n")], ["SELECT 1", []]])
+      expect(unknown._tag === "failed" && Predicate.hasProperty(unknown.error, "code") ? unknown.error.code : undefined).toBe("42703")
+      const malformed = await pipelined(client, [["COPY copied (id, body) FROM STDIN", [], Buffer.from("not a number\tx\n")]])
       expect(malformed._tag).toBe("failed")
       expect((await client.query("SELECT count(*)::int AS n FROM copied")).rows).toEqual([{ n: TRICKY.length }])
     } finally {
@@ -105,24 +114,24 @@ describe.runIf(!!process.env["DATABASE_URL"])("COPY FROM STDIN (DATABASE_URL onl
     }
   })
 
-  it("in a direct transaction: a failed COPY rolls back what the transaction wrote before it", async () => {
+  it("in a direct transaction: a failed COPY rolls back what the transaction wrote before it, and skips its COMMIT", async () => {
     const transaction = directTransaction(pool)
     const fresh = new CopyRows()
     fresh.add([1_000, "new", null, null])
     const clash = new CopyRows()
     clash.add([1, "clash", null, null])
     const outcome = await transaction(async (session) => {
-      if ((await session.queries([["INSERT INTO copied (id, body) VALUES (999, 'before')", []]])) === undefined) return "queries failed"
-      if ((await session.copy("COPY copied (id, body, twice, note) FROM STDIN", fresh.bytes())) !== 1) return "first copy failed"
-      return (await session.copy("COPY copied (id, body, twice, note) FROM STDIN", clash.bytes())) === undefined ? "rolled back" : "copied"
+      if ((await session.queries([["INSERT INTO copied (id, body) VALUES (999, 'before')", []], [COPY, [], fresh.bytes()]])) === undefined) {
+        return "first copy failed"
+      }
+      return (await session.queriesAndCommit([[COPY, [], clash.bytes()]])) === undefined ? "rolled back" : "copied"
     })
     expect(outcome).toBe("rolled back")
     expect((await pool.query("SELECT count(*)::int AS n FROM copied WHERE id IN (999, 1000)")).rows).toEqual([{ n: 0 }])
 
-    const committed = await transaction(async (session) => {
-      const copied = await session.copy("COPY copied (id, body, twice, note) FROM STDIN", fresh.bytes())
-      return copied === undefined ? undefined : session.queriesAndCommit([["SELECT body FROM copied WHERE id = 1000", []]])
-    })
-    expect(committed).toEqual([[{ body: "new" }]])
+    // a COPY and a read of what it wrote, with the BEGIN and the COMMIT: one round trip
+    const committed = await transaction((session) => session.queriesAndCommit([[COPY, [], fresh.bytes()], ["SELECT body FROM copied WHERE id = 1000", []]]))
+    expect(committed).toEqual([[], [{ body: "new" }]])
+    expect((await pool.query("SELECT body FROM copied WHERE id = 1000")).rows).toEqual([{ body: "new" }])
   })
 })
