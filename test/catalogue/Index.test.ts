@@ -20,7 +20,12 @@ const FLOATS = [0, 0.07, 0.15, 0.38, 0.5, 1]
 const LOWEST_ID = "00000000-0000-0000-0000-000000000000"
 const HIGHEST_ID = "ffffffff-ffff-ffff-ffff-ffffffffffff"
 
-const idArb = fc.oneof({ weight: 8, arbitrary: fc.uuid() }, { weight: 1, arbitrary: fc.constantFrom(LOWEST_ID, HIGHEST_ID) })
+/** Some ids share their first 13 characters (CatalogueIndex.bulk orders by them first, then by the whole id). */
+const idArb = fc.oneof(
+  { weight: 8, arbitrary: fc.uuid() },
+  { weight: 2, arbitrary: fc.uuid().map((id) => `7fffabcd-0123${id.slice(13)}`) },
+  { weight: 1, arbitrary: fc.constantFrom(LOWEST_ID, HIGHEST_ID) }
+)
 const nullableFrom = <A>(values: ReadonlyArray<A>) =>
   fc.oneof({ weight: 1, arbitrary: fc.constant(null) }, { weight: 3, arbitrary: fc.constantFrom(...values) })
 const floatArb = fc.oneof(
@@ -278,6 +283,23 @@ describe("CatalogueIndex.page", () => {
       minutes: 30
     })
     expect(JSON.parse(json)).toEqual(item)
+  })
+
+  it("an index built in bulk orders ids of another shape (upper case, no dash) as one built by upserts does", () => {
+    const oddIdArb = fc.oneof(idArb, idArb.map((id) => id.toUpperCase()), idArb.map((id) => id.replace(/-/g, "")))
+    fc.assert(
+      fc.property(fc.uniqueArray(oddIdArb, { minLength: 1, maxLength: 60 }).chain((ids) => fc.tuple(...ids.map(entryArb))), (entries) => {
+        const incremental = new CatalogueIndex()
+        for (const entry of entries) incremental.upsert(entry)
+        const bulk = CatalogueIndex.bulk(entries)
+        const all = (index: CatalogueIndex) => index.page({}, "price_asc", undefined, 1_000).entries.map((e) => e.id)
+        expect(all(bulk)).toEqual([...entries].sort(compareKeys).map((e) => e.id))
+        expect(all(bulk)).toEqual(all(incremental))
+        for (const category of CATEGORIES) {
+          expect(bulk.page({ category }, "price_desc", undefined, 1_000).entries).toEqual(incremental.page({ category }, "price_desc", undefined, 1_000).entries)
+        }
+      })
+    )
   })
 
   it("an index built in bulk (the load at start) answers every page like one built by upserts, and then changes alike", () => {
