@@ -178,9 +178,11 @@ export class CatalogueIndex {
     for (let i = 0; i < n; i++) order[i] = i
     // compareKeys's order: between ids whose first 12 digits are read, their numbers order them as
     // their first 13 characters do (an id of another shape, never expected, makes it compareKeys)
-    order.sort(headsInOrder
-      ? (a, b) => prices[a]! - prices[b]! || heads[a]! - heads[b]! || compareKeys(all[a]!, all[b]!)
-      : (a, b) => compareKeys(all[a]!, all[b]!))
+    order.sort(
+      headsInOrder
+        ? (a, b) => prices[a]! - prices[b]! || heads[a]! - heads[b]! || compareKeys(all[a]!, all[b]!)
+        : (a, b) => compareKeys(all[a]!, all[b]!)
+    )
     const sorted = new Array<Entry>(n)
     for (let k = 0; k < n; k++) {
       const i = order[k]!

@@ -30,19 +30,17 @@ export class DirectReads extends Context.Tag("DirectReads")<DirectReads, Option.
 
 export interface DirectSession {
   /**
-   * Statements sent at once (one round trip; the transaction's BEGIN goes with the first ones); a
-   * COPY among them with its rows (Pipeline.ts).
-   * Their rows, in order; undefined when one of them failed, which ends the transaction (rolled
-   * back).
+   * Statements sent at once (one round trip; the transaction's BEGIN goes with the first ones), a
+   * COPY among them with its rows (Pipeline.ts). Their rows, in order; undefined when one of them
+   * failed, which ends the transaction (rolled back).
    */
   readonly queries: (statements: ReadonlyArray<PipelinedStatement>) => Promise<ReadonlyArray<ReadonlyArray<unknown>> | undefined>
   /**
    * The transaction's last statements, sent together with its COMMIT (and its BEGIN, if they are
-   * its only ones): one round trip, so the locks
-   * they take are held inside PostgreSQL only. A statement that must not commit unless it did its
-   * work raises an error (`assert_true`): PostgreSQL then skips the rest and the COMMIT, and the
-   * transaction is rolled back. Their rows, in order, if it committed; undefined if it was rolled
-   * back.
+   * its only ones): one round trip, so the locks they take are held inside PostgreSQL only. A
+   * statement that must not commit unless it did its work raises an error (`assert_true`):
+   * PostgreSQL then skips the rest and the COMMIT, and the transaction is rolled back. Their rows,
+   * in order, if it committed; undefined if it was rolled back.
    */
   readonly queriesAndCommit: (
     statements: ReadonlyArray<PipelinedStatement>

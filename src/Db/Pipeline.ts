@@ -84,7 +84,7 @@ interface CopyingConnection extends pg.Connection {
  * A COPY's rows as one CopyData message, its header written beside it (node-postgres's own
  * `sendCopyFromChunk` copies the rows into a new buffer half as large again), then CopyDone.
  */
-export const sendCopyRows = (connection: pg.Connection, rows: Buffer): void => {
+const sendCopyRows = (connection: pg.Connection, rows: Buffer): void => {
   const header = Buffer.allocUnsafe(5)
   header[0] = 0x64 // 'd'
   header.writeInt32BE(rows.length + 4, 1)

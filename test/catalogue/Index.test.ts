@@ -296,7 +296,9 @@ describe("CatalogueIndex.page", () => {
         expect(all(bulk)).toEqual([...entries].sort(compareKeys).map((e) => e.id))
         expect(all(bulk)).toEqual(all(incremental))
         for (const category of CATEGORIES) {
-          expect(bulk.page({ category }, "price_desc", undefined, 1_000).entries).toEqual(incremental.page({ category }, "price_desc", undefined, 1_000).entries)
+          expect(bulk.page({ category }, "price_desc", undefined, 1_000).entries).toEqual(
+            incremental.page({ category }, "price_desc", undefined, 1_000).entries
+          )
         }
       })
     )
