@@ -88,7 +88,7 @@ export class NewItems extends Effect.Service<NewItems>()("NewItems", {
     const changeLog = yield* ChangeLog
     const direct = Option.flatten(yield* Effect.serviceOption(DirectTransactions))
     const protocol = Option.flatten(yield* Effect.serviceOption(PgliteProtocol))
-    // two a page, for the pages prepared ahead and those being written (Sync.ts)
+    // a page's items' COPY block, for the pages prepared ahead and those being written (Sync.ts)
     const buffers = new CopyBuffers(8)
 
     /**
