@@ -147,21 +147,21 @@ export class CatalogueIndex {
     const n = all.length
     const prices = new Float64Array(n)
     const heads = new Float64Array(n)
-    let headsInOrder = true
+    let idsRead = true
     const buckets: Array<Array<Entry> | undefined> = new Array(BUCKETS)
     const keys = (["name", "category", "exterior", "rarity"] as const).map((field) => ({
       field,
-      runs: [] as Array<Array<Entry>>,
+      runs: new Array<Array<Entry>>(),
       numbers: new Map<string, number>(),
       of: new Int32Array(n)
     }))
     for (let i = 0; i < n; i++) {
       const entry = all[i]!
       const head = idHead(entry.id)
-      headsInOrder &&= head >= 0
+      idsRead &&= head >= 0
       prices[i] = entry.price
       heads[i] = head
-      ;(buckets[head >= 0 ? Math.floor(head / 0x1_0000_0000) : bucketOf(entry.id)] ??= []).push(entry)
+      ;(buckets[bucketOf(entry.id)] ??= []).push(entry)
       for (const key of keys) {
         const value = entry[key.field]
         if (value === null) {
@@ -179,7 +179,7 @@ export class CatalogueIndex {
     // compareKeys's order: between ids whose first 12 digits are read, their numbers order them as
     // their first 13 characters do (an id of another shape, never expected, makes it compareKeys)
     order.sort(
-      headsInOrder
+      idsRead
         ? (a, b) => prices[a]! - prices[b]! || heads[a]! - heads[b]! || compareKeys(all[a]!, all[b]!)
         : (a, b) => compareKeys(all[a]!, all[b]!)
     )

@@ -145,7 +145,7 @@ export class NewItems extends Effect.Service<NewItems>()("NewItems", {
       sql.withTransaction(Effect.gen(function*() {
         const [[first, epoch, ids]] = decodeArraysAnswer(yield* run(page.messages))
         if (first === null || epoch === null || ids === null) return { count: 0, upserts: [] } satisfies Logged
-        yield* sql`SELECT pg_notify(${CHANGES_CHANNEL}, head_seq::text) FROM catalogue_state`
+        yield* sql.unsafe(NOTIFY_HEAD, [CHANGES_CHANNEL])
         const at = new Map(page.indexed.map((item, i) => [item.id, i]))
         const logged = ids.split(",")
         return {

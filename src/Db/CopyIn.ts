@@ -14,33 +14,18 @@ const copyText = (text: string): string =>
   text.includes("\\") || text.includes("\t") || text.includes("\n") || text.includes("\r") ? text.replace(SPECIAL, escaped) : text
 
 /**
- * A field already in COPY's text format, kept apart from its row's other values (a long text is
- * not joined into its row's string, only encoded into the block). One text written in several
- * rows is escaped once, and encoded once (its other rows copy the bytes its first was written
- * as). Once written it keeps only where its bytes are, not its escaped text nor a Buffer view.
+ * A field already in COPY's text format, kept apart from its row's other values: a long text (an
+ * item's JSON) is not joined into its row's string, only encoded into the block.
  */
 export class CopyField {
   readonly byteLength: number
-  /** The text until it is first written as bytes. */
-  private text: string | undefined
-  /** Where its text was first written as bytes: in `writtenIn`, from `writtenAt`. */
-  private writtenIn: Buffer | undefined = undefined
-  private writtenAt = 0
-  constructor(text: string) {
-    this.text = text
+  constructor(private readonly text: string) {
     this.byteLength = Buffer.byteLength(text, "utf8")
   }
 
-  /** Writes the field into `out` at `at` (its bytes, once written, copied from where they were). */
+  /** Writes the field into `out` at `at`. */
   writeInto(out: Buffer, at: number): void {
-    if (this.writtenIn !== undefined) {
-      this.writtenIn.copy(out, at, this.writtenAt, this.writtenAt + this.byteLength)
-      return
-    }
-    out.write(this.text!, at, "utf8")
-    this.text = undefined
-    this.writtenIn = out
-    this.writtenAt = at
+    out.write(this.text, at, "utf8")
   }
 }
 
@@ -98,10 +83,10 @@ export class CopyRows {
 
 /**
  * Buffers for COPY's rows, taken and given back once their COPY has ended. A first reconciliation
- * writes two buffers of about a megabyte a page: each new one was memory outside V8's heap, for
+ * writes a buffer of about a megabyte a page: each new one was memory outside V8's heap, for
  * which V8 marked the whole growing heap every few dozen pages (`--trace-incremental-marking`
- * gives "external memory pressure" as the reason): 17 full collections in a start of 1,000,000
- * items, 5 with the buffers taken again.
+ * gives "external memory pressure" as the reason): with two a page, 17 full collections in a
+ * start of 1,000,000 items, 5 with the buffers taken again.
  */
 export class CopyBuffers {
   private readonly free: Array<ArrayBufferLike> = []

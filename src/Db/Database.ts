@@ -79,17 +79,22 @@ export const directTransaction = (pool: pg.Pool): DirectTransaction => async (wo
     stale ||= stalePreparedStatements(error)
     return rollback().then(() => undefined)
   }
-  const queries = async (statements: ReadonlyArray<PipelinedStatement>) => {
-    const outcome = await pipelined(client, begun ? statements : [["BEGIN", []], ...statements])
+  /** The statements, after the transaction's BEGIN if none was sent; and how many were put before them. */
+  const begin = (statements: ReadonlyArray<PipelinedStatement>) => {
+    const sent = begun ? statements : [["BEGIN", []] as const, ...statements]
     const skipped = begun ? 0 : 1
     begun = true
+    return { sent, skipped }
+  }
+  const queries = async (statements: ReadonlyArray<PipelinedStatement>) => {
+    const { sent, skipped } = begin(statements)
+    const outcome = await pipelined(client, sent)
     if (outcome._tag === "failed") return failed(outcome.error)
     return outcome.results.slice(skipped).map((result) => result.rows)
   }
   const queriesAndCommit = async (statements: ReadonlyArray<PipelinedStatement>) => {
-    const skipped = begun ? 0 : 1
-    const outcome = await pipelined(client, [...(begun ? [] : [["BEGIN", []] as const]), ...statements, ["COMMIT", []]])
-    begun = true
+    const { sent, skipped } = begin(statements)
+    const outcome = await pipelined(client, [...sent, ["COMMIT", []]])
     const commitAt = skipped + statements.length
     if (outcome._tag === "done") {
       ended = true
