@@ -24,7 +24,8 @@ for i in $(seq 1 1200); do
     read -r U S < <(awk '{print $14, $15}' /proc/$PID/stat)
     echo "ready after $T s; node CPU $(echo "scale=2; ($U + $S) / 100" | bc) s; RSS $(( $(awk '/VmRSS/{print $2}' /proc/$PID/status) / 1024 )) MB"
     # THREADS=1: each thread's CPU (main, V8's helpers, libuv's pool, the deflate and PGlite workers)
-    [ -n "$THREADS" ] && for t in /proc/$PID/task/*; do echo "  $(cat $t/comm): $(awk '{printf "%.2f", ($14 + $15) / 100}' $t/stat) s"; done | sort -t: -k2 -rn | awk -F': ' '$2 > 0.01'
+    # (the main thread's id is the process's; the other threads are all named "node")
+    [ -n "$THREADS" ] && for t in /proc/$PID/task/*; do echo "  $([ "${t##*/}" = "$PID" ] && echo main || cat $t/comm): $(awk '{printf "%.2f", ($14 + $15) / 100}' $t/stat) s"; done | sort -t: -k2 -rn | awk -F': ' '$2 > 0.01'
     break
   fi
   sleep 0.1

@@ -1,8 +1,9 @@
 /**
- * The embedded database's adapter (src/Db/Pglite.ts) over its worker thread: PostgreSQL's error
- * fields reach the caller (the purchase path retries on SQLSTATE 40001/40P01 and reads constraint
- * names), transactions commit or roll back whole, concurrent transactions never interleave on the
- * one session, notifications arrive, array rows keep their order, and closing ends the thread.
+ * The embedded database's adapter (src/Db/Pglite.ts) over its worker thread: PostgreSQL runs with
+ * the thread's settings (PgliteWorker.ts), its error fields reach the caller (the purchase path
+ * retries on SQLSTATE 40001/40P01 and reads constraint names), transactions commit or roll back
+ * whole, concurrent transactions never interleave on the one session, notifications arrive, array
+ * rows keep their order, and closing ends the thread.
  * A copy of the migrated PGlite template, whatever DATABASE_URL says: this is PGlite's own code.
  */
 import * as Reactivity from "@effect/experimental/Reactivity"
@@ -31,6 +32,16 @@ describe("PGlite in its worker thread", () => {
         expect(error.cause instanceof Error && error.cause.message).toContain("duplicate key")
         const syntax = yield* Effect.flip(sql.unsafe("SELEC 1"))
         expect(causeField(syntax, "code")).toBe("42601")
+      }))
+
+    it.effect("PostgreSQL runs with the thread's settings: a small cache, the log's buffers that hold a page of the first reconciliation", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const setting = (name: string) => Effect.map(sql.unsafe<{ readonly setting: string }>("SELECT setting FROM pg_settings WHERE name = $1", [name]), ([row]) => row?.setting)
+        // in 8 kB pages
+        expect(yield* setting("shared_buffers")).toBe(String(32 * 128))
+        expect(yield* setting("wal_buffers")).toBe(String(4 * 128))
+        expect(yield* setting("wal_init_zero")).toBe("off")
       }))
 
     it.effect("a transaction that fails leaves nothing; one that succeeds keeps everything", () =>
