@@ -37,7 +37,8 @@ describe("PGlite in its worker thread", () => {
     it.effect("PostgreSQL runs with the thread's settings: a small cache, the log's buffers that hold a page of the first reconciliation", () =>
       Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient
-        const setting = (name: string) => Effect.map(sql.unsafe<{ readonly setting: string }>("SELECT setting FROM pg_settings WHERE name = $1", [name]), ([row]) => row?.setting)
+        const setting = (name: string) =>
+          Effect.map(sql.unsafe<{ readonly setting: string }>("SELECT setting FROM pg_settings WHERE name = $1", [name]), ([row]) => row?.setting)
         // in 8 kB pages
         expect(yield* setting("shared_buffers")).toBe(String(32 * 128))
         expect(yield* setting("wal_buffers")).toBe(String(4 * 128))
