@@ -9,7 +9,7 @@
  * those tests keep `server.api` / `server.admin` (support/server.ts).
  */
 import { FetchHttpClient, HttpApiClient, HttpClient, HttpClientRequest } from "@effect/platform"
-import { Effect, Either, FiberRef } from "effect"
+import { Cause, Effect, Either, FiberRef, Runtime } from "effect"
 import { MerchantApi } from "../../src/Api.js"
 import { AdminApi } from "../../src/Ops/AdminApi.js"
 
@@ -83,17 +83,44 @@ const expectOnlyDeclared = (texts: ReadonlyArray<string>, decoded: unknown) => {
   expectNoUndeclaredFields(json, decoded)
 }
 
+/** The codes and messages down an error's `cause` chain: "fetch failed <- ECONNRESET: read ECONNRESET". */
+const causeChain = (error: unknown): string => {
+  const links: Array<string> = []
+  for (let cause = causeOf(error); cause !== undefined && links.length < 5; cause = causeOf(cause)) {
+    const code = typeof cause === "object" && cause !== null && "code" in cause ? `${String(cause.code)}: ` : ""
+    links.push(`${code}${cause instanceof Error ? cause.message : String(cause)}`)
+  }
+  return links.join(" <- ")
+}
+const causeOf = (error: unknown): unknown => typeof error === "object" && error !== null && "cause" in error ? error.cause : undefined
+
+/**
+ * A request that failed below HTTP rejects with "Transport error (GET url)" alone: the rejection
+ * also names what the socket said (refused, reset, closed), so that a failure on a loaded CI
+ * machine tells what happened. Any other rejection is left as it is.
+ */
+const run = async <A, E>(effect: Effect.Effect<A, E>): Promise<A> => {
+  try {
+    return await Effect.runPromise(effect)
+  } catch (error) {
+    const failure = Runtime.isFiberFailure(error) ? Cause.squash(error[Runtime.FiberFailureCauseId]) : error
+    const chain = causeChain(failure)
+    if (chain === "") throw error
+    throw new Error(`${error instanceof Error ? error.message : String(error)} (${chain})`, { cause: error })
+  }
+}
+
 /** Runs each request with its own sink for the response's text. */
 const typed = <C>(client: C): Typed<C> => ({
   call: async (request) => {
     const texts: Array<string> = []
-    const value = await Effect.runPromise(Effect.locally(request(client), seenHere, (text) => texts.push(text)))
+    const value = await run(Effect.locally(request(client), seenHere, (text) => texts.push(text)))
     expectOnlyDeclared(texts, value)
     return value
   },
   attempt: async (request) => {
     const texts: Array<string> = []
-    const result = await Effect.runPromise(
+    const result = await run(
       Effect.locally(request(client), seenHere, (text) => texts.push(text)).pipe(
         Effect.catchIf((error) => NOT_AN_ANSWER.has(error._tag), Effect.die),
         Effect.either
