@@ -47,23 +47,22 @@ const errorOf = (cause: unknown): PgliteError => {
   return { message: cause instanceof Error ? cause.message : String(cause), fields }
 }
 
-/**
- * PostgreSQL's buffer cache inside PGlite's WebAssembly memory, which only grows: 128 MB by default,
- * most of the process's resident memory on a small catalogue. The embedded database's working set
- * (balances, purchases, the outbox) is small, the catalogue is read once into the engine's index,
- * and pages beyond the cache come from the operating system's file cache.
- */
-const SHARED_BUFFERS = "32MB"
-
-/**
- * The write-ahead log's settings, for a first reconciliation's pages (2.4 MB of log a page of 1,000
- * items). Its buffers default to a 32nd of the cache, 1 MB: a page's log overflowed them, and
- * PostgreSQL wrote it out 8 KB at a time (30,000 writes at 100,000 items, each a call from the
- * WebAssembly to node's file system); in 4 MB a page's log is written at its commit, in one write.
- * A new log segment is not filled with zeros first (`wal_init_zero`): PGlite runs without fsync
- * (its `-F`), so the zeros bought no safety, and they were a write of 16 MB for each 16 MB of log.
- */
-const WAL_SETTINGS = ["wal_buffers=4MB", "wal_init_zero=off"]
+/** PostgreSQL's settings in PGlite, besides PGlite's own (`PGlite.defaultStartParams`). */
+const SETTINGS = [
+  // The buffer cache, inside PGlite's WebAssembly memory, which only grows: 128 MB by default, most
+  // of the process's resident memory on a small catalogue. The embedded database's working set
+  // (balances, purchases, the outbox) is small, the catalogue is read once into the engine's
+  // index, and pages beyond the cache come from the operating system's file cache.
+  "shared_buffers=32MB",
+  // The write-ahead log's buffers, for a first reconciliation's pages (2.4 MB of log a page of
+  // 1,000 items). They default to a 32nd of the cache, 1 MB: a page's log overflowed them, and
+  // PostgreSQL wrote it out 8 KB at a time (30,000 writes at 100,000 items, each a call from the
+  // WebAssembly to node's file system); in 4 MB a page's log is written at its commit, in one write.
+  "wal_buffers=4MB",
+  // A new log segment is not filled with zeros first: PGlite runs without fsync (its `-F`), so the
+  // zeros bought no safety, and they were a write of 16 MB for each 16 MB of log.
+  "wal_init_zero=off"
+]
 
 const nothing: PgliteReply = { rows: [], values: [], affectedRows: 0 }
 
@@ -80,7 +79,7 @@ const serve = async (port: NonNullable<typeof parentPort>, dataDir: string) => {
     // int8 and numeric as strings, like node-postgres, so both engines hand the decoders the same types
     db = await PGlite.create(dataDir, {
       parsers: { 20: (x: string) => x, 1700: (x: string) => x },
-      startParams: [...PGlite.defaultStartParams, "-c", `shared_buffers=${SHARED_BUFFERS}`, ...WAL_SETTINGS.flatMap((setting) => ["-c", setting])]
+      startParams: [...PGlite.defaultStartParams, ...SETTINGS.flatMap((setting) => ["-c", setting])]
     })
   } catch (cause) {
     post({ type: "failed", error: errorOf(cause) })

@@ -83,6 +83,8 @@ const expectOnlyDeclared = (texts: ReadonlyArray<string>, decoded: unknown) => {
   expectNoUndeclaredFields(json, decoded)
 }
 
+const causeOf = (error: unknown): unknown => typeof error === "object" && error !== null && "cause" in error ? error.cause : undefined
+
 /** The codes and messages down an error's `cause` chain: "fetch failed <- ECONNRESET: read ECONNRESET". */
 const causeChain = (error: unknown): string => {
   const links: Array<string> = []
@@ -92,7 +94,6 @@ const causeChain = (error: unknown): string => {
   }
   return links.join(" <- ")
 }
-const causeOf = (error: unknown): unknown => typeof error === "object" && error !== null && "cause" in error ? error.cause : undefined
 
 /**
  * A request that failed below HTTP rejects with "Transport error (GET url)" alone: the rejection
