@@ -6,7 +6,8 @@ import globals from "globals"
 import tseslint from "typescript-eslint"
 
 export default tseslint.config(
-  { ignores: ["dist/**", "node_modules/**", ".tmp/**", "data/**", "coverage/**"] },
+  // bench/*/out: the benchmarks' raw results and build snapshots (not committed)
+  { ignores: ["dist/**", "node_modules/**", ".tmp/**", "data/**", "coverage/**", "bench/*/out/**"] },
   eslint.configs.recommended,
   tseslint.configs.recommended,
   ...effectEslint.configs.dprint,

@@ -146,8 +146,15 @@ export const makeFastLane = (responses: Responses, routes: ReadonlyArray<FastRou
       labelNames: ["route"]
     })
 
-    const answeredByRoute = new Map([...byPath.keys(), ...postByPath.keys()].map((path) => [path, answered.labels({ route: path })]))
-    const answeredOn = (path: string) => answeredByRoute.get(path)!
+    // counted in plain numbers and added to the counter at each scrape (prom-client's inc hashes
+    // the labels on every call: about half a µs of a fast answer)
+    const answeredByRoute = new Map([...byPath.keys(), ...postByPath.keys()].map((path) => [path, { count: 0, reported: 0 }]))
+    yield* metrics.onScrape(Effect.sync(() => {
+      for (const [route, counted] of answeredByRoute) {
+        answered.inc({ route }, counted.count - counted.reported)
+        counted.reported = counted.count
+      }
+    }))
     const failures = metrics.counter({
       name: "http_fast_lane_failures_total",
       help: "Fast-lane answers that failed unexpectedly and were passed on to HttpApi"
@@ -163,7 +170,7 @@ export const makeFastLane = (responses: Responses, routes: ReadonlyArray<FastRou
       status = 200
     ) => {
       responses.writeJson(request, response, path, started, status, headers, body)
-      answeredOn(path).inc()
+      answeredByRoute.get(path)!.count++
     }
 
     /**
@@ -199,7 +206,7 @@ export const makeFastLane = (responses: Responses, routes: ReadonlyArray<FastRou
 
     /** The one authentication (Merchants/Authentication.ts), as far as memory answers it. */
     const authenticate = (request: IncomingMessage, method: string) =>
-      authenticator.start(request.headers.authorization, method, request.socket.remoteAddress ?? "unknown", Date.now())
+      authenticator.start(request.headers.authorization, method, request.socket.remoteAddress ?? "unknown", Date.now(), request.socket)
 
     /** A refused authentication, answered as the middleware answers it: the spec's error and its headers. */
     const refuse = (request: IncomingMessage, response: ServerResponse, path: string, started: number, refused: RefusedAuth) => {

@@ -31,10 +31,14 @@ const makeRouteLabeler = (templates: ReadonlyArray<string>) => {
   return (url: string) => known.get(normal(url.split("?")[0]!.replace(UUID_SEGMENT, "/:id"))) ?? "unmatched"
 }
 
-/** Bytes lent by a pool: `release` gives them back once the socket has them (never, if it failed). */
+/**
+ * A body's bytes; `release`, if the bytes are lent by a pool, gives them back once the socket has
+ * them (never, if it failed). Kept bytes (a cached page) have none: a callback on `end` costs a
+ * 'finish' listener per response.
+ */
 export interface LentBytes {
   readonly bytes: Buffer
-  readonly release: () => void
+  readonly release?: (() => void) | undefined
 }
 
 export const makeResponses = (server: string, metrics: Metrics, routes: ReadonlyArray<string>) => {
@@ -85,7 +89,7 @@ export const makeResponses = (server: string, metrics: Metrics, routes: Readonly
       ...headers
     })
     // 'finish': the bytes are handed to the socket, so a lent buffer can be used again
-    if (typeof body === "string") response.end(bytes)
+    if (typeof body === "string" || body.release === undefined) response.end(bytes)
     else response.end(bytes, body.release)
     record(request.method ?? "GET", route, status, started)
   }

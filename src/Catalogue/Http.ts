@@ -52,7 +52,7 @@ const pageBuffers: Array<Buffer> = []
 
 const lentPage = (page: PageParts): FastBody => {
   const length = pageLength(page)
-  if (length > PAGE_BUFFER_BYTES) return { bytes: pageBytes(page), release: () => {} }
+  if (length > PAGE_BUFFER_BYTES) return { bytes: pageBytes(page) }
   const buffer = pageBuffers.pop() ?? Buffer.allocUnsafeSlow(PAGE_BUFFER_BYTES)
   writePage(page, buffer)
   return {
@@ -71,7 +71,6 @@ const lentPage = (page: PageParts): FastBody => {
  * are built per request as before.
  */
 const PAGE_CACHE_BYTES = 16 * 1024 * 1024
-const noRelease = () => {}
 
 /** A responder for a prepared query's page, answered from the cache; the query's `build` is its key. */
 const makePageCache = (engine: CatalogueEngine) => {
@@ -85,13 +84,13 @@ const makePageCache = (engine: CatalogueEngine) => {
       version = engine.version()
     }
     const known = pages.get(build)
-    if (known !== undefined) return { bytes: known, release: noRelease }
+    if (known !== undefined) return { bytes: known }
     const page = build()
     if (bytes + pageLength(page) > PAGE_CACHE_BYTES) return lentPage(page)
     const built = pageBytes(page)
     pages.set(build, built)
     bytes += built.length
-    return { bytes: built, release: noRelease }
+    return { bytes: built }
   }
 }
 

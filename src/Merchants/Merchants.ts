@@ -250,12 +250,14 @@ export class Merchants extends Effect.Service<Merchants>()("Merchants", {
     const authenticate = (key: string): Effect.Effect<Option.Option<AuthenticatedMerchant>> =>
       isWellFormedApiKey(key) ? keys.get(hashApiKey(key)) : Effect.succeed(Option.none())
 
+    /** The hash a key is known by in the cache; undefined for a malformed key. */
+    const keyHashOf = (key: string): string | undefined => isWellFormedApiKey(key) ? hashApiKey(key) : undefined
+
     /**
-     * The merchant of a key found in the cache, without touching the database: what the fast lane
-     * of the hot read routes uses (a miss leaves the request to `authenticate`, which fills it).
+     * The merchant of a key (by `keyHashOf`) found in the cache, without touching the database:
+     * what authentication tries first (a miss leaves the key to `authenticate`, which fills it).
      */
-    const authenticateCached = (key: string, now: number): AuthenticatedMerchant | undefined =>
-      isWellFormedApiKey(key) ? keys.peek(hashApiKey(key), now) : undefined
+    const cachedByKeyHash = (hash: string, now: number): AuthenticatedMerchant | undefined => keys.peek(hash, now)
 
     return {
       create,
@@ -267,7 +269,8 @@ export class Merchants extends Effect.Service<Merchants>()("Merchants", {
       webhookSecret,
       setLegacyAddresses,
       authenticate,
-      authenticateCached,
+      keyHashOf,
+      cachedByKeyHash,
       onAuthChange
     } as const
   }),

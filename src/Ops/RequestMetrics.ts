@@ -17,15 +17,30 @@ interface Series {
 }
 
 export const makeRequestMetrics = (registry: Registry) => {
-  const series = new Map<string, Series>()
+  // found by server, method, route and status in turn: the label strings are the same objects
+  // request after request, whose hashes V8 keeps (a key joined from them was a new string to hash
+  // every time)
+  const series = new Map<string, Map<string, Map<string, Map<number, Series>>>>()
+  const all: Array<Series> = []
 
-  const record = (server: string, method: string, route: string, status: number, seconds: number) => {
-    const key = `${server} ${method} ${status} ${route}`
-    let s = series.get(key)
+  const seriesOf = (server: string, method: string, route: string, status: number): Series => {
+    let byMethod = series.get(server)
+    if (byMethod === undefined) series.set(server, byMethod = new Map())
+    let byRoute = byMethod.get(method)
+    if (byRoute === undefined) byMethod.set(method, byRoute = new Map())
+    let byStatus = byRoute.get(route)
+    if (byStatus === undefined) byRoute.set(route, byStatus = new Map())
+    let s = byStatus.get(status)
     if (s === undefined) {
       s = { labels: { server, method, route, status: String(status) }, count: 0, sum: 0, buckets: new Float64Array(BUCKETS.length) }
-      series.set(key, s)
+      byStatus.set(status, s)
+      all.push(s)
     }
+    return s
+  }
+
+  const record = (server: string, method: string, route: string, status: number, seconds: number) => {
+    const s = seriesOf(server, method, route, status)
     s.count += 1
     s.sum += seconds
     for (let i = 0; i < BUCKETS.length; i++) {
@@ -43,7 +58,7 @@ export const makeRequestMetrics = (registry: Registry) => {
       help: "HTTP requests answered, by server, method, route template and status",
       type: "counter",
       aggregator: "sum",
-      values: [...series.values()].map((s) => ({ labels: s.labels, value: s.count }))
+      values: all.map((s) => ({ labels: s.labels, value: s.count }))
     })
   } as never)
 
@@ -54,7 +69,7 @@ export const makeRequestMetrics = (registry: Registry) => {
       help: "HTTP request latency, by server, method, route template and status",
       type: "histogram",
       aggregator: "sum",
-      values: [...series.values()].flatMap((s) => {
+      values: all.flatMap((s) => {
         let cumulative = 0
         return [
           ...BUCKETS.map((le, i) => ({

@@ -7,6 +7,7 @@
 import { Schema } from "effect"
 import { randomUUID } from "node:crypto"
 import { once } from "node:events"
+import { Agent, request } from "node:http"
 import { connect } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { ItemPage, SearchResults } from "../../src/Catalogue/Api.js"
@@ -149,6 +150,46 @@ describe("fast lane", () => {
     const next = await server.adminApi.call((client) => client.merchants.rotateApiKey({ path: { id: rotated.id } }))
     for (const path of ["/balance", "/items?limit=1"]) expectError(await server.api(path, { key: rotated.apiKey }), 401, "MERCHANT_API_KEY_MISSING")
     expect((await server.api("/balance", { key: next.api_key })).status).toBe(200)
+  })
+
+  it("on one kept-alive connection, answers each request by its own key: another merchant's, a rotated one, a malformed one", async () => {
+    // the fast lane remembers a connection's last key by its header; a different header must be read anew
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 })
+    const ports = new Set<number>()
+    const balanceOn = (key: string) =>
+      new Promise<{ status: number; text: string }>((resolve, reject) => {
+        const sent = request(`${server.baseUrl}/api/v1/merchant/balance`, { agent, headers: { authorization: `Bearer ${key}` } }, (res) => {
+          ports.add(sent.socket!.localPort!)
+          let text = ""
+          res.setEncoding("utf8")
+          res.on("data", (chunk: string) => text += chunk)
+          res.on("end", () => resolve({ status: res.statusCode!, text }))
+        })
+        sent.on("error", reject)
+        sent.end()
+      })
+    const available = (answer: { status: number; text: string }) =>
+      answer.status === 200 ? Schema.decodeUnknownSync(Balance)(JSON.parse(answer.text)).available : answer.text
+    const a = await server.createMerchant()
+    const b = await server.createMerchant()
+    await server.deposit(a.id, 10)
+    await server.deposit(b.id, 20)
+    const before = await fastAnswers("/balance")
+    try {
+      expect(available(await balanceOn(a.apiKey))).toBe(9.9) // HttpApi: the key is read into the cache
+      expect(available(await balanceOn(a.apiKey))).toBe(9.9) // the fast lane, which remembers the connection's key
+      expect(available(await balanceOn(b.apiKey))).toBe(19.8)
+      expect(available(await balanceOn(b.apiKey))).toBe(19.8)
+      expect(available(await balanceOn(a.apiKey))).toBe(9.9)
+      const rotated = await server.adminApi.call((client) => client.merchants.rotateApiKey({ path: { id: a.id } }))
+      expect(await balanceOn(a.apiKey)).toMatchObject({ status: 401 })
+      expect(await balanceOn(`${a.apiKey.slice(0, -1)}!`)).toMatchObject({ status: 401 })
+      expect(available(await balanceOn(rotated.api_key))).toBe(9.9)
+    } finally {
+      agent.destroy()
+    }
+    expect(ports.size).toBe(1)
+    expect(await fastAnswers("/balance")).toBe(before + 3)
   })
 
   it("answers many concurrent list and search requests each with its own page, intact (page buffers are reused)", async () => {
