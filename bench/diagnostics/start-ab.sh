@@ -4,20 +4,11 @@
 # differ by up to four times in speed, and one machine drifts by a quarter within the hour).
 #   bash bench/diagnostics/start-ab.sh <revision> [pglite]     (needs npm run build; PostgreSQL at 127.0.0.1)
 # ROUNDS (default 3) pairs, the revision's start first; SIZE and PIN as start-to-ready.sh (PIN
-# defaults to 0 here: the issue's method). The revision's build is made once, in
-# .tmp/ab-<revision> (a git worktree sharing node_modules), and kept for the next run.
+# defaults to 0 here: the issue's method). The revision is built once (build-revision.sh).
 set -e
 cd "$(dirname "$0")/../.."
 REV=$(git rev-parse --short "${1:?usage: start-ab.sh <revision> [pglite]}")
-TREE=.tmp/ab-$REV
-if [ ! -f "$TREE/dist/bundle/main.mjs" ]; then
-  rm -rf "$TREE"; git worktree prune
-  git worktree add -f "$TREE" "$REV" >/dev/null
-  ln -s "$PWD/node_modules" "$TREE/node_modules"
-  # the embedded database's template, as this checkout's build made it (a revision without one skips it)
-  mkdir -p "$TREE/dist"; cp -r dist/pglite-initdb dist/pglite-initdb.version "$TREE/dist/"
-  (cd "$TREE" && npm run build >/dev/null)
-fi
+TREE=$(bash bench/diagnostics/build-revision.sh "$REV")
 # each tree's own script: it starts that tree's build with that tree's npm start flags
 SCRIPT=bench/diagnostics/start-to-ready.sh
 [ -f "$TREE/$SCRIPT" ] || { echo "$REV has no $SCRIPT" >&2; exit 1; }
