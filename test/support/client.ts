@@ -95,27 +95,36 @@ const causeChain = (error: unknown): string => {
   return links.join(" <- ")
 }
 
+/** What the server behind a URL is and said last, by URL: set by the harness that started it. */
+const serverReports = new Map<string, () => string>()
+
+/** Registers what a transport error's rejection tells about the server at `url` (support/server.ts). */
+export const reportServerOnTransportError = (url: string, report: () => string) => {
+  serverReports.set(url, report)
+}
+
 /**
  * A request that failed below HTTP rejects with "Transport error (GET url)" alone: the rejection
- * also names what the socket said (refused, reset, closed), so that a failure on a loaded CI
- * machine tells what happened. Any other rejection is left as it is.
+ * also names what the socket said (refused, reset, closed) and what the server said last, so that
+ * a failure on a loaded CI machine tells what happened. Any other rejection is left as it is.
  */
-const run = async <A, E>(effect: Effect.Effect<A, E>): Promise<A> => {
+const run = async <A, E>(effect: Effect.Effect<A, E>, url: string): Promise<A> => {
   try {
     return await Effect.runPromise(effect)
   } catch (error) {
     const failure = Runtime.isFiberFailure(error) ? Cause.squash(error[Runtime.FiberFailureCauseId]) : error
     const chain = causeChain(failure)
     if (chain === "") throw error
-    throw new Error(`${error instanceof Error ? error.message : String(error)} (${chain})`, { cause: error })
+    const report = serverReports.get(url)?.() ?? "nothing is known of the server"
+    throw new Error(`${error instanceof Error ? error.message : String(error)} (${chain})\n${report}`, { cause: error })
   }
 }
 
-/** Runs each request with its own sink for the response's text. */
-const typed = <C>(client: C): Typed<C> => ({
+/** Runs each request with its own sink for the response's text; `url`: the server's, for a transport error's report. */
+const typed = <C>(client: C, url: string): Typed<C> => ({
   call: async (request) => {
     const texts: Array<string> = []
-    const value = await run(Effect.locally(request(client), seenHere, (text) => texts.push(text)))
+    const value = await run(Effect.locally(request(client), seenHere, (text) => texts.push(text)), url)
     expectOnlyDeclared(texts, value)
     return value
   },
@@ -125,7 +134,8 @@ const typed = <C>(client: C): Typed<C> => ({
       Effect.locally(request(client), seenHere, (text) => texts.push(text)).pipe(
         Effect.catchIf((error) => NOT_AN_ANSWER.has(error._tag), Effect.die),
         Effect.either
-      )
+      ),
+      url
     )
     if (Either.isRight(result)) expectOnlyDeclared(texts, result.right)
     return result
@@ -135,19 +145,19 @@ const typed = <C>(client: C): Typed<C> => ({
 // one client per URL and key, built on first use
 const merchantClients = new Map<string, Typed<MerchantClient>>()
 const adminClients = new Map<string, Typed<AdminClient>>()
-const once = <C>(clients: Map<string, Typed<C>>, key: string, make: () => C): Typed<C> => {
-  let client = clients.get(key)
+const once = <C>(clients: Map<string, Typed<C>>, url: string, key: string, make: () => C): Typed<C> => {
+  let client = clients.get(`${url} ${key}`)
   if (client === undefined) {
-    client = typed(make())
-    clients.set(key, client)
+    client = typed(make(), url)
+    clients.set(`${url} ${key}`, client)
   }
   return client
 }
 
 /** The merchant API's typed client for one API key (`baseUrl`: the listener's root, without the /api prefix). */
 export const merchantClient = (baseUrl: string, apiKey: string): Typed<MerchantClient> =>
-  once(merchantClients, `${baseUrl} ${apiKey}`, () => Effect.runSync(merchantClientOf(baseUrl, apiKey).pipe(Effect.provide(FetchHttpClient.layer))))
+  once(merchantClients, baseUrl, apiKey, () => Effect.runSync(merchantClientOf(baseUrl, apiKey).pipe(Effect.provide(FetchHttpClient.layer))))
 
 /** The admin API's typed client on the ops listener. */
 export const adminClient = (opsUrl: string, token: string): Typed<AdminClient> =>
-  once(adminClients, `${opsUrl} ${token}`, () => Effect.runSync(adminClientOf(opsUrl, token).pipe(Effect.provide(FetchHttpClient.layer))))
+  once(adminClients, opsUrl, token, () => Effect.runSync(adminClientOf(opsUrl, token).pipe(Effect.provide(FetchHttpClient.layer))))

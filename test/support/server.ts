@@ -5,7 +5,7 @@
 import { type ChildProcess, spawn } from "node:child_process"
 import { createServer } from "node:net"
 import type { DepositItem } from "../../src/Deposits/Api.js"
-import { type AdminClient, adminClient, type MerchantClient, merchantClient, type Typed } from "./client.js"
+import { type AdminClient, adminClient, type MerchantClient, merchantClient, reportServerOnTransportError, type Typed } from "./client.js"
 import { type FreshDatabase, freshDatabase } from "./database.js"
 import { ROOT, SERVICE_ARGS } from "./paths.js"
 
@@ -150,6 +150,13 @@ const startOn = async (database: FreshDatabase, options: StartOptions, port: num
 
   const baseUrl = `http://127.0.0.1:${port}`
   const opsUrl = `http://127.0.0.1:${opsPort}`
+  // a request that fails below HTTP says whether this server was still running, and what it logged last
+  const report = () =>
+    `the server on ports ${port} and ${opsPort} ${child.exitCode === null ? "is running" : `exited (${child.exitCode})`}${
+      stopping ? ", told to stop" : ""
+    }; it said last:\n${output.slice(-3_000) || "(nothing)"}`
+  reportServerOnTransportError(baseUrl, report)
+  reportServerOnTransportError(opsUrl, report)
   const deadline = Date.now() + 60_000
   for (;;) {
     if (child.exitCode !== null) {
