@@ -146,8 +146,7 @@ export const makeFastLane = (responses: Responses, routes: ReadonlyArray<FastRou
       labelNames: ["route"]
     })
 
-    // counted in plain numbers and added to the counter at each scrape (prom-client's inc hashes
-    // the labels on every call: about half a µs of a fast answer)
+    // plain numbers, added to the counter at each scrape (prom-client's inc hashed the labels: 0.5 µs)
     const answeredByRoute = new Map([...byPath.keys(), ...postByPath.keys()].map((path) => [path, { count: 0, reported: 0 }]))
     yield* metrics.onScrape(Effect.sync(() => {
       for (const [route, counted] of answeredByRoute) {
