@@ -23,7 +23,7 @@ import { PUBLIC_ROUTES, type Route } from "./HttpErrors.js"
 import { Authenticator, type AuthOutcome } from "./Merchants/Authentication.js"
 import { Metrics } from "./Ops/Metrics.js"
 import { shareBodyProblem } from "./RequestBody.js"
-import { type LentBytes, type Responses } from "./Responses.js"
+import { type BodyBytes, type Responses } from "./Responses.js"
 
 type RefusedAuth = Extract<AuthOutcome, { readonly _tag: "Refused" }>
 
@@ -31,7 +31,7 @@ type RefusedAuth = Extract<AuthOutcome, { readonly _tag: "Refused" }>
 export type Query = Record<string, string | Array<string>>
 
 /** The 200 body of a request (JSON); a promised undefined leaves it to the HttpApi path after all. */
-export type FastBody = string | LentBytes | Promise<string | undefined>
+export type FastBody = string | BodyBytes | Promise<string | undefined>
 
 type Responder = (merchant: AuthenticatedMerchant) => FastBody
 
@@ -165,7 +165,7 @@ export const makeFastLane = (responses: Responses, routes: ReadonlyArray<FastRou
       path: string,
       started: number,
       headers: Record<string, string>,
-      body: string | LentBytes,
+      body: string | BodyBytes,
       status = 200
     ) => {
       responses.writeJson(request, response, path, started, status, headers, body)

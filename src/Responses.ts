@@ -36,7 +36,7 @@ const makeRouteLabeler = (templates: ReadonlyArray<string>) => {
  * them (never, if it failed). Kept bytes (a cached page) have none: a callback on `end` costs a
  * 'finish' listener per response.
  */
-export interface LentBytes {
+export interface BodyBytes {
   readonly bytes: Buffer
   readonly release?: (() => void) | undefined
 }
@@ -78,7 +78,7 @@ export const makeResponses = (server: string, metrics: Metrics, routes: Readonly
     started: number,
     status: number,
     headers: Record<string, string>,
-    body: string | LentBytes
+    body: string | BodyBytes
   ) => {
     const incomingId = request.headers["x-request-id"]
     const bytes = typeof body === "string" ? Buffer.from(body) : body.bytes

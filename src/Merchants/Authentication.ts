@@ -120,15 +120,10 @@ export class Authenticator extends Effect.Service<Authenticator>()("Authenticato
      */
     const keyHashByConnection = new WeakMap<object, { readonly authorization: string; readonly hash: string }>()
 
-    /** The merchant of the header's key if the cache has it (remembering its hash for the connection). */
-    const cachedMerchant = (authorization: string | undefined, now: number, connection: object | undefined) => {
+    /** The cached merchant of a header its connection sent before, by the hash remembered for it. */
+    const repeatedOn = (connection: object | undefined, authorization: string | undefined, now: number) => {
       const remembered = connection === undefined ? undefined : keyHashByConnection.get(connection)
-      if (remembered !== undefined && remembered.authorization === authorization) return merchants.cachedByKeyHash(remembered.hash, now)
-      const hash = merchants.keyHashOf(bearerToken(authorization))
-      if (hash === undefined || authorization === undefined) return undefined
-      const merchant = merchants.cachedByKeyHash(hash, now)
-      if (merchant !== undefined && connection !== undefined) keyHashByConnection.set(connection, { authorization, hash })
-      return merchant
+      return remembered !== undefined && remembered.authorization === authorization ? merchants.cachedByKeyHash(remembered.hash, now) : undefined
     }
 
     /**
@@ -145,9 +140,17 @@ export class Authenticator extends Effect.Service<Authenticator>()("Authenticato
       now: number,
       connection?: object
     ): AuthOutcome | { readonly _tag: "Lookup"; readonly key: string } => {
-      const cached = cachedMerchant(authorization, now, connection)
-      if (cached !== undefined) return decide(cached, isMutation(method), address, now)
+      const repeated = repeatedOn(connection, authorization, now)
+      if (repeated !== undefined) return decide(repeated, isMutation(method), address, now)
       const key = bearerToken(authorization)
+      const hash = merchants.keyHashOf(key)
+      if (hash !== undefined) {
+        const cached = merchants.cachedByKeyHash(hash, now)
+        if (cached !== undefined) {
+          if (connection !== undefined && authorization !== undefined) keyHashByConnection.set(connection, { authorization, hash })
+          return decide(cached, isMutation(method), address, now)
+        }
+      }
       const budget = failedPerAddress.peekAt(address, now)
       if (!budget.allowed) {
         return refused(new RateLimited({ message: "Too many failed authentications from this address." }), {

@@ -242,16 +242,18 @@ export class Merchants extends Effect.Service<Merchants>()("Merchants", {
         return yield* get(id)
       }).pipe(Effect.orDie, Effect.withSpan("Merchants.setLegacyAddresses"))
 
+    /** The hash a key is known by in the cache; undefined for a malformed key. */
+    const keyHashOf = (key: string): string | undefined => isWellFormedApiKey(key) ? hashApiKey(key) : undefined
+
     /**
      * The merchant a presented key belongs to. The key is looked up by its SHA-256 hash (an index
      * probe on a hash reveals nothing about the key through timing); unknown, revoked and
      * malformed keys are all `None`.
      */
-    const authenticate = (key: string): Effect.Effect<Option.Option<AuthenticatedMerchant>> =>
-      isWellFormedApiKey(key) ? keys.get(hashApiKey(key)) : Effect.succeed(Option.none())
-
-    /** The hash a key is known by in the cache; undefined for a malformed key. */
-    const keyHashOf = (key: string): string | undefined => isWellFormedApiKey(key) ? hashApiKey(key) : undefined
+    const authenticate = (key: string): Effect.Effect<Option.Option<AuthenticatedMerchant>> => {
+      const hash = keyHashOf(key)
+      return hash === undefined ? Effect.succeed(Option.none()) : keys.get(hash)
+    }
 
     /**
      * The merchant of a key (by `keyHashOf`) found in the cache, without touching the database:
