@@ -6,7 +6,7 @@
 import { HttpApiBuilder, HttpMiddleware, HttpServer } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { Effect, Layer, Runtime } from "effect"
-import { createServer, IncomingMessage, ServerResponse } from "node:http"
+import { createServer, type IncomingMessage } from "node:http"
 import { API_PREFIX, MerchantApi } from "./Api.js"
 import { CABINET_API_PREFIX } from "./Cabinet/Api.js"
 import { CabinetHttp, CabinetOriginLive, CabinetSignInHttp } from "./Cabinet/Http.js"
@@ -21,10 +21,11 @@ import { type FastLane, makeFastLane } from "./FastLane.js"
 import { PUBLIC_ROUTES, SpecErrors } from "./HttpErrors.js"
 import { AuthenticationLive, CabinetSessionLive, KeyOrSessionLive } from "./Merchants/Authentication.js"
 import { BalanceFastRoutes, BalanceHttp } from "./Merchants/Http.js"
+import { makeOpenResponses, SlottedResponse } from "./OpenResponses.js"
 import { Metrics } from "./Ops/Metrics.js"
 import { Readiness } from "./Ops/Readiness.js"
 import { PurchasesFastRoutes, PurchasesHttp } from "./Purchases/Http.js"
-import { API_BODY_MAX_BYTES, guardBody } from "./RequestBody.js"
+import { API_BODY_MAX_BYTES, GuardedRequest } from "./RequestBody.js"
 import { makeResponses } from "./Responses.js"
 import { WebhooksHttp } from "./Webhooks/Http.js"
 
@@ -64,7 +65,7 @@ export const makeNodeServer = (options: {
   readonly onDrainProgress?: ((progress: DrainProgress) => void) | undefined
 }) => {
   const { fastLane } = options
-  const server = createServer()
+  const server = createServer({ IncomingMessage: GuardedRequest, ServerResponse: SlottedResponse })
   server.keepAliveTimeout = 65_000
   server.headersTimeout = 66_000
   // Closing waits for every open connection. Node closes those idle when it begins; one busy then
@@ -74,23 +75,21 @@ export const makeNodeServer = (options: {
   // stalls (a body never finished, a download never read) held shutdown for good: what is still
   // open after the grace is cut.
   let closing = false
-  const unanswered = new Set<ServerResponse>()
-  // one listener for every response (a closure per request would be one more allocation on the hot path)
-  const answered = function(this: ServerResponse) {
-    unanswered.delete(this)
-  }
+  const unanswered = makeOpenResponses()
   const close = server.close.bind(server)
   server.close = ((callback?: (error?: Error) => void) => {
     closing = true
     options.onClosing?.()
-    for (const response of unanswered) if (!response.headersSent) response.shouldKeepAlive = false
+    unanswered.forEach((response) => {
+      if (!response.headersSent) response.shouldKeepAlive = false
+    })
     const idle = setInterval(() => server.closeIdleConnections(), CLOSE_IDLE_EVERY_MS).unref()
     const cut = setTimeout(() => server.closeAllConnections(), options.shutdownGraceSeconds * 1000).unref()
     const started = Date.now()
     const tell = (done: boolean) =>
       server.getConnections((_, connections) =>
         options.onDrainProgress?.({
-          requests: unanswered.size,
+          requests: unanswered.size(),
           connections: done ? 0 : connections,
           elapsedSeconds: Math.round((Date.now() - started) / 100) / 10,
           done
@@ -108,16 +107,13 @@ export const makeNodeServer = (options: {
   const emit = server.emit.bind(server)
   server.emit = (event: string, ...args: Array<unknown>): boolean => {
     const [request, response] = args
-    if (event === "request" && request instanceof IncomingMessage && response instanceof ServerResponse) {
+    if (event === "request" && request instanceof GuardedRequest && response instanceof SlottedResponse) {
       if (closing) response.shouldKeepAlive = false
-      if (request.method !== "GET" && request.method !== "HEAD") guardBody(request, options.bodyMaxBytes)
+      if (request.method !== "GET" && request.method !== "HEAD") request.guard(options.bodyMaxBytes)
       readBodyAsJson(request, options.jsonBodyPrefixes)
       const handled = fastLane?.handle(request, response, (passed = request) => emit(event, passed, response)) === true
       // a response the fast lane has already ended is not waited for (its 'close' listener cost about 1 µs of such a request)
-      if (!closing && !response.writableEnded) {
-        unanswered.add(response)
-        response.once("close", answered)
-      }
+      if (!closing && !response.writableEnded) unanswered.add(response)
       if (handled) return true
     }
     return emit(event, ...args)

@@ -1,14 +1,14 @@
 import { IncomingMessage } from "node:http"
 import { Socket } from "node:net"
 import { describe, expect, it } from "vitest"
-import { bodyProblemOf, guardBody, shareBodyProblem } from "../../src/RequestBody.js"
+import { bodyProblemOf, GuardedRequest, shareBodyProblem } from "../../src/RequestBody.js"
 
 const LIMIT = 4 * 1024 * 1024
 
 /** A request whose body node's parser hands over in `chunks`; what its readers get, and its problem. */
 const read = async (chunks: ReadonlyArray<Buffer>) => {
-  const request = new IncomingMessage(new Socket())
-  guardBody(request, LIMIT)
+  const request = new GuardedRequest(new Socket())
+  request.guard(LIMIT)
   const received: Array<Buffer> = []
   const ended = new Promise<void>((resolve) => request.on("end", resolve))
   request.on("data", (chunk: Buffer) => received.push(chunk))
