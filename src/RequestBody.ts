@@ -94,6 +94,9 @@ const tooDeep = (bytes: Buffer): BodyProblem | undefined => {
 
 const problemOfBody = (bytes: Buffer): BodyProblem | undefined => isUtf8(bytes) ? tooDeep(bytes) : { _tag: "NotUtf8" }
 
+/** The chunks held of a request not guarded (none are). */
+const NOTHING_HELD: Array<Buffer> = []
+
 /**
  * Node's request, able to hold back its body until it is whole, then let its readers have it if it
  * is good, or an empty body if not (recording why): a server made with `{ IncomingMessage:
@@ -102,21 +105,21 @@ const problemOfBody = (bytes: Buffer): BodyProblem | undefined => isUtf8(bytes) 
  * request ends when the body does (ending it early left the rest of the body unread on a
  * kept-alive connection: the client's next request there was never read).
  *
- * `push` is the class's own method, not a function set on each request: a `push` closure set on
- * every request kept each request, with its socket's state, its response and whatever answered it,
- * alive through young-generation collections until a full one (all of a POST's objects were
- * promoted: 7 MB per collection and 15 ms pauses at 6,500 requests a second, against 0.2 MB and
- * 2 ms without; bench/RESULTS-archive.md).
+ * `push` is the class's own method, not a function set on each request: with a `push` closure set
+ * on every request, young-generation collections promoted every POST's objects (its request,
+ * response, socket state and whatever answered it): 7 MB per collection and 15 ms pauses at 6,500
+ * requests a second, against 0.2 MB and 2 ms as a method (decision 0027).
  */
 export class GuardedRequest extends IncomingMessage {
   /** The largest body let through; negative: the body is not guarded. */
   private bodyLimit = -1
-  private heldChunks: Array<Buffer> = []
+  private heldChunks: Array<Buffer> = NOTHING_HELD
   private heldBytes = 0
 
   /** Guards this request's body from now on (before node's parser hands any of it over). */
   guard(maxBytes: number): void {
     this.bodyLimit = maxBytes
+    this.heldChunks = []
   }
 
   override push(chunk: unknown, encoding?: BufferEncoding): boolean {

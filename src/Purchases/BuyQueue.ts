@@ -3,11 +3,10 @@
  * its own.
  *
  * Effect's Queue, Semaphore and FiberSet keep their waiters and fibers in collections that live as
- * long as the engine and take and drop an entry per batch (Sets; the Queue's linked list). V8 keeps
- * each table such a Set discards, with the entries it held, until a full collection, so the buys
- * they held (their Deferreds, fibers, requests) were kept through young-generation collections
- * and promoted (Ops/FiberRoots.ts has the mechanism). Here a wait is a fresh Deferred, and the
- * arrays are swapped, not trimmed.
+ * long as the engine and take and drop an entry per batch (Sets; the Queue's linked list): the
+ * churn that made Effect's Set of root fibers keep every request's objects through young-generation
+ * collections (Ops/FiberRoots.ts). This was changed with the rest of decision 0027 and not measured
+ * apart from it. Here a wait is a fresh Deferred, and the arrays are swapped, not trimmed.
  */
 import { Deferred, Effect, Exit } from "effect"
 
