@@ -38,12 +38,19 @@ export interface BuyItemInput extends BuyByIdRequest {
   readonly attempt: number
 }
 
+/**
+ * The fields of an item's JSON that its purchase keeps (PurchaseRow). Only these are decoded: the
+ * whole CatalogItem (stickers and all) cost a buy about as much CPU as the rest of its decoding,
+ * and the item was checked against it when it was written.
+ */
+const PurchasedItem = CatalogItem.pick("market_hash_name", "image_url", "exterior", "float", "delivery_type", "estimated_delivery_minutes")
+
 export const LockedItem = Schema.Struct({
   id: Schema.String,
   status: Schema.String,
   priceCents: Int8,
   providerPriceCents: Schema.NullOr(Int8),
-  item: Schema.parseJson(CatalogItem),
+  item: Schema.parseJson(PurchasedItem),
   sim: Schema.NullOr(Schema.String)
 })
 export type LockedItem = typeof LockedItem.Type
