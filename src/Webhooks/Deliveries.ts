@@ -7,7 +7,7 @@ import { Effect, Option, Schema } from "effect"
 import { randomUUID } from "node:crypto"
 import { DirectTransactions } from "../Db/Database.js"
 import { CountRow, Int8, Numeric, rowsOf } from "../Domain/Db.js"
-import { CLAIM, CLAIM_BY_MERCHANT, CLAIM_WINDOW_MAX, NO_SYNC_COMMIT, RECORD } from "./DeliveryStatements.js"
+import { CLAIM, CLAIM_BY_MERCHANT, CLAIM_PLAN, CLAIM_WINDOW_MAX, NO_SYNC_COMMIT, RECORD } from "./DeliveryStatements.js"
 
 export const DUE_CHANNEL = "webhook_events_due"
 const CLAIM_LOCK_KEY = 7_311_024
@@ -109,12 +109,12 @@ export class WebhookDeliveries extends Effect.Service<WebhookDeliveries>()("Webh
           ? Effect.promise(() =>
             direct.value((session) =>
               session.queriesAndCommit([
-                [`SELECT pg_advisory_xact_lock($1), ${NO_SYNC_COMMIT}`, [CLAIM_LOCK_KEY]],
+                [`SELECT pg_advisory_xact_lock($1), ${NO_SYNC_COMMIT}, ${CLAIM_PLAN}`, [CLAIM_LOCK_KEY]],
                 [text, params]
               ])
             )
           ).pipe(Effect.flatMap((results) => results === undefined ? Effect.dieMessage("webhook claim rolled back") : Effect.succeed(results[1]!)))
-          : sql.unsafe(text, params))
+          : sql.withTransaction(Effect.zipRight(sql.unsafe(`SELECT ${CLAIM_PLAN}`), sql.unsafe(text, params))))
         const outlook = yield* decodeOutlook(rows[0])
         const claimed = (yield* decodeClaimed(rows)).filter((row): row is typeof ClaimedRow.Type => row.id !== null)
         const next: ClaimNext = outlook.leftOut ?
