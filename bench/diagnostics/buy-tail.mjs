@@ -22,13 +22,14 @@ import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { printSummary, summarise } from "../http/cpuprofile-summary.mjs"
 import {
-  admin,
   argOptions,
   buildIfNeeded,
   connectClient,
+  cpuSplit,
   createDatabase,
   deferPurchaseWorker,
   log,
+  richMerchants,
   sleep,
   startService,
   withAdminClient
@@ -69,14 +70,7 @@ const client = await connectClient(db.url)
 const itemIds = (await client.query("SELECT id FROM catalogue_items WHERE status = 'active' ORDER BY id")).rows.map((r) => r.id)
 if (opts.worker === "deferred") await deferPurchaseWorker(client)
 await client.end()
-const merchants = []
-for (let m = 0; m < CLIENTS; m++) {
-  const merchant = await admin(service, "/admin/merchants", { name: `tail-${m}`, webhook_url: null })
-  for (let n = 0; n < 5; n++) {
-    await admin(service, "/admin/deposits", { merchant_id: merchant.merchant_id, network: "tron", amount: 100_000_000, tx_id: `tail-${m}-${n}` })
-  }
-  merchants.push(merchant)
-}
+const merchants = await richMerchants(service, CLIENTS, "tail")
 
 /** Epoch ms with sub-ms precision (the preload's clock). */
 const now = () => performance.timeOrigin + performance.now()
@@ -85,19 +79,6 @@ const now = () => performance.timeOrigin + performance.now()
 const webhookAttempts = async () => {
   const text = await fetch(`${service.opsUrl}/metrics`).then((r) => r.text())
   return [...text.matchAll(/^webhook_attempts_total\{[^}]*\} (\d+)/gm)].reduce((sum, m) => sum + Number(m[1]), 0)
-}
-
-/** The service's user and system CPU (ms, all threads) and its main thread's context switches. */
-const cpuSplit = (pid) => {
-  const stat = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ")
-  const status = readFileSync(`/proc/${pid}/task/${pid}/status`, "utf8")
-  const field = (name) => Number(status.match(new RegExp(`${name}:\\s+(\\d+)`))[1])
-  return {
-    user: Number(stat[11]) * 10,
-    system: Number(stat[12]) * 10,
-    voluntary: field("voluntary_ctxt_switches"),
-    involuntary: field("nonvoluntary_ctxt_switches")
-  }
 }
 
 /** What one round measured, from its start to its end. */

@@ -10,7 +10,7 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import pg from "pg"
-import { argOptions, cpuMs, createDatabase, fundedMerchant, ROOT, startService } from "../lib/harness.mjs"
+import { argOptions, cpuMs, cpuSplit, createDatabase, fundedMerchant, ROOT, startService } from "../lib/harness.mjs"
 const opts = argOptions(process.argv.slice(2), { seconds: 10, connections: 16 })
 const outDir = join(ROOT, "bench/purchases/out", `profile-${Date.now()}`)
 mkdirSync(outDir, { recursive: true })
@@ -27,18 +27,6 @@ const dbc = new pg.Client({ connectionString: db.url })
 await dbc.connect()
 const itemIds = (await dbc.query("SELECT id FROM catalogue_items WHERE status = 'active' ORDER BY random()")).rows.map((r) => r.id)
 await dbc.end()
-/** User and system CPU (ms) and context switches of a process, all its threads. */
-const cpuSplit = (pid) => {
-  const stat = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ")
-  const status = readFileSync(`/proc/${pid}/status`, "utf8")
-  const field = (name) => Number(status.match(new RegExp(`${name}:\\s+(\\d+)`))[1])
-  return {
-    user: Number(stat[11]) * 10,
-    system: Number(stat[12]) * 10,
-    voluntary: field("voluntary_ctxt_switches"),
-    involuntary: field("nonvoluntary_ctxt_switches")
-  }
-}
 let next = 0
 const key = m.api_key ?? m.apiKey
 const bodyOf = (i) =>

@@ -22,7 +22,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
-import { admin, argOptions, buildIfNeeded, connectClient, createDatabase, deferPurchaseWorker, log, sleep, startService } from "../lib/harness.mjs"
+import { argOptions, buildIfNeeded, connectClient, createDatabase, deferPurchaseWorker, log, richMerchants, sleep, startService } from "../lib/harness.mjs"
 import { openConnection } from "../lib/http-connection.mjs"
 
 const HERE = fileURLToPath(new URL("./", import.meta.url))
@@ -49,14 +49,7 @@ const client = await connectClient(db.url)
 const itemIds = (await client.query("SELECT id FROM catalogue_items WHERE status = 'active' ORDER BY id")).rows.map((r) => r.id)
 if (opts.worker === "deferred") await deferPurchaseWorker(client)
 await client.end()
-const merchants = []
-for (let m = 0; m < CLIENTS; m++) {
-  const merchant = await admin(service, "/admin/merchants", { name: `promotion-${m}`, webhook_url: null })
-  for (let n = 0; n < 5; n++) {
-    await admin(service, "/admin/deposits", { merchant_id: merchant.merchant_id, network: "tron", amount: 100_000_000, tx_id: `promotion-${m}-${n}` })
-  }
-  merchants.push(merchant)
-}
+const merchants = await richMerchants(service, CLIENTS, "promotion")
 
 const url = new URL(service.baseUrl)
 let nextItem = 0
