@@ -21,19 +21,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { printSummary, summarise } from "../http/cpuprofile-summary.mjs"
-import {
-  argOptions,
-  buildIfNeeded,
-  connectClient,
-  cpuSplit,
-  createDatabase,
-  deferPurchaseWorker,
-  log,
-  richMerchants,
-  sleep,
-  startService,
-  withAdminClient
-} from "../lib/harness.mjs"
+import { argOptions, buildIfNeeded, cpuSplit, log, sleep, startBuyService, withAdminClient } from "../lib/harness.mjs"
 import { openConnection } from "../lib/http-connection.mjs"
 
 const HERE = fileURLToPath(new URL("./", import.meta.url))
@@ -54,23 +42,19 @@ const traceDir = mkdtempSync(join(tmpdir(), "buy-tail-"))
 process.env.LOOP_TRACE = join(traceDir, "loop")
 process.env.NODE_OPTIONS = `${process.env.NODE_OPTIONS ?? ""} --import ${join(HERE, "loop-stall-preload.mjs")}`.trim()
 
-const db = await createDatabase("mps_buy_tail")
-if (opts.census !== "") await withAdminClient((c) => c.query(`ALTER DATABASE ${db.name} SET log_min_duration_statement = 0`))
 const logSize = () => opts.census === "" ? 0 : statSync(opts.census).size
-const service = await startService({
-  databaseUrl: db.url,
+const { db, itemIds, merchants, service } = await startBuyService({
+  name: "mps_buy_tail",
   dataDir: join(traceDir, "data"),
-  extra: { SIM_CATALOGUE_SIZE: String(opts.catalogue), SIM_CHURN_PER_SECOND: "0", SIM_TIME_SCALE: "100" },
-  readyTimeoutMs: 600_000,
-  untilIdle: true,
-  ...(opts.profile ? { nodeArgs: ["--cpu-prof", `--cpu-prof-dir=${join(traceDir, "profile")}`] } : {}),
-  ...(opts.entry === "" ? {} : { entry: opts.entry })
+  catalogue: opts.catalogue,
+  worker: opts.worker,
+  merchants: CLIENTS,
+  entry: opts.entry,
+  nodeArgs: opts.profile ? ["--cpu-prof", `--cpu-prof-dir=${join(traceDir, "profile")}`] : [],
+  // --census: every statement of the database logged (PostgreSQL's log_min_duration_statement)
+  beforeStart: (database) =>
+    opts.census === "" ? Promise.resolve() : withAdminClient((c) => c.query(`ALTER DATABASE ${database.name} SET log_min_duration_statement = 0`))
 })
-const client = await connectClient(db.url)
-const itemIds = (await client.query("SELECT id FROM catalogue_items WHERE status = 'active' ORDER BY id")).rows.map((r) => r.id)
-if (opts.worker === "deferred") await deferPurchaseWorker(client)
-await client.end()
-const merchants = await richMerchants(service, CLIENTS, "tail")
 
 /** Epoch ms with sub-ms precision (the preload's clock). */
 const now = () => performance.timeOrigin + performance.now()

@@ -22,7 +22,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
-import { argOptions, buildIfNeeded, connectClient, createDatabase, deferPurchaseWorker, log, richMerchants, sleep, startService } from "../lib/harness.mjs"
+import { argOptions, buildIfNeeded, log, sleep, startBuyService } from "../lib/harness.mjs"
 import { openConnection } from "../lib/http-connection.mjs"
 
 const HERE = fileURLToPath(new URL("./", import.meta.url))
@@ -36,20 +36,14 @@ const traceDir = mkdtempSync(join(tmpdir(), "promotion-"))
 process.env.GC_TRACE = join(traceDir, "gc")
 process.env.NODE_OPTIONS = `${process.env.NODE_OPTIONS ?? ""} --import ${join(HERE, "gc-trace-preload.mjs")}`.trim()
 
-const db = await createDatabase("mps_promotion")
-const service = await startService({
-  databaseUrl: db.url,
+const { db, itemIds, merchants, service } = await startBuyService({
+  name: "mps_promotion",
   dataDir: join(traceDir, "data"),
-  extra: { SIM_CATALOGUE_SIZE: String(opts.catalogue), SIM_CHURN_PER_SECOND: "0", SIM_TIME_SCALE: "100" },
-  readyTimeoutMs: 600_000,
-  untilIdle: true,
-  ...(opts.entry === "" ? {} : { entry: opts.entry })
+  catalogue: opts.catalogue,
+  worker: opts.worker,
+  merchants: CLIENTS,
+  entry: opts.entry
 })
-const client = await connectClient(db.url)
-const itemIds = (await client.query("SELECT id FROM catalogue_items WHERE status = 'active' ORDER BY id")).rows.map((r) => r.id)
-if (opts.worker === "deferred") await deferPurchaseWorker(client)
-await client.end()
-const merchants = await richMerchants(service, CLIENTS, "promotion")
 
 const url = new URL(service.baseUrl)
 let nextItem = 0

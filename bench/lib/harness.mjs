@@ -389,6 +389,31 @@ export const richMerchants = async (service, count, prefix) => {
   return merchants
 }
 
+/**
+ * The /buy diagnostics' set-up: a fresh database `name`, the service on it with `catalogue`
+ * simulator items (no churn, the worker's later steps after the run), its active item ids in id
+ * order, the purchase worker deferred if `worker` is "deferred", and `merchants` rich merchants.
+ * `beforeStart(db)` runs on the new database before the service connects to it.
+ */
+export const startBuyService = async ({ name, dataDir, catalogue, worker, merchants, entry, nodeArgs = [], beforeStart }) => {
+  const db = await createDatabase(name)
+  if (beforeStart !== undefined) await beforeStart(db)
+  const service = await startService({
+    databaseUrl: db.url,
+    dataDir,
+    extra: { SIM_CATALOGUE_SIZE: String(catalogue), SIM_CHURN_PER_SECOND: "0", SIM_TIME_SCALE: "100" },
+    readyTimeoutMs: 600_000,
+    untilIdle: true,
+    nodeArgs,
+    ...(entry === "" ? {} : { entry })
+  })
+  const client = await connectClient(db.url)
+  const itemIds = (await client.query("SELECT id FROM catalogue_items WHERE status = 'active' ORDER BY id")).rows.map((r) => r.id)
+  if (worker === "deferred") await deferPurchaseWorker(client)
+  await client.end()
+  return { db, service, itemIds, merchants: await richMerchants(service, merchants, name) }
+}
+
 /** A process's user and system CPU (ms, all its threads) and its main thread's context switches. */
 export const cpuSplit = (pid) => {
   const stat = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ")
