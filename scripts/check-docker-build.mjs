@@ -201,7 +201,7 @@ const serviceEnv = {
   PORT: String(port),
   OPS_PORT: String(opsPort),
   DATA_DIR: join(runDir, "data"),
-  ADMIN_TOKEN: "docker-build-check",
+  ADMIN_TOKEN: "docker-build-check-0123456789abcdef",
   LOG_LEVEL: "warning",
   SIM_CATALOGUE_SIZE: "2000"
 }

@@ -55,12 +55,22 @@ const logLevel = Config.string("LOG_LEVEL").pipe(
   })
 )
 
-/** A bearer token must be sendable as one: not empty, no whitespace or control characters. */
+/** The shortest ADMIN_TOKEN accepted: the admin API moves money, so a guessable token is refused. */
+export const ADMIN_TOKEN_MIN_LENGTH = 32
+
+/** A bearer token must be sendable as one (no whitespace or control characters) and long enough not to be guessed. */
 const adminToken = Config.option(
-  Config.redacted("ADMIN_TOKEN").pipe(Config.validate({
-    message: "ADMIN_TOKEN must not be empty nor contain whitespace or control characters (unset it to have one generated)",
-    validation: (token) => /^[\x21-\x7e]+$/.test(Redacted.value(token))
-  }))
+  Config.redacted("ADMIN_TOKEN").pipe(
+    Config.validate({
+      message: "ADMIN_TOKEN must not contain whitespace or control characters (unset it to have one generated)",
+      validation: (token) => /^[\x21-\x7e]*$/.test(Redacted.value(token))
+    }),
+    Config.validate({
+      message:
+        `ADMIN_TOKEN is shorter than ${ADMIN_TOKEN_MIN_LENGTH} characters: it guards the admin API, so use a long random value (e.g. \`openssl rand -hex 32\`) or unset it to have one generated`,
+      validation: (token) => Redacted.value(token).length >= ADMIN_TOKEN_MIN_LENGTH
+    })
+  )
 )
 
 export interface AppSettings {

@@ -144,7 +144,9 @@ export const HttpLive = Layer.unwrapEffect(Effect.gen(function*() {
   const metrics = yield* Metrics
   const readiness = yield* Readiness
   const routes = [...new Set(PUBLIC_ROUTES.map((route) => route.path))]
-  const responses = makeResponses("api", metrics, routes)
+  const responses = makeResponses("api", metrics, routes, {
+    strictTransportPrefixes: settings.publicUrl.startsWith("https:") ? ["/cabinet"] : []
+  })
   const runtime = yield* Effect.runtime<never>()
   const logDrain = (progress: DrainProgress) =>
     Runtime.runFork(runtime)(

@@ -41,8 +41,19 @@ export interface BodyBytes {
   readonly release?: (() => void) | undefined
 }
 
-export const makeResponses = (server: string, metrics: Metrics, routes: ReadonlyArray<string>) => {
+/** HSTS for a cabinet served over https: a year, so a browser never again tries it over plain http. */
+export const STRICT_TRANSPORT_SECURITY = "max-age=31536000"
+
+export interface ResponseOptions {
+  /** Paths whose responses carry Strict-Transport-Security (the cabinet's, when PUBLIC_URL is https). */
+  readonly strictTransportPrefixes?: ReadonlyArray<string> | undefined
+}
+
+export const makeResponses = (server: string, metrics: Metrics, routes: ReadonlyArray<string>, options: ResponseOptions = {}) => {
   const routeLabel = makeRouteLabeler(routes)
+  const strictTransportPrefixes = options.strictTransportPrefixes ?? []
+  const strictTransport = (url: string) =>
+    strictTransportPrefixes.some((prefix) => url === prefix || url.startsWith(`${prefix}/`) || url.startsWith(`${prefix}?`))
 
   const record = (method: string, route: string, status: number, started: number) =>
     metrics.recordRequest(server, method, route, status, (performance.now() - started) / 1000)
@@ -60,7 +71,8 @@ export const makeResponses = (server: string, metrics: Metrics, routes: Readonly
         Effect.sync(() => {
           record(request.method, routeLabel(request.url), response.status, started)
           const answered = response.status === 500 && response.body._tag === "Empty" ? internalError : response
-          return HttpServerResponse.setHeader(answered, "x-request-id", requestId)
+          const identified = HttpServerResponse.setHeader(answered, "x-request-id", requestId)
+          return strictTransport(request.url) ? HttpServerResponse.setHeader(identified, "strict-transport-security", STRICT_TRANSPORT_SECURITY) : identified
         })
       )
       return yield* Effect.annotateLogs(app, "request_id", requestId)

@@ -132,7 +132,7 @@ export const CabinetHttp = HttpApiBuilder.group(MerchantApi, "cabinet", (handler
           const merchant = yield* CurrentMerchant
           if (payload.url !== null && !isWebhookUrl(payload.url)) {
             return yield* Effect.fail(
-              new CabinetWebhookUrlInvalid({ message: `url: must be an http(s) URL of at most ${WEBHOOK_URL_MAX} characters, or null` })
+              new CabinetWebhookUrlInvalid({ message: `url: must be an http(s) URL without user info (user:password@), of at most ${WEBHOOK_URL_MAX} characters, or null` })
             )
           }
           yield* merchants.update(merchant.id, { webhookUrl: payload.url })

@@ -49,6 +49,8 @@ export const checkUrl = (url: string | null, allowPrivate: boolean): URL | Prefl
   if (parsed.protocol !== "http:" && parsed.protocol !== "https:") {
     return new PreflightRejected(`webhook URL scheme ${parsed.protocol} is not http(s)`)
   }
+  // (the setters refuse such URLs; one stored before they did is not sent its credentials)
+  if (parsed.username !== "" || parsed.password !== "") return new PreflightRejected("webhook URL carries user info")
   const host = parsed.hostname.startsWith("[") ? parsed.hostname.slice(1, -1) : parsed.hostname
   // a literal address is connected to without a lookup: it is checked here
   if (!allowPrivate && ipaddr.isValid(host) && !isPublicAddress(host)) {

@@ -121,15 +121,19 @@ export const invite = async (server: RunningServer, merchantId: string): Promise
   return issued.invite_url.split("#")[1]!
 }
 
-/** A merchant through onboarding: invite, start, complete; signed in. */
-export const onboard = async (server: RunningServer, login = `ops-${Math.random().toString(36).slice(2, 10)}@merchant.example`): Promise<Onboarded> => {
+/** A merchant through onboarding: invite, start, complete; signed in (with `origin` as the Origin, the server's own by default). */
+export const onboard = async (
+  server: RunningServer,
+  login = `ops-${Math.random().toString(36).slice(2, 10)}@merchant.example`,
+  origin?: string
+): Promise<Onboarded> => {
   const merchant = await server.createMerchant()
   const token = await invite(server, merchant.id)
-  const started = await cabinet(server, "/invite/start", { method: "POST", body: { token } })
+  const started = await cabinet(server, "/invite/start", { method: "POST", body: { token }, origin })
   if (started.status !== 200) throw new Error(`invite start: ${started.status} ${started.text}`)
   const app = new AuthenticatorApp(bodyOf(started, InviteStarted).totp_secret)
   const password = "correct horse battery staple"
-  const done = await cabinet(server, "/invite/complete", { method: "POST", body: { token, login, password, code: await app.code() } })
+  const done = await cabinet(server, "/invite/complete", { method: "POST", body: { token, login, password, code: await app.code() }, origin })
   if (done.status !== 201 || done.cookie === undefined) throw new Error(`invite complete: ${done.status} ${done.text}`)
   return { merchant, login, password, app, cookie: done.cookie }
 }

@@ -76,7 +76,7 @@ export interface RunningServer {
   readonly process: ChildProcess
 }
 
-const ADMIN_TOKEN = "adm_test_token_0123456789"
+const ADMIN_TOKEN = "adm_test_token_0123456789abcdefghijkl"
 let merchantCounter = 0
 
 /** A request as sent (a string body goes as it is, anything else as JSON): the status, headers, text and the JSON when the text is JSON. */
