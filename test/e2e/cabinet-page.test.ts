@@ -1,10 +1,12 @@
 /**
  * The cabinet's web page in a real browser (Playwright driving Debian's chromium): onboarding from
  * an invite link with a TOTP code computed here, the overview, a deposit wallet whose QR code
- * decodes to exactly its address, a purchase made over the API in the list, a new API key shown
- * once, a form posted from another origin refused, sign-out and sign-in; at 1280 and 375 px wide,
- * with nothing loaded from elsewhere and the strict CSP. Screenshots of each page at both widths go
- * to .tmp/screenshots/ (not committed) for a person to look at.
+ * decodes to exactly its address, purchases made over the API in the list (a failed one with its
+ * reason and refund), a new API key shown once, a form posted from another origin refused, one
+ * message for every refused sign-in, sign-out and sign-in; at 1280x800 and 390x844, with no "null",
+ * "undefined" or "NaN" shown anywhere, nothing wider than a phone's screen, nothing loaded from
+ * elsewhere and the strict CSP. Screenshots of each page at both sizes go to .tmp/screenshots/ (not
+ * committed) for a person to look at.
  */
 import jsQRModule from "jsqr"
 import { mkdirSync } from "node:fs"
@@ -14,10 +16,10 @@ import { PNG } from "pngjs"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { losesCreationAnswer } from "../../src/Providers/Simulator/WalletProviderSim.js"
 import { hasBrowser, launchChromium } from "../support/browser.js"
-import { AuthenticatorApp, invite } from "../support/cabinet.js"
+import { AuthenticatorApp, invite, onboard } from "../support/cabinet.js"
 import { field } from "../support/expectations.js"
 import { ROOT } from "../support/paths.js"
-import { bought, buyBody, loadItem, PURCHASE_ENV } from "../support/purchases.js"
+import { bought, buyBody, loadItem, PURCHASE_ENV, TOKENS, watchPurchase } from "../support/purchases.js"
 import { freePort, type RunningServer, startServer } from "../support/server.js"
 
 // jsqr is CommonJS: its default export arrives as the module itself or as its `default`
@@ -60,14 +62,48 @@ const openPage = async () => {
 const labelsOfEveryInput = (page: Page) =>
   page.evaluate("[...document.querySelectorAll('input, select')].map((input) => input.labels?.length ?? 0)") as Promise<Array<number>>
 
-/** Screenshots of the page as it is at 1280 and at 375 px wide; at 375 nothing may overflow sideways. */
-const shoot = async (page: Page, name: string) => {
-  for (const width of [1280, 375]) {
-    await page.setViewportSize({ width, height: 900 })
-    if (width === 375) expect(await page.evaluate("document.documentElement.scrollWidth"), name).toBeLessThanOrEqual(375)
-    await page.screenshot({ path: `${SHOTS}/cabinet-${name}-${width}.png`, fullPage: true })
+const SIZES = [{ width: 1280, height: 800 }, { width: 390, height: 844 }] as const
+const PHONE = SIZES[1]
+
+/** Words of a value the page failed to fill in, as they would show (a missing field, a bad number or date). */
+const BROKEN_TEXT = /\b(?:null|undefined|NaN|Invalid Date)\b|\[object /
+
+/** The page's visible text (innerText leaves out what is hidden). */
+const visibleText = (page: Page) => page.evaluate("document.body.innerText") as Promise<string>
+
+/**
+ * Sideways overflow at the current size: the page's, each table box's (a table that would scroll
+ * inside its box), and the innermost elements that reach past the screen's right edge (to name in a failure).
+ */
+const overflow = (page: Page) =>
+  page.evaluate(`({
+    page: document.documentElement.scrollWidth - document.documentElement.clientWidth,
+    tables: [...document.querySelectorAll(".scroll")].map((box) => box.scrollWidth - box.clientWidth),
+    past: [...document.body.querySelectorAll("*")]
+      .filter((e) => e.getBoundingClientRect().right > document.documentElement.clientWidth && e.children.length === 0)
+      .slice(0, 5)
+      .map((e) => e.tagName.toLowerCase() + (e.className ? "." + e.className : "") + " " + (e.textContent ?? "").slice(0, 40))
+  })`) as Promise<{ page: number; tables: Array<number>; past: Array<string> }>
+
+/**
+ * The page as it is at 1280x800 and at 390x844: no broken value shown at either, and on the phone
+ * nothing wider than the screen, tables included (their rows stack); `check` runs at each size;
+ * a full-page screenshot of each.
+ */
+const shoot = async (page: Page, name: string, check?: () => Promise<void>) => {
+  for (const size of SIZES) {
+    await page.setViewportSize(size)
+    const text = await visibleText(page)
+    expect(text.match(BROKEN_TEXT)?.[0], `${name} at ${size.width} px shows a broken value in:\n${text}`).toBeUndefined()
+    if (size === PHONE) {
+      const wider = await overflow(page)
+      expect(wider.page, `${name}: the page is wider than a phone's screen (${wider.past.join("; ")})`).toBeLessThanOrEqual(0)
+      expect(wider.tables.filter((by) => by > 0), `${name}: a table scrolls sideways on a phone`).toEqual([])
+    }
+    await check?.()
+    await page.screenshot({ path: `${SHOTS}/cabinet-${name}-${size.width}.png`, fullPage: true })
   }
-  await page.setViewportSize({ width: 1280, height: 900 })
+  await page.setViewportSize(SIZES[0])
 }
 
 /** The text a QR code on the page holds, decoded from a screenshot of it. */
@@ -86,9 +122,12 @@ const finishInvite = async (page: Page, login: string, password: string) => {
 }
 
 describe.skipIf(!hasBrowser)("the cabinet page in chromium", { timeout: 180_000 }, () => {
-  it("goes from the invite to every section: QR codes that decode, a purchase in the list, a new key once, sign-out and sign-in", async () => {
+  it("goes from the invite to every section: QR codes that decode, purchases in the list, a failed one's reason, a new key once, sign-out and sign-in", async () => {
     let merchant = await server.createMerchant()
     while (losesCreationAnswer(merchant.id, "tron")) merchant = await server.createMerchant()
+    // an address from the previous payment provider on one network, none on the other
+    const earlierAddress = "TQn9Y2khEsLJW1ChVWFMSMeRDow5KcbLSE"
+    await server.adminApi.call((client) => client.merchants.setLegacyAddresses({ path: { id: merchant.id }, payload: { trc20: earlierAddress, bep20: null } }))
     await server.deposit(merchant.id, 102.5)
     const token = await invite(server, merchant.id)
     const { page, problems, requests } = await openPage()
@@ -104,8 +143,11 @@ describe.skipIf(!hasBrowser)("the cabinet page in chromium", { timeout: 180_000 
     await shoot(page, "1-invite")
     // by keyboard: Enter in the last field submits the form
     await page.getByLabel("Code from your authenticator app").press("Enter")
-    await page.getByText("Available").waitFor()
+    await page.getByRole("heading", { name: "Deposit fees" }).waitFor()
     await expect(page.getByText("101.47 USD").count()).resolves.toBeGreaterThan(0)
+    await page.getByRole("heading", { name: "Deposit addresses from our previous payment provider" }).waitFor()
+    await page.getByText(`USDT on TRON (TRC-20): ${earlierAddress}`).waitFor()
+    expect(await visibleText(page)).not.toMatch(/earlier provider|trc20|bep20/i)
     await shoot(page, "2-overview")
 
     await page.getByRole("link", { name: "Deposit wallets" }).click()
@@ -115,6 +157,9 @@ describe.skipIf(!hasBrowser)("the cabinet page in chromium", { timeout: 180_000 
     expect(address).toMatch(/^T[1-9A-HJ-NP-Za-km-z]{33}$/)
     expect(await decodeQr(page, "article .qr")).toBe(address)
     await expect(page.getByText("Do not send funds").count()).resolves.toBe(0)
+    await page.getByText("Your address is ready.").waitFor()
+    // the wallet's state in plain words, not the API's status names
+    expect(await visibleText(page)).not.toMatch(/bound|prepared|creation.started|requires.reconciliation|reconcile/i)
     await shoot(page, "3-wallets")
 
     await page.getByRole("link", { name: "Deposits" }).click()
@@ -123,15 +168,35 @@ describe.skipIf(!hasBrowser)("the cabinet page in chromium", { timeout: 180_000 
 
     const itemId = await loadItem(server, 1_234)
     await bought(server, merchant, buyBody({ itemId, maxPrice: 12.34, customId: "page-order-1" }))
+    // one the buyer declines: it fails, and its price comes back in full
+    const declinedItemId = await loadItem(server, 500)
+    const declined = await bought(server, merchant, buyBody({ itemId: declinedItemId, maxPrice: 5, customId: "page-order-declined", token: TOKENS.declined }))
+    const { final } = await watchPurchase(server, merchant, declined.purchase_id)
+    expect(final.failure).toMatchObject({ code: "TRADE_DECLINED", refunded_amount: 5 })
     await page.getByRole("link", { name: "Purchases" }).click()
     await page.getByRole("cell", { name: "page-order-1" }).waitFor()
+    const failedRow = page.getByRole("row").filter({ hasText: "page-order-declined" })
+    const failureShown = async () => {
+      for (const text of ["The buyer declined the trade offer.", "Refunded in full: 5.00 USD is back in your available balance."]) {
+        const line = failedRow.getByText(text)
+        await expect(line.isVisible(), text).resolves.toBe(true)
+        // within the screen's width, not off to the side
+        const box = (await line.boundingBox())!
+        expect(box.x + box.width, text).toBeLessThanOrEqual(page.viewportSize()!.width)
+      }
+    }
+    await shoot(page, "5-purchases", failureShown)
+    await page.getByLabel("Status").selectOption("failed")
+    await page.getByRole("button", { name: "Filter" }).click()
+    await page.getByRole("cell", { name: "page-order-1" }).waitFor({ state: "detached" })
+    await failedRow.getByText("The buyer declined the trade offer.").waitFor()
+    await page.getByLabel("Status").selectOption("")
     await page.getByLabel("Custom id").fill("no-such-order")
     await page.getByRole("button", { name: "Filter" }).click()
     await page.getByText("Nothing yet.").waitFor()
     await page.getByLabel("Custom id").fill("page-order-1")
     await page.getByRole("button", { name: "Filter" }).click()
     await page.getByRole("cell", { name: "page-order-1" }).waitFor()
-    await shoot(page, "5-purchases")
 
     await page.getByRole("link", { name: "Webhooks" }).click()
     await page.getByRole("textbox", { name: /Webhook URL/ }).fill("https://hooks.page.example/in")
@@ -191,9 +256,55 @@ describe.skipIf(!hasBrowser)("the cabinet page in chromium", { timeout: 180_000 
     await page.getByText("Do not send funds to this wallet now").waitFor()
     await expect(page.getByText("Address:").count()).resolves.toBe(0)
     await expect(page.locator(".qr").count()).resolves.toBe(0)
+    // what the wallet's state means, in plain words, with what to do next
+    const card = page.getByRole("article").filter({ hasText: "BEP-20" })
+    await expect(card.getByRole("button", { name: "Check status" }).count()).resolves.toBe(1)
+    expect(await card.innerText()).toMatch(/our wallet provider/)
+    expect(await card.innerText()).not.toMatch(/bound|prepared|creation.started|requires.reconciliation|reconcile|request /i)
+    // the lost answer's error is told in words for a person, not the API's advice to a program
+    const said = (await page.getByRole("status").innerText()).trim()
+    expect(said).toMatch(/Do not send funds to it yet/)
+    expect(said).not.toMatch(/GET |\/deposits|replacement/)
     await shoot(page, "9-unverified-wallet")
     // the lost answer is the 502 the page shows in its status line, not a page error
     expect(problems.filter((p) => !p.includes("/deposits/wallets") && !p.includes("status of 502"))).toEqual([])
+    await page.context().close()
+  })
+
+  it("signed out: the sign-in page, and one message for a refused sign-in whichever part was wrong", async () => {
+    const { login, password, app } = await onboard(server, `signin-${Date.now()}@page.example`)
+    const { page, problems } = await openPage()
+    await page.goto(`${server.baseUrl}/cabinet`)
+    await page.getByRole("heading", { name: "Sign in" }).waitFor()
+    await shoot(page, "0-sign-in")
+
+    const refusal = async (attempt: { login: string; password: string; code: string }) => {
+      await page.getByLabel("Login (email)").fill(attempt.login)
+      await page.getByLabel("Password").fill(attempt.password)
+      await page.getByLabel("Code from your authenticator app").fill(attempt.code)
+      const [answer] = await Promise.all([page.waitForResponse(`${server.baseUrl}/cabinet/api/login`), page.getByRole("button", { name: "Sign in" }).click()])
+      expect(answer.status()).toBe(401)
+      const alert = page.getByRole("alert")
+      await alert.filter({ hasText: /\S/ }).waitFor()
+      // the form empties its alert on submit: the text after the answer is this attempt's
+      return (await alert.textContent())!.trim()
+    }
+    const messages = [
+      await refusal({ login: `nobody-${Date.now()}@page.example`, password, code: app.wrong() }),
+      await refusal({ login, password: "not the password at all", code: await app.code() }),
+      await refusal({ login, password, code: app.wrong() })
+    ]
+    expect(new Set(messages).size, messages.join(" | ")).toBe(1)
+    expect(messages[0]).toMatch(/login, password or code/)
+    await shoot(page, "0-sign-in-refused")
+
+    await page.getByLabel("Login (email)").fill(login)
+    await page.getByLabel("Password").fill(password)
+    await page.getByLabel("Code from your authenticator app").fill(await app.code())
+    await page.getByRole("button", { name: "Sign in" }).click()
+    await page.getByText(`Signed in as ${login}`).waitFor()
+    // the refusals and the signed-out page's first question (401s) are the only errors
+    expect(problems.filter((p) => !/401|status of 401/.test(p))).toEqual([])
     await page.context().close()
   })
 

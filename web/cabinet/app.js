@@ -2,6 +2,22 @@
 // /cabinet/api and the deposit endpoints with the session cookie (same origin: the browser sends the
 // Origin the service checks). Built into dist/cabinet/app.js with the QR code library.
 import QRCode from "qrcode"
+import { dataTable, field, h, newId, present, tableBody, tableNote, tableRow } from "./dom.js"
+import {
+  accountStatus,
+  deliveryStatus,
+  errorText,
+  failureReason,
+  lastAnswer,
+  networkName,
+  NETWORKS,
+  PURCHASE_STATUSES,
+  purchaseStatus,
+  refundText,
+  usd,
+  walletStatus,
+  when
+} from "./words.js"
 
 const API = "/api/v1/merchant"
 const main = document.getElementById("main")
@@ -9,25 +25,6 @@ const nav = document.getElementById("nav")
 const status = document.getElementById("status")
 
 // ---- small helpers ------------------------------------------------------------------------------
-
-/** An element with attributes (on* are listeners) and children (strings become text). */
-const h = (tag, attributes = {}, ...children) => {
-  const element = document.createElement(tag)
-  for (const [name, value] of Object.entries(attributes)) {
-    if (value === undefined || value === null || value === false) continue
-    if (name.startsWith("on")) element.addEventListener(name.slice(2), value)
-    else element.setAttribute(name, value === true ? "" : String(value))
-  }
-  for (const child of children.flat()) if (child !== null && child !== undefined && child !== false) element.append(child)
-  return element
-}
-
-let fieldCounter = 0
-/** A labelled input. */
-const field = (label, attributes) => {
-  const id = `f${fieldCounter++}`
-  return h("label", { for: id }, label, h("input", { id, ...attributes }))
-}
 
 const say = (text) => {
   status.textContent = text
@@ -51,7 +48,10 @@ const call = async (path, { method = "GET", body } = {}) => {
   })
   const text = await response.text()
   const json = text === "" ? undefined : JSON.parse(text)
-  if (!response.ok) throw new ApiError(response.status, json?.error?.code ?? "", json?.error?.message ?? json?.detail ?? response.statusText)
+  if (!response.ok) {
+    const code = json?.error?.code ?? ""
+    throw new ApiError(response.status, code, errorText(code, json?.error?.message ?? json?.detail ?? response.statusText))
+  }
   return json
 }
 
@@ -91,11 +91,9 @@ const copyButton = (text) =>
     }
   }, "Copy")
 
-const usd = (n) => `${Number(n).toFixed(2)} USD`
-const when = (iso) => (iso ? new Date(iso).toLocaleString() : "—")
-
 const show = (...children) => {
-  main.replaceChildren(...children)
+  // replaceChildren would write a null child as the text "null"
+  main.replaceChildren(...present(children))
   main.focus()
 }
 
@@ -219,10 +217,17 @@ const section = (title, ...children) => h("section", { "aria-labelledby": "secti
 const overview = async () => {
   const [balance, fees] = await Promise.all([call("/cabinet/api/balance"), call(`${API}/deposits/fees`)])
   const card = (label, value) => h("div", { class: "card" }, label, h("strong", {}, value))
-  const addresses = Object.entries(balance.deposit_addresses).filter(([, address]) => address !== null)
+  const earlier = NETWORKS.map((n) => [n, balance.deposit_addresses?.[n.earlier]]).filter(([, address]) => typeof address === "string" && address !== "")
+  const tierHeadings = ["Amount sent", "Fee"]
+  const tierAmount = (t) =>
+    t.max_amount === null
+      ? `${usd(t.min_amount)} and more`
+      : t.min_amount === 0
+      ? `Under ${usd(t.max_amount)}`
+      : `${usd(t.min_amount)} to under ${usd(t.max_amount)}`
   return section(
     me.name,
-    h("p", { class: "muted" }, `Signed in as ${me.login ?? "—"} · status ${me.status}`),
+    h("p", { class: "muted" }, `Signed in as ${me.login ?? "—"} · ${accountStatus(me.status)}`),
     h(
       "div",
       { class: "cards" },
@@ -231,32 +236,33 @@ const overview = async () => {
       card("Deposited", usd(balance.total_deposited)),
       card("Spent", usd(balance.total_spent))
     ),
-    h("p", { class: "muted" }, "On hold is purchases still in flight: already debited, and part of Spent."),
-    h("h3", {}, "Deposit fees"),
     h(
-      "div",
-      { class: "scroll" },
-      h(
-        "table",
-        {},
-        h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Amount (USD)"), h("th", { scope: "col" }, "Fee"))),
-        h("tbody", {}, fees.tiers.map((t) => h("tr", {}, h("td", {}, `${t.min_amount} – ${t.max_amount ?? "∞"}`), h("td", {}, `${t.percent} %`))))
-      )
+      "p",
+      { class: "muted" },
+      "On hold is the price of purchases not finished yet: already taken from Available and counted in Spent. A failed purchase's refund returns to Available."
     ),
-    h("h3", {}, "Earlier provider's addresses"),
-    addresses.length === 0
-      ? h("p", { class: "muted" }, "None.")
-      : h("ul", {}, addresses.map(([network, address]) => h("li", {}, `${network.toUpperCase()}: `, h("span", { class: "mono" }, address))))
+    h("h3", {}, "Deposit fees"),
+    h("p", { class: "muted" }, "Taken from each deposit: your balance is credited with the amount sent less this fee."),
+    dataTable("Deposit fees", tierHeadings, tableBody(fees.tiers.map((t) => tableRow(tierHeadings, [tierAmount(t), `${t.percent} %`]))), { stack: false }),
+    h("h3", {}, "Deposit addresses from our previous payment provider"),
+    earlier.length === 0
+      ? h("p", { class: "muted" }, "None: you have no addresses from our previous payment provider. Use your deposit wallets.")
+      : [
+        h(
+          "p",
+          { class: "muted" },
+          "Addresses you may have been given before we moved to deposit wallets. Payments to them are credited once our team has confirmed them; for new deposits, use your deposit wallets."
+        ),
+        h("ul", {}, earlier.map(([n, address]) => h("li", {}, `${n.title}: `, h("span", { class: "mono" }, address))))
+      ]
   )
 }
-
-const NETWORKS = [["tron", "USDT on TRON (TRC-20)"], ["bsc", "USDT on BNB Smart Chain (BEP-20)"]]
 
 const wallets = async () => {
   const list = await call(`${API}/deposits/wallets`)
   const byNetwork = new Map(list.wallets.map((w) => [w.network, w]))
   const items = []
-  for (const [network, title] of NETWORKS) {
+  for (const { network, title } of NETWORKS) {
     const wallet = byNetwork.get(network)
     const parts = [h("h3", {}, title)]
     if (wallet === undefined) {
@@ -267,18 +273,25 @@ const wallets = async () => {
             { type: "button", onclick: () => act(() => call(`${API}/deposits/wallets`, { method: "POST", body: { network } })) },
             "Request an address"
           )
-          : h("p", { class: "muted" }, list.issuance_enabled ? "New addresses cannot be issued right now." : "Address issuance is off.")
+          : h(
+            "p",
+            { class: "muted" },
+            list.issuance_enabled
+              ? "We cannot create a new address right now: try again later."
+              : "Deposit addresses are not offered at the moment: ask your operator how to top up."
+          )
       )
     } else {
-      parts.push(h("p", {}, `Request ${wallet.status.replaceAll("_", " ")} · updated ${when(wallet.updated_at)}`))
+      parts.push(h("p", {}, walletStatus(wallet.status), h("span", { class: "muted" }, ` (updated ${when(wallet.updated_at)})`)))
       if (!wallet.can_deposit) parts.push(h("p", { class: "warning", role: "note" }, "Do not send funds to this wallet now: it cannot take deposits."))
       if (wallet.address !== null) {
+        if (wallet.can_deposit) parts.push(h("p", {}, `Send only ${title} to this address.`))
         parts.push(
           h("p", {}, "Address: ", h("span", { class: "mono" }, wallet.address), " ", copyButton(wallet.address)),
           await qr(wallet.address, `QR code of the ${title} address`)
         )
       }
-      if (wallet.memo !== null) {
+      if (wallet.memo !== null && wallet.memo !== "") {
         parts.push(
           h(
             "p",
@@ -293,7 +306,7 @@ const wallets = async () => {
           type: "button",
           class: "secondary",
           onclick: () => act(() => call(`${API}/deposits/wallets/${wallet.id}/reconcile`, { method: "POST" }))
-        }, "Reconcile with the provider")
+        }, "Check status")
       )
     }
     items.push(h("article", { class: "card" }, ...parts))
@@ -313,75 +326,84 @@ const act = async (change) => {
   say(message)
 }
 
-/** A table of a cursor-paged list, with "More" while there is a next page. */
-const paged = (load, headings, row) => {
-  const body = h("tbody")
+/** A table of a cursor-paged list, with "More" while there is a next page; `cells` gives a row's cells in the headings' order. */
+const paged = (label, load, headings, cells) => {
+  const body = tableBody()
   const more = h("button", { type: "button", class: "secondary", hidden: true }, "More")
   let cursor
   const next = async () => {
     const page = await load(cursor)
-    body.append(...page.rows.map(row))
+    body.append(...page.rows.map((row) => tableRow(headings, cells(row))))
     cursor = page.next_cursor
     more.hidden = cursor === null
-    if (body.children.length === 0) body.append(h("tr", {}, h("td", { colspan: headings.length, class: "muted" }, "Nothing yet.")))
+    if (body.children.length === 0) body.append(tableNote(headings, "Nothing yet."))
   }
   more.addEventListener("click", () => next().catch((e) => say(e.message)))
-  return {
-    element: h(
-      "div",
-      {},
-      h("div", { class: "scroll" }, h("table", {}, h("thead", {}, h("tr", {}, headings.map((t) => h("th", { scope: "col" }, t)))), body)),
-      more
-    ),
-    next
-  }
+  return { element: h("div", {}, dataTable(label, headings, body), more), next }
 }
 
 const query = (params) => new URLSearchParams(Object.entries(params).filter(([, v]) => v !== undefined && v !== "")).toString()
 
 const deposits = async () => {
   const list = paged(
+    "Deposits",
     async (cursor) => {
       const page = await call(`${API}/deposits?${query({ cursor, limit: 25 })}`)
       return { rows: page.deposits, next_cursor: page.next_cursor }
     },
     ["Credited", "Amount", "Network", "Transaction"],
-    (d) => h("tr", {}, h("td", {}, when(d.created_at)), h("td", {}, usd(d.amount)), h("td", {}, d.network ?? "—"), h("td", { class: "mono" }, d.tx_id ?? "—"))
+    (d) => [when(d.created_at), h("span", { class: "amount" }, usd(d.amount)), networkName(d.network), h("span", { class: "mono" }, d.tx_id ?? "—")]
   )
   await list.next()
-  return section("Deposits", list.element)
+  return section("Deposits", h("p", { class: "muted" }, "Amounts are what your balance was credited with, after the deposit fee."), list.element)
 }
 
-const STATUSES = ["", "created", "processing", "sent_to_steam", "completed", "failed"]
+/** A purchase's status, and for a failed one why, and whether its price came back. */
+const purchaseOutcome = (p) =>
+  p.failure === null || p.failure === undefined
+    ? purchaseStatus(p.status)
+    : h(
+      "div",
+      { class: "outcome" },
+      h("strong", {}, purchaseStatus(p.status)),
+      h("span", { class: "reason" }, failureReason(p.failure)),
+      h("span", {}, refundText(p.failure, p.price)),
+      h("span", { class: "muted" }, "Reason code: ", h("span", { class: "mono" }, p.failure.code))
+    )
 
 const purchases = async () => {
   const results = h("div")
   const load = async (filters) => {
     const list = paged(
+      "Purchases",
       async (cursor) => {
         const page = await call(`/cabinet/api/purchases?${query({ ...filters, cursor, limit: 25 })}`)
         return { rows: page.purchases, next_cursor: page.next_cursor }
       },
       ["Created", "Item", "Price", "Status", "Custom id"],
-      (p) =>
-        h(
-          "tr",
-          {},
-          h("td", {}, when(p.created_at)),
-          h("td", {}, p.item.market_hash_name),
-          h("td", {}, usd(p.price)),
-          h("td", {}, p.status),
-          h("td", { class: "mono" }, p.custom_id)
-        )
+      (
+        p
+      ) => [
+        when(p.created_at),
+        p.item.market_hash_name,
+        h("span", { class: "amount" }, usd(p.price)),
+        purchaseOutcome(p),
+        h("span", { class: "mono" }, p.custom_id)
+      ]
     )
     await list.next()
     results.replaceChildren(list.element)
   }
-  const id = `f${fieldCounter++}`
+  const id = newId()
   const filters = form(
     { class: "inline", "aria-label": "Filter purchases" },
     [
-      h("label", { for: id }, "Status", h("select", { id, name: "status" }, STATUSES.map((s) => h("option", { value: s }, s || "any")))),
+      h(
+        "label",
+        { for: id },
+        "Status",
+        h("select", { id, name: "status" }, h("option", { value: "" }, "Any"), PURCHASE_STATUSES.map(([value, label]) => h("option", { value }, label)))
+      ),
       field("Custom id", { name: "custom_id" }),
       field("From", { name: "from", type: "datetime-local" }),
       field("To", { name: "to", type: "datetime-local" })
@@ -399,21 +421,13 @@ const purchases = async () => {
 const webhooks = async () => {
   const shown = h("div")
   const log = paged(
+    "Delivery log",
     async (cursor) => {
       const page = await call(`/cabinet/api/webhook-events?${query({ cursor, limit: 25 })}`)
       return { rows: page.events, next_cursor: page.next_cursor }
     },
     ["Created", "Event", "Delivery", "Attempts", "Last answer"],
-    (e) =>
-      h(
-        "tr",
-        {},
-        h("td", {}, when(e.created_at)),
-        h("td", {}, e.event_type),
-        h("td", {}, e.delivery_status),
-        h("td", {}, String(e.delivery_attempts)),
-        h("td", {}, e.last_response_code ?? "—")
-      )
+    (e) => [when(e.created_at), h("span", { class: "mono" }, e.event_type), deliveryStatus(e), String(e.delivery_attempts), lastAnswer(e.last_response_code)]
   )
   await log.next()
   return section(
