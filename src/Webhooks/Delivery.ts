@@ -12,6 +12,8 @@ import { checkUrl, guardedLookup, PreflightRejected, type Resolve } from "./Targ
 export const USER_AGENT = "merchant-purchasing-service-webhooks/1.0"
 /** What is read of a receiver's answer before the connection is dropped. */
 const RESPONSE_BODY_CAP_BYTES = 64 * 1024
+/** How long after the deadline undici's headers timeout may take to close a connection (its timers tick every half second). */
+export const CLOSE_GRACE_MS = 2_000
 
 export type OutcomeKind = "2xx" | "3xx" | "4xx" | "5xx" | "timeout" | "transport" | "pre-flight"
 
@@ -62,13 +64,26 @@ export const attemptHeaders = (input: AttemptInput, timestamp: string, bodyBytes
 export const makeDelivery = (settings: DeliverySettings) => {
   const agent = new Agent({
     keepAliveTimeout: 30_000,
-    // our own deadline (below) decides; undici's must not come first
-    headersTimeout: 0,
+    // undici's own deadline for an answer's status closes the connection of an attempt that got
+    // none (see `send`); a body is cut by our deadline
+    headersTimeout: settings.timeoutMs,
     bodyTimeout: 0,
     // a target that never accepts the connection is given up with the attempt
     connect: { lookup: guardedLookup(settings.resolve, settings.allowPrivateTargets), timeout: settings.timeoutMs }
   })
 
+  /**
+   * `done` comes with an answer's status (its body, read on, is cut at the deadline) or, for an
+   * attempt with no status within the timeout, only once its socket is closed: the sender then
+   * starts the merchant's next attempt, and a receiver must not see more connections than the
+   * merchant has attempts. Undici's own headers timeout (the same length, counted from the
+   * request's start on its connection, in ticks of up to a second) closes that socket and fails
+   * the request after the socket's 'close'. Aborting the request ourselves would close the socket
+   * as well, but undici 7 then opens a new connection for the aborted request and leaves it idle
+   * in its pool (nodejs/undici#5845): a socket beyond the merchant's limit at every timeout.
+   * Should undici not have ended it CLOSE_GRACE_MS after the deadline (its connection was slow to
+   * open, or a late answer trickles in), it is aborted then.
+   */
   const send = (input: AttemptInput, done: (outcome: Outcome) => void): () => void => {
     const target = checkUrl(input.url, settings.allowPrivateTargets)
     if (target instanceof PreflightRejected) {
@@ -77,28 +92,38 @@ export const makeDelivery = (settings: DeliverySettings) => {
     }
     const bodyBytes = Buffer.from(input.body, "utf8")
     const timestamp = String(Math.floor(Date.now() / 1000))
-    let settled = false
-    const settle = (outcome: Outcome) => {
-      if (settled) return
-      settled = true
+    let ended = false
+    const end = (outcome: Outcome) => {
+      if (ended) return
+      ended = true
+      clearTimeout(deadline)
+      clearTimeout(grace)
       done(outcome)
     }
     // the request's own abort, once undici has put it on a connection (see onRequestStart)
     let controller: Dispatcher.DispatchController | undefined
     let aborted = false
-    const abort = () => {
+    /** Aborts the request (undici fails it at once, then destroys its socket before returning) and ends the attempt. */
+    const abortWith = (outcome: Outcome) => {
       aborted = true
-      controller?.abort(new Error("aborted"))
+      controller?.abort(new Error(outcome.detail))
+      end(outcome)
     }
+    const timedOut: Outcome = { kind: "timeout", status: 0, detail: `no answer within ${settings.timeoutMs} ms` }
+    let answered = false
+    let late = false
+    let grace: ReturnType<typeof setTimeout> | undefined
     // one deadline for the whole exchange: an answer's status after it is a timeout, and a body
-    // still trickling in after a 2xx status loses its connection then
+    // still trickling in after a status loses its connection then
     const deadline = setTimeout(() => {
-      settle({ kind: "timeout", status: 0, detail: `no answer within ${settings.timeoutMs} ms` })
-      abort()
+      if (answered) return abortWith(timedOut)
+      late = true
+      grace = setTimeout(() => abortWith(timedOut), CLOSE_GRACE_MS)
     }, settings.timeoutMs)
     const failed = (error: unknown) => {
-      clearTimeout(deadline)
-      settle(
+      if (aborted) return
+      if (late) return end(timedOut)
+      end(
         error instanceof PreflightRejected
           ? { kind: "pre-flight", status: 0, detail: error.message }
           : { kind: "transport", status: 0, detail: error instanceof Error ? error.message.slice(0, 300) : "request failed" }
@@ -112,9 +137,10 @@ export const makeDelivery = (settings: DeliverySettings) => {
         if (aborted) requestController.abort(new Error("aborted"))
       },
       onResponseStart(_, status) {
-        // (an informational 1xx is not the answer)
-        if (status < 200) return
-        settle({ kind: kindOf(status), status, detail: `HTTP ${status}` })
+        // (an informational 1xx is not the answer; one after the deadline ends the attempt with its request)
+        if (status < 200 || late) return
+        answered = true
+        end({ kind: kindOf(status), status, detail: `HTTP ${status}` })
       },
       onResponseData(requestController, chunk) {
         // read a little of the answer and drop it; a receiver that sends more loses its connection
@@ -123,6 +149,7 @@ export const makeDelivery = (settings: DeliverySettings) => {
       },
       onResponseEnd() {
         clearTimeout(deadline)
+        if (late) end(timedOut)
       },
       onResponseError(_, error) {
         failed(error)
@@ -140,11 +167,7 @@ export const makeDelivery = (settings: DeliverySettings) => {
       // undici refuses some requests as they are made (a header it cannot send, say)
       failed(error)
     }
-    return () => {
-      settle({ kind: "transport", status: 0, detail: "interrupted" })
-      clearTimeout(deadline)
-      abort()
-    }
+    return () => abortWith({ kind: "transport", status: 0, detail: "interrupted" })
   }
 
   const attempt = (input: AttemptInput): Effect.Effect<Outcome> =>

@@ -14,8 +14,9 @@ import { randomUUID } from "node:crypto"
 import { Settings } from "../Config.js"
 import { Fibers } from "../Ops/Fibers.js"
 import { Metrics } from "../Ops/Metrics.js"
-import { type AttemptResult, type ClaimedEvent, DUE_CHANNEL, WebhookDeliveries } from "./Deliveries.js"
-import { makeDelivery, type Outcome } from "./Delivery.js"
+import { type HeldEvent, makeAttemptQueue } from "./AttemptQueue.js"
+import { type AttemptResult, DUE_CHANNEL, WebhookDeliveries } from "./Deliveries.js"
+import { CLOSE_GRACE_MS, makeDelivery, type Outcome } from "./Delivery.js"
 import { makePacer } from "./Pacing.js"
 import { holding, LEASE_MARGIN_MS, nextAttemptAt } from "./Schedule.js"
 import { type Resolve, systemResolve } from "./Targets.js"
@@ -77,22 +78,6 @@ export const WebhookSenderLive = Layer.scopedDiscard(Effect.gen(function*() {
     help: "Age of the oldest webhook event that is due now (0 when none is)"
   })
 
-  // What this process holds: every claimed event until its result is recorded (or it is given
-  // back); of those, the ones waiting for an attempt (per merchant, in claim order) and the
-  // attempts in flight (per merchant and in all).
-  const held = new Map<string, ClaimedEvent & { readonly leaseEndsAt: number }>()
-  const waiting = new Map<string, Array<ClaimedEvent & { readonly leaseEndsAt: number }>>()
-  const inFlight = new Map<string, number>()
-  let inFlightTotal = 0
-
-  yield* metrics.onScrape(Effect.gen(function*() {
-    inFlightGauge.reset()
-    for (const [merchantId, n] of inFlight) inFlightGauge.set({ merchant_id: merchantId }, n)
-    const backlog = yield* deliveries.backlog
-    dueGauge.set(backlog.due)
-    oldestGauge.set(backlog.oldestSeconds)
-  }))
-
   const wake = yield* Queue.sliding<void>(1)
   const signal = Queue.offer(wake, undefined)
   /**
@@ -111,23 +96,6 @@ export const WebhookSenderLive = Layer.scopedDiscard(Effect.gen(function*() {
   // the attempts in flight, to abort at shutdown (after which their ends are not results)
   const aborts = new Map<string, () => void>()
   let stopping = false
-  // held events dropped unattempted (their leases were running out), given back by the claimer
-  const toRelease: Array<ClaimedEvent> = []
-
-  /**
-   * What this process holds per merchant and in all that is not yet attempted or in flight: what
-   * the holding limits count (an event whose attempt ended is done with, recorded or not).
-   */
-  const unfinished = () => {
-    const perMerchant = new Map(inFlight)
-    let total = inFlightTotal
-    for (const [merchantId, queue] of waiting) {
-      perMerchant.set(merchantId, (perMerchant.get(merchantId) ?? 0) + queue.length)
-      total += queue.length
-    }
-    return { perMerchant, total }
-  }
-
   /**
    * A claim is due when a merchant whose attempt just ended has less than a quarter of its hold
    * waiting: its next events arrive while it still has some to send (a claim needs no result
@@ -136,7 +104,7 @@ export const WebhookSenderLive = Layer.scopedDiscard(Effect.gen(function*() {
    */
   const claimIfShort = (merchantId: string) => {
     // (a claim already due may be waiting for room: an ended attempt makes some)
-    if (!claimDue && (waiting.get(merchantId)?.length ?? 0) >= holdPerMerchant / 4) return
+    if (!claimDue && held.waitingOf(merchantId) >= holdPerMerchant / 4) return
     claimDue = true
     Queue.unsafeOffer(wake, undefined)
   }
@@ -148,13 +116,13 @@ export const WebhookSenderLive = Layer.scopedDiscard(Effect.gen(function*() {
       for (const abort of aborts.values()) abort()
       const left = Array.from(yield* Queue.takeAll(results))
       if (left.length > 0) yield* deliveries.record(left)
-      for (const result of left) held.delete(result.id)
-      yield* deliveries.release(Array.from(held.values()))
+      for (const result of left) held.forget(result.id)
+      yield* deliveries.release(held.heldEvents())
     }).pipe(Effect.timeout("3 seconds"), Effect.ignoreLogged)
   )
 
   /** An attempt's end: counted, its result queued for recording, its slot given to the next. */
-  const finish = (event: ClaimedEvent, outcome: Outcome) => {
+  const finish = (event: HeldEvent, outcome: Outcome) => {
     aborts.delete(event.id)
     if (stopping) return
     const at = new Date()
@@ -169,55 +137,48 @@ export const WebhookSenderLive = Layer.scopedDiscard(Effect.gen(function*() {
       at,
       nextAttemptAt: delivered ? null : nextAttemptAt(schedule, event.runAttempts + 1, at)
     })
-    const left = (inFlight.get(event.merchantId) ?? 1) - 1
-    if (left > 0) inFlight.set(event.merchantId, left)
-    else inFlight.delete(event.merchantId)
-    inFlightTotal -= 1
-    dispatch()
+    held.ended(event.merchantId)
     claimIfShort(event.merchantId)
   }
 
-  /**
-   * Starts attempts of waiting events while the limits allow: at most WEBHOOK_MERCHANT_CONCURRENCY
-   * per merchant and WEBHOOK_CONCURRENCY in all, merchants taken in turn, and while the merchant
-   * API keeps the process saturated, only as many as Pacing.ts allows. An event whose lease is
-   * about to end is given back unattempted (its result could no longer be recorded). Attempts are
-   * node callbacks, not fibers: thousands start a second.
-   */
-  const dispatch = () => {
-    const now = Date.now()
-    // (keys first: a merchant served is moved to the end of the map)
-    for (const merchantId of Array.from(waiting.keys())) {
-      if (inFlightTotal >= settings.webhookConcurrency) break
-      const queue = waiting.get(merchantId)!
-      let n = inFlight.get(merchantId) ?? 0
-      while (queue.length > 0 && n < perMerchant && inFlightTotal < settings.webhookConcurrency && pacer.take()) {
-        const event = queue.shift()!
-        if (event.leaseEndsAt - now < settings.webhookTimeoutSeconds * 1000 + LEASE_MARGIN_MS) {
-          held.delete(event.id)
-          toRelease.push(event)
-          continue
-        }
-        n += 1
-        inFlightTotal += 1
-        inFlight.set(merchantId, n)
-        aborts.set(
-          event.id,
-          delivery.send({
-            url: event.webhookUrl,
-            eventId: event.id,
-            eventType: event.eventType,
-            body: event.body,
-            secret: event.secret,
-            previousSecret: event.previousSecret
-          }, (outcome) => finish(event, outcome))
-        )
-      }
-      // the next dispatch starts with the merchants served least recently
-      waiting.delete(merchantId)
-      if (queue.length > 0) waiting.set(merchantId, queue)
-    }
+  /** An attempt of a held event; a pre-flight refusal ends it before `send` returns (and leaves nothing to abort). */
+  const start = (event: HeldEvent) => {
+    let over = false
+    const abort = delivery.send({
+      url: event.webhookUrl,
+      eventId: event.id,
+      eventType: event.eventType,
+      body: event.body,
+      secret: event.secret,
+      previousSecret: event.previousSecret
+    }, (outcome) => {
+      over = true
+      finish(event, outcome)
+    })
+    if (!over) aborts.set(event.id, abort)
   }
+
+  /**
+   * At most WEBHOOK_MERCHANT_CONCURRENCY attempts per merchant and WEBHOOK_CONCURRENCY in all,
+   * merchants taken in turn, and while the merchant API keeps the process saturated, only as many
+   * as Pacing.ts allows; an event whose lease is about to end is given back unattempted.
+   */
+  const held = makeAttemptQueue({
+    perMerchant,
+    total: settings.webhookConcurrency,
+    // (an attempt that times out may end up to CLOSE_GRACE_MS after its deadline: see Delivery.ts)
+    leaseNeededMs: settings.webhookTimeoutSeconds * 1000 + CLOSE_GRACE_MS + LEASE_MARGIN_MS,
+    mayStart: pacer.take,
+    start
+  })
+
+  yield* metrics.onScrape(Effect.gen(function*() {
+    inFlightGauge.reset()
+    for (const [merchantId, n] of held.inFlightByMerchant()) inFlightGauge.set({ merchant_id: merchantId }, n)
+    const backlog = yield* deliveries.backlog
+    dueGauge.set(backlog.due)
+    oldestGauge.set(backlog.oldestSeconds)
+  }))
 
   // Results are written in batches: one statement for all that ended within a few ms. A batch that
   // cannot be written is dropped: its events stay claimed until their leases end, then are sent again.
@@ -230,12 +191,12 @@ export const WebhookSenderLive = Layer.scopedDiscard(Effect.gen(function*() {
       yield* deliveries.record(batch).pipe(
         Effect.retry(Schedule.exponential("50 millis").pipe(Schedule.intersect(Schedule.recurs(4)))),
         Effect.catchAll((error) => Effect.logError("webhook results not recorded; their leases will end", error)),
-        Effect.ensuring(Effect.sync(() => batch.forEach((result) => held.delete(result.id))))
+        Effect.ensuring(Effect.sync(() => batch.forEach((result) => held.forget(result.id))))
       )
       yield* beat
     })))
 
-  yield* fibers.supervise("webhook-pacing", (beat) => pacer.run(Effect.zipRight(beat, Effect.sync(dispatch))))
+  yield* fibers.supervise("webhook-pacing", (beat) => pacer.run(Effect.zipRight(beat, Effect.sync(held.dispatch))))
 
   yield* fibers.supervise("webhook-notifications", (beat) => pg.listen(DUE_CHANNEL).pipe(Stream.runForEach(() => Effect.zipRight(beat, notified))))
 
@@ -247,8 +208,9 @@ export const WebhookSenderLive = Layer.scopedDiscard(Effect.gen(function*() {
       let byMerchantAt: number | null = null
       while (true) {
         yield* beat
-        if (toRelease.length > 0) yield* deliveries.release(toRelease.splice(0)).pipe(Effect.ignoreLogged)
-        const holds = unfinished()
+        const givenBack = held.takeGivenBack()
+        if (givenBack.length > 0) yield* deliveries.release(givenBack).pipe(Effect.ignoreLogged)
+        const holds = held.unfinished()
         const free = holdCapacity - holds.total
         const byMerchant = byMerchantAt !== null && byMerchantAt <= Date.now()
         if (free <= 0 || !(claimDue || byMerchant)) {
@@ -267,14 +229,7 @@ export const WebhookSenderLive = Layer.scopedDiscard(Effect.gen(function*() {
           { owner, free, perMerchant: holdPerMerchant, held: holds.perMerchant, leaseSeconds: lease },
           byMerchant
         )
-        for (const event of events) {
-          const entry = { ...event, leaseEndsAt: claimedAt + lease * 1000 }
-          held.set(event.id, entry)
-          const queue = waiting.get(event.merchantId)
-          if (queue === undefined) waiting.set(event.merchantId, [entry])
-          else queue.push(entry)
-        }
-        if (events.length > 0) dispatch()
+        held.add(events, claimedAt + lease * 1000)
         if (next === "now") {
           claimDue = true
           continue

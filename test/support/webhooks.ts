@@ -26,6 +26,8 @@ export interface Receiver {
   readonly maxHung: () => number
   /** Connections accepted so far (a pre-flight refusal must never open one). */
   readonly connections: () => number
+  /** The most connections open at once so far (one is over when its peer ends it or it closes). */
+  readonly maxOpenConnections: () => number
   readonly releaseHung: () => void
   readonly close: () => Promise<void>
 }
@@ -42,6 +44,8 @@ export const startReceiver = async (): Promise<Receiver> => {
   const hungOnce = new Set<string>()
   let maxHung = 0
   let connections = 0
+  let openConnections = 0
+  let maxOpenConnections = 0
   const server: Server = createServer((request, response) => {
     const chunks: Array<Buffer> = []
     request.on("data", (chunk: Buffer) => chunks.push(chunk))
@@ -71,8 +75,19 @@ export const startReceiver = async (): Promise<Receiver> => {
   })
   server.on("connection", (socket: Socket) => {
     connections += 1
+    openConnections += 1
+    maxOpenConnections = Math.max(maxOpenConnections, openConnections)
     sockets.add(socket)
-    socket.on("close", () => sockets.delete(socket))
+    let open = true
+    const over = () => {
+      if (open) openConnections -= 1
+      open = false
+    }
+    socket.once("end", over)
+    socket.on("close", () => {
+      over()
+      sockets.delete(socket)
+    })
   })
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
   const address = server.address()
@@ -87,6 +102,7 @@ export const startReceiver = async (): Promise<Receiver> => {
     hung: () => hung.size,
     maxHung: () => maxHung,
     connections: () => connections,
+    maxOpenConnections: () => maxOpenConnections,
     releaseHung,
     close: () =>
       new Promise<void>((resolve) => {

@@ -75,6 +75,27 @@ describe("an attempt", () => {
   })
 })
 
+describe("a timed-out attempt", () => {
+  it("ends only once its connection is closed: 4 chains of attempts to a hanging receiver never hold more than 4 connections there", async () => {
+    const hanging = await startReceiver()
+    const delivery = makeDelivery({ timeoutMs: 1_000, allowPrivateTargets: true, resolve: toLoopback })
+    try {
+      // as the sender does: each chain starts its next attempt as soon as `done` gives its slot back
+      const chain = (left: number, outcomes: Array<Outcome>): Promise<Array<Outcome>> =>
+        left === 0 ? Promise.resolve(outcomes) : new Promise((resolve) => {
+          delivery.send({ ...input(hanging.url(`/hang/${left}`)) }, (outcome) => resolve(chain(left - 1, [...outcomes, outcome])))
+        })
+      const outcomes = (await Promise.all([1, 2, 3, 4].map(() => chain(3, [])))).flat()
+      expect(outcomes.map((o) => o.kind)).toEqual(Array(12).fill("timeout"))
+      expect(hanging.deliveries).toHaveLength(12)
+      expect(hanging.maxOpenConnections()).toBeLessThanOrEqual(4)
+    } finally {
+      await Effect.runPromise(delivery.close)
+      await hanging.close()
+    }
+  })
+})
+
 describe("pre-flight", () => {
   it("refuses localhost, a name resolving to 127.0.0.1, [::1], ::ffff:127.0.0.1, 169.254.169.254 and 10.0.0.1 without opening a connection", async () => {
     const port = new URL(receiver.url("/")).port
