@@ -46,6 +46,11 @@ export interface StartOptions {
   readonly database?: FreshDatabase
   /** What to wait for before the server is handed over: `/ready` (the default) or only `/health` (start-up still running). */
   readonly waitFor?: "ready" | "health"
+  /**
+   * ERROR log lines (and supervised fibers' restarts) the test provokes on purpose, by a pattern of
+   * the line. Any other such line fails the test that stops the server (see `stop`).
+   */
+  readonly expectedErrors?: ReadonlyArray<RegExp>
 }
 
 export interface JsonResponse {
@@ -72,9 +77,27 @@ export interface RunningServer {
   readonly createMerchant: (name?: string, webhookUrl?: string | null) => Promise<{ id: string; apiKey: string; webhookSecret: string }>
   /** Credits `amount` USDT sent on tron (through the real crediting path, the typed admin client): the 201 DepositItem. */
   readonly deposit: (merchantId: string, amount: number, txId?: string) => Promise<typeof DepositItem.Type>
+  /**
+   * Stops the server (SIGTERM by default) and waits for its exit: its exit code. Then fails (throws)
+   * when the server logged a line at ERROR or FATAL, or restarted a supervised fiber, that no
+   * pattern of `expectedErrors` (or `expectErrors`) allows: a test passes only when the service
+   * stayed healthy, unless it provoked the fault on purpose.
+   */
   readonly stop: (signal?: NodeJS.Signals) => Promise<number | null>
+  /** Allows further ERROR lines, for a fault a test provokes after the start. */
+  readonly expectErrors: (...patterns: ReadonlyArray<RegExp>) => void
+  /** The ERROR lines (and fiber restarts) logged so far that no expected pattern allows. */
+  readonly unexpectedErrors: () => ReadonlyArray<string>
   readonly process: ChildProcess
 }
+
+/** A log line of the service at ERROR or FATAL (JSON logs), a restart of a supervised fiber, or an uncaught crash. */
+const isErrorLine = (line: string) =>
+  /"logLevel":"(ERROR|FATAL)"/.test(line) || line.includes("supervised fiber stopped") || /Unhandled 'error' event|^\s*throw er;/.test(line)
+
+/** The lines of `output` that are errors and match none of `allowed`. */
+export const unexpectedErrorLines = (output: string, allowed: ReadonlyArray<RegExp>): ReadonlyArray<string> =>
+  output.split("\n").filter((line) => isErrorLine(line) && !allowed.some((pattern) => pattern.test(line)))
 
 const ADMIN_TOKEN = "adm_test_token_0123456789abcdefghijkl"
 let merchantCounter = 0
@@ -197,6 +220,8 @@ const startOn = async (database: FreshDatabase, options: StartOptions, port: num
       client.deposits.creditDeposit({ payload: { merchant_id: merchantId, network: "tron", amount, ...(txId ? { tx_id: txId } : {}) } })
     )
 
+  const expected: Array<RegExp> = [...options.expectedErrors ?? []]
+  const unexpectedErrors = () => unexpectedErrorLines(output, expected)
   const stop = async (signal: NodeJS.Signals = "SIGTERM") => {
     stopping = true
     if (child.exitCode === null) child.kill(signal)
@@ -204,6 +229,14 @@ const startOn = async (database: FreshDatabase, options: StartOptions, port: num
     const code = await exited
     clearTimeout(timer)
     if (options.database === undefined) await database.drop()
+    const unexpected = unexpectedErrors()
+    if (unexpected.length > 0) {
+      throw new Error(
+        `the server on port ${port} logged ${unexpected.length} error line(s) no test expected:\n${
+          unexpected.slice(0, 10).map((l) => l.slice(0, 1_500)).join("\n")
+        }`
+      )
+    }
     return code
   }
 
@@ -220,6 +253,10 @@ const startOn = async (database: FreshDatabase, options: StartOptions, port: num
     createMerchant,
     deposit,
     stop,
+    expectErrors: (...patterns) => {
+      expected.push(...patterns)
+    },
+    unexpectedErrors,
     process: child
   }
 }
