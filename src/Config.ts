@@ -107,6 +107,10 @@ export interface AppSettings {
   readonly cabinetAllowedOrigins: ReadonlyArray<string>
   readonly sessionIdleMinutes: number
   readonly sessionMaxHours: number
+  readonly cabinetLockoutWindowMinutes: number
+  readonly cabinetSignInAddressFailures: number
+  readonly cabinetPasswordHashConcurrency: number
+  readonly cabinetPasswordHashQueue: number
   readonly logLevel: string
   readonly demoMerchant: boolean
   readonly shutdownGraceSeconds: number
@@ -169,6 +173,15 @@ export const AppConfig: Config.Config<AppSettings> = Config.all({
   ),
   sessionIdleMinutes: positive("SESSION_IDLE_MINUTES", 30),
   sessionMaxHours: positive("SESSION_MAX_HOURS", 12),
+  // the cabinet's brakes: 5 failures of a login's sign-in, or of a merchant's step-up code, within
+  // the window lock it; an address's sign-ins may fail this many times a window; hashes at once
+  cabinetLockoutWindowMinutes: positive("CABINET_LOCKOUT_WINDOW_MINUTES", 15),
+  cabinetSignInAddressFailures: positiveInt("CABINET_SIGNIN_ADDRESS_FAILURES", 20),
+  cabinetPasswordHashConcurrency: positiveInt("CABINET_PASSWORD_HASH_CONCURRENCY", 2),
+  cabinetPasswordHashQueue: Config.integer("CABINET_PASSWORD_HASH_QUEUE").pipe(
+    Config.withDefault(4),
+    Config.validate({ message: "CABINET_PASSWORD_HASH_QUEUE must be a non-negative integer", validation: (n) => n >= 0 })
+  ),
   logLevel,
   demoMerchant: Config.boolean("DEMO_MERCHANT").pipe(Config.withDefault(true)),
   // long enough for a /buy-sync or /buy-by-name under way at the default budgets (30 s) to answer

@@ -1,13 +1,14 @@
 /**
  * Merchants' cabinet accounts (CONTRACT 7): invites, the login with its password and second
- * factor, sign-in with the per-login lockout, and sessions. A TOTP code is accepted once per
- * merchant whichever call uses it (the last accepted time step is kept with the login, and moved
- * forward by one conditional UPDATE, so two requests racing with one code cannot both pass).
+ * factor, sign-in and the step-up code behind the brakes (Brakes.ts), and sessions. A TOTP code is
+ * accepted once per merchant whichever call uses it (the last accepted time step is kept with the
+ * login, and moved forward by one conditional UPDATE, so two requests racing with one code cannot
+ * both pass).
  */
 import { SqlClient, SqlSchema } from "@effect/sql"
-import { Clock, Data, Effect, Option, Schema } from "effect"
+import { Clock, Effect, Option, Schema } from "effect"
 import { Settings } from "../Config.js"
-import { Timestamp } from "../Domain/Db.js"
+import { Timestamp, unstorablePath } from "../Domain/Db.js"
 import {
   CabinetCodeInvalid,
   CabinetInviteInvalid,
@@ -18,12 +19,12 @@ import {
   MerchantBlocked
 } from "../Domain/Errors.js"
 import { type AuthenticatedMerchant, MerchantId, MerchantStatus } from "../Domain/Merchant.js"
-import { hashPassword, newToken, newTotpSecret, otpauthUri, tokenHash, totpStep, verifyPassword } from "./Secrets.js"
+import { AttemptLimited, CabinetBrakes } from "./Brakes.js"
+import { newToken, newTotpSecret, otpauthUri, PasswordHasher, tokenHash, totpStep } from "./Secrets.js"
 
 const INVITE_HOURS = 72
-/** The per-login lockout: this many failures within the window lock the login until the oldest leaves it. */
-const LOCKOUT_FAILURES = 5
-const LOCKOUT_WINDOW_SECONDS = 15 * 60
+/** Seconds a sign-in refused for the hashing capacity is told to wait: places free within about a hash's time. */
+const CAPACITY_RETRY_SECONDS = 1
 const PASSWORD_MIN = 12
 const PASSWORD_MAX = 256
 const LOGIN_MAX = 254
@@ -34,9 +35,6 @@ const INVITE_INVALID_MESSAGE = "This invite link is unknown, used or expired: as
 
 /** An email address as far as a login needs one: one `@`, no spaces, a dot in the domain. */
 const isEmail = (login: string) => login.length <= LOGIN_MAX && /^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(login)
-
-/** A login locked by its recent failures: the caller answers 429 with Retry-After. */
-export class LoginLocked extends Data.TaggedError("LoginLocked")<{ readonly retryAfter: number }> {}
 
 const LoginRow = Schema.Struct({
   merchantId: MerchantId,
@@ -63,6 +61,8 @@ export class CabinetAccounts extends Effect.Service<CabinetAccounts>()("CabinetA
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const settings = yield* Settings
+    const brakes = yield* CabinetBrakes
+    const hasher = yield* PasswordHasher
     // settings may be fractional (tests): intervals are made of seconds
     const idleMinutes = settings.sessionIdleMinutes
     const maxHours = settings.sessionMaxHours
@@ -138,7 +138,7 @@ export class CabinetAccounts extends Effect.Service<CabinetAccounts>()("CabinetA
           return yield* Effect.fail(new CabinetCodeInvalid({ message: "code: not the current code of the authenticator app set up from this invite" }))
         }
         // hashed before the transaction: its 0.2 s or more must not hold row locks
-        const passwordHash = yield* hashPassword(input.password)
+        const passwordHash = yield* hasher.hash(input.password)
         return yield* sql.withTransaction(Effect.gen(function*() {
           const invite = yield* liveInvite(hash).pipe(Effect.orDie)
           if (Option.isNone(invite) || invite.value.totpSecret !== secret) return yield* Effect.fail(inviteInvalid)
@@ -152,7 +152,7 @@ export class CabinetAccounts extends Effect.Service<CabinetAccounts>()("CabinetA
               totp_secret = excluded.totp_secret, totp_last_step = excluded.totp_last_step, updated_at = now()`
           yield* sql`UPDATE cabinet_invites SET used_at = now() WHERE token_hash = ${hash}`
           yield* sql`DELETE FROM cabinet_sessions WHERE merchant_id = ${merchantId}`
-          yield* sql`DELETE FROM cabinet_login_failures WHERE login = lower(${login})`
+          yield* brakes.forget(login.toLowerCase(), merchantId)
           const session = yield* startSession(merchantId)
           return { merchantId, login, session }
         }))
@@ -175,23 +175,6 @@ export class CabinetAccounts extends Effect.Service<CabinetAccounts>()("CabinetA
             FROM cabinet_logins l JOIN merchants m ON m.id = l.merchant_id WHERE lower(l.login) = lower(${login})`
     })
 
-    /** Seconds until a locked login may try again (0: not locked). */
-    const recentFailures = SqlSchema.single({
-      Request: Schema.String,
-      Result: Schema.Struct({ count: Schema.Int, oldest: Schema.Int }),
-      execute: (login) =>
-        sql`SELECT count(*)::int AS count,
-                   coalesce(ceil(extract(epoch FROM min(failed_at) + make_interval(secs => ${LOCKOUT_WINDOW_SECONDS}) - now())), 0)::int AS oldest
-            FROM (SELECT failed_at FROM cabinet_login_failures
-                  WHERE login = ${login} AND failed_at > now() - make_interval(secs => ${LOCKOUT_WINDOW_SECONDS})
-                  ORDER BY failed_at DESC LIMIT ${LOCKOUT_FAILURES}) recent`
-    })
-    const lockedFor = (login: string) =>
-      recentFailures(login).pipe(
-        Effect.map((row) => row.count >= LOCKOUT_FAILURES ? Math.max(1, row.oldest) : 0),
-        Effect.orDie
-      )
-
     const loginFailed = new CabinetLoginFailed({ message: LOGIN_FAILED_MESSAGE })
 
     /**
@@ -205,30 +188,53 @@ export class CabinetAccounts extends Effect.Service<CabinetAccounts>()("CabinetA
       )
 
     /**
-     * Signs in: a new session's id, or a refusal. Every wrong part is the same 401, and an unknown
-     * login costs the same password hash as a known one. A refusal is counted against the login
-     * (`recordFailure` is told, for the caller's per-address budget too).
+     * Judges one sign-in in a hashing place, its place in the login's window taken first: a new
+     * session's id, or a refusal. Every wrong part is the same 401, and an unknown login costs the
+     * same password hash as a known one. A failure keeps its place in the window.
      */
-    const signIn = (input: { readonly login: string; readonly password: string; readonly code: string }) =>
+    const judgeSignIn = (login: string, input: { readonly password: string; readonly code: string }) =>
       Effect.gen(function*() {
-        const login = input.login.trim().toLowerCase()
-        const retryAfter = yield* lockedFor(login)
-        if (retryAfter > 0) return yield* Effect.fail(new LoginLocked({ retryAfter }))
+        const attempt = yield* brakes.takePlace("sign-in", login)
         const found = Option.getOrUndefined(yield* findLogin(login).pipe(Effect.orDie))
-        const passwordMatches = yield* verifyPassword(input.password, found?.passwordHash)
+        const passwordMatches = yield* hasher.verify(input.password, found?.passwordHash)
         const step = found === undefined ? undefined : totpStep(found.totpSecret, input.code, yield* Clock.currentTimeMillis)
-        // failures older than the window count no more: dropped as new ones come, so the table stays small
-        const fail = sql`DELETE FROM cabinet_login_failures WHERE failed_at < now() - make_interval(secs => ${LOCKOUT_WINDOW_SECONDS})`.pipe(
-          Effect.zipRight(sql`INSERT INTO cabinet_login_failures (login) VALUES (${login})`),
-          Effect.zipRight(Effect.fail(loginFailed))
-        )
-        if (found === undefined || !passwordMatches || step === undefined) return yield* fail
-        // refused for another reason: the code is not used up
-        if (found.status === "blocked") return yield* Effect.fail(new MerchantBlocked({ message: "This merchant account is blocked." }))
-        if (!(yield* useCode(found.merchantId, step))) return yield* fail
-        yield* sql`DELETE FROM cabinet_login_failures WHERE login = ${login}`
+        if (found === undefined || !passwordMatches || step === undefined) return yield* Effect.fail(loginFailed)
+        // refused for another reason: the code is not used up, and the attempt was no guess
+        if (found.status === "blocked") {
+          yield* brakes.givePlaceBack("sign-in", login, attempt)
+          return yield* Effect.fail(new MerchantBlocked({ message: "This merchant account is blocked." }))
+        }
+        if (!(yield* useCode(found.merchantId, step))) return yield* Effect.fail(loginFailed)
+        yield* brakes.givePlaceBack("sign-in", login, attempt)
         return yield* startSession(found.merchantId)
-      }).pipe(Effect.catchTag("SqlError", Effect.die), Effect.withSpan("CabinetAccounts.signIn"))
+      })
+
+    /**
+     * Signs in from `address`: a new session's id, or a refusal. The address's budget is spent
+     * first, then a hashing place (none free: 429 at once, nothing checked), then the login's
+     * window. A success, a refusal before any check and a blocked merchant give the address's place
+     * back; a wrong sign-in and an attempt on a locked login keep it.
+     */
+    const signIn = (input: { readonly login: string; readonly password: string; readonly code: string }, address: string) =>
+      Effect.gen(function*() {
+        yield* brakes.takeAddressPlace(address)
+        const login = input.login.trim().toLowerCase()
+        // text the database cannot hold is no login: refused like an unknown one, no hash needed
+        if (unstorablePath(login) !== undefined) return yield* Effect.fail(loginFailed)
+        const judged = yield* hasher.inPlace(judgeSignIn(login, input))
+        if (Option.isNone(judged)) return yield* Effect.fail(brakes.limited("capacity", CAPACITY_RETRY_SECONDS))
+        return judged.value
+      }).pipe(
+        Effect.tapBoth({
+          onSuccess: () => brakes.giveAddressPlaceBack(address),
+          onFailure: (error) =>
+            error._tag === "CabinetLoginFailed" || (error._tag === "AttemptLimited" && error.brake !== "capacity")
+              ? Effect.void
+              : brakes.giveAddressPlaceBack(address)
+        }),
+        Effect.catchTag("SqlError", Effect.die),
+        Effect.withSpan("CabinetAccounts.signIn")
+      )
 
     const findTotpSecret = SqlSchema.findOne({
       Request: Schema.String,
@@ -236,15 +242,21 @@ export class CabinetAccounts extends Effect.Service<CabinetAccounts>()("CabinetA
       execute: (merchantId) => sql`SELECT totp_secret AS "totpSecret" FROM cabinet_logins WHERE merchant_id = ${merchantId}`
     })
 
-    /** Uses a fresh code of the merchant's second factor (key and secret changes), or fails as CABINET_CODE_INVALID. */
-    const requireFreshCode = (merchantId: string, code: string) =>
+    /**
+     * Uses a fresh code of the merchant's second factor (key and secret changes), or fails as
+     * CABINET_CODE_INVALID; its place in the merchant's step-up window is taken first
+     * (AttemptLimited when full), and given back when the code was right.
+     */
+    const requireFreshCode = (merchantId: string, code: string): Effect.Effect<void, CabinetCodeInvalid | AttemptLimited> =>
       Effect.gen(function*() {
+        const attempt = yield* brakes.takePlace("step-up", merchantId)
         const secret = yield* findTotpSecret(merchantId).pipe(Effect.orDie)
         const step = Option.isNone(secret) ? undefined : totpStep(secret.value.totpSecret, code, yield* Clock.currentTimeMillis)
         if (step === undefined || !(yield* useCode(merchantId, step))) {
           return yield* Effect.fail(new CabinetCodeInvalid({ message: "code: not a fresh code of your authenticator app (each code works once)" }))
         }
-      }).pipe(Effect.catchTag("SqlError", Effect.die))
+        yield* brakes.givePlaceBack("step-up", merchantId, attempt)
+      }).pipe(Effect.catchTag("SqlError", Effect.die), Effect.withSpan("CabinetAccounts.requireFreshCode"))
 
     // ---- sessions --------------------------------------------------------------------------------
 
@@ -289,5 +301,6 @@ export class CabinetAccounts extends Effect.Service<CabinetAccounts>()("CabinetA
     const profile = (merchantId: string) => findProfile(merchantId).pipe(Effect.flatMap(Effect.orElseFail(() => new Error("merchant vanished"))), Effect.orDie)
 
     return { invite, startInvite, completeInvite, signIn, requireFreshCode, session, endSession, profile } as const
-  })
+  }),
+  dependencies: [CabinetBrakes.Default, PasswordHasher.Default]
 }) {}

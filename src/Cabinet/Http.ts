@@ -4,11 +4,11 @@
  * the webhook log (the session's merchant is the CurrentMerchant they read).
  */
 import { HttpApiBuilder, HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Clock, Effect, Layer, Option, Schema } from "effect"
+import { Effect, Layer, Option, Schema } from "effect"
 import { MerchantApi } from "../Api.js"
 import { Settings } from "../Config.js"
 import { unstorablePath } from "../Domain/Db.js"
-import { CabinetLoginFailed, CabinetWebhookUrlInvalid, InvalidQuery, RateLimited } from "../Domain/Errors.js"
+import { CabinetWebhookUrlInvalid, InvalidQuery, RateLimited } from "../Domain/Errors.js"
 import { WEBHOOK_URL_MAX, WebhookUrl } from "../Domain/HttpUrl.js"
 import { Ledger } from "../Ledger/Ledger.js"
 import { addHeaders, Authenticator, clientAddress, CurrentMerchant, SESSION_COOKIE } from "../Merchants/Authentication.js"
@@ -18,8 +18,9 @@ import { listPurchases } from "../Purchases/Http.js"
 import { Purchases } from "../Purchases/Purchases.js"
 import { WebhookEvents } from "../Webhooks/Events.js"
 import { listWebhookEvents } from "../Webhooks/Http.js"
-import { CabinetAccounts, LOGIN_FAILED_MESSAGE, LoginLocked, type Profile } from "./Accounts.js"
+import { CabinetAccounts, type Profile } from "./Accounts.js"
 import { CabinetOrigin } from "./Api.js"
+import type { AttemptLimited } from "./Brakes.js"
 
 /**
  * `Set-Cookie` of the session: exactly CONTRACT 7's attributes (a browser session cookie; the
@@ -47,6 +48,10 @@ const storable = (value: string) => unstorablePath(value) === undefined
 /** A webhook URL as the admin API takes it, that the database can keep. */
 const isWebhookUrl = (url: string) => Schema.is(WebhookUrl)(url) && storable(url)
 
+/** An attempt a brake refused: 429 MERCHANT_RATE_LIMITED with its Retry-After. */
+const tooMany = (limited: AttemptLimited) =>
+  Effect.zipRight(addHeaders({ "retry-after": String(limited.retryAfter) }), Effect.fail(new RateLimited({ message: limited.message })))
+
 export const CabinetOriginLive = Layer.effect(
   CabinetOrigin,
   Effect.map(Authenticator, (authenticator) => Effect.flatMap(HttpServerRequest.HttpServerRequest, authenticator.originAllowed))
@@ -55,7 +60,6 @@ export const CabinetOriginLive = Layer.effect(
 export const CabinetSignInHttp = HttpApiBuilder.group(MerchantApi, "cabinetSignIn", (handlers) =>
   Effect.gen(function*() {
     const accounts = yield* CabinetAccounts
-    const authenticator = yield* Authenticator
     const secure = (yield* Settings).publicUrl.startsWith("https:")
     return handlers
       .handle("startInvite", ({ payload }) =>
@@ -74,28 +78,7 @@ export const CabinetSignInHttp = HttpApiBuilder.group(MerchantApi, "cabinetSignI
       .handle("login", ({ payload }) =>
         Effect.gen(function*() {
           const request = yield* HttpServerRequest.HttpServerRequest
-          const address = clientAddress(request)
-          // the address's budget of failed authentications is the API key's (CONTRACT 2)
-          const wait = authenticator.failureBudgetWait(address, yield* Clock.currentTimeMillis)
-          if (wait > 0) {
-            yield* addHeaders({ "retry-after": String(wait) })
-            return yield* Effect.fail(new RateLimited({ message: `Too many failed authentications from this address; retry after ${wait} s.` }))
-          }
-          const attempt = storable(payload.login)
-            ? accounts.signIn(payload)
-            : Effect.fail(new CabinetLoginFailed({ message: LOGIN_FAILED_MESSAGE }))
-          const session = yield* attempt.pipe(
-            Effect.tapError((error) =>
-              error._tag === "CabinetLoginFailed"
-                ? Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sync(() => authenticator.failedFrom(address, now)))
-                : Effect.void
-            ),
-            Effect.catchIf((error): error is LoginLocked => error instanceof LoginLocked, (locked) =>
-              Effect.zipRight(
-                addHeaders({ "retry-after": String(locked.retryAfter) }),
-                Effect.fail(new RateLimited({ message: `Too many failed sign-ins for this login; retry after ${locked.retryAfter} s.` }))
-              ))
-          )
+          const session = yield* accounts.signIn(payload, clientAddress(request)).pipe(Effect.catchTag("AttemptLimited", tooMany))
           yield* setCookie(sessionCookie(session, secure))
         }))
       .handle("logout", () =>
@@ -110,11 +93,21 @@ export const CabinetSignInHttp = HttpApiBuilder.group(MerchantApi, "cabinetSignI
 export const CabinetHttp = HttpApiBuilder.group(MerchantApi, "cabinet", (handlers) =>
   Effect.gen(function*() {
     const accounts = yield* CabinetAccounts
+    const authenticator = yield* Authenticator
     const merchants = yield* Merchants
     const ledger = yield* Ledger
     const purchases = yield* Purchases
     const events = yield* WebhookEvents
     const me = Effect.flatMap(CurrentMerchant, (merchant) => Effect.map(accounts.profile(merchant.id), profileView))
+    /**
+     * The fresh code of a key or secret change, under the step-up's own limit: the request's token
+     * of the merchant's API rate limit is given back, so guessing codes leaves the API alone.
+     */
+    const stepUp = (merchantId: string, code: string) =>
+      Effect.zipRight(
+        Effect.sync(() => authenticator.giveBack(merchantId)),
+        accounts.requireFreshCode(merchantId, code).pipe(Effect.catchTag("AttemptLimited", tooMany))
+      )
     return handlers
       .handle("me", () => me)
       .handle("balance", () => getBalance(ledger))
@@ -123,7 +116,7 @@ export const CabinetHttp = HttpApiBuilder.group(MerchantApi, "cabinet", (handler
       .handle("newApiKey", ({ payload }) =>
         Effect.gen(function*() {
           const merchant = yield* CurrentMerchant
-          yield* accounts.requireFreshCode(merchant.id, payload.code)
+          yield* stepUp(merchant.id, payload.code)
           const key = yield* merchants.rotateApiKey(merchant.id)
           return { api_key: Option.getOrThrow(key) }
         }))
@@ -132,7 +125,9 @@ export const CabinetHttp = HttpApiBuilder.group(MerchantApi, "cabinet", (handler
           const merchant = yield* CurrentMerchant
           if (payload.url !== null && !isWebhookUrl(payload.url)) {
             return yield* Effect.fail(
-              new CabinetWebhookUrlInvalid({ message: `url: must be an http(s) URL without user info (user:password@), of at most ${WEBHOOK_URL_MAX} characters, or null` })
+              new CabinetWebhookUrlInvalid({
+                message: `url: must be an http(s) URL without user info (user:password@), of at most ${WEBHOOK_URL_MAX} characters, or null`
+              })
             )
           }
           yield* merchants.update(merchant.id, { webhookUrl: payload.url })
@@ -141,7 +136,7 @@ export const CabinetHttp = HttpApiBuilder.group(MerchantApi, "cabinet", (handler
       .handle("newWebhookSecret", ({ payload }) =>
         Effect.gen(function*() {
           const merchant = yield* CurrentMerchant
-          yield* accounts.requireFreshCode(merchant.id, payload.code)
+          yield* stepUp(merchant.id, payload.code)
           const secret = yield* merchants.rotateWebhookSecret(merchant.id, payload.previous_valid_seconds ?? 0)
           return { webhook_secret: Option.getOrThrow(secret) }
         }))

@@ -1,11 +1,15 @@
 /**
- * The cabinet's secrets (CONTRACT 7): passwords as scrypt hashes, invite tokens and session ids of
- * 256 random bits kept only as SHA-256 hashes, and TOTP codes (RFC 6238: SHA-1, 6 digits, 30 s)
- * through `otpauth`. Nothing here logs a secret.
+ * The cabinet's secrets (CONTRACT 7): passwords as scrypt hashes, computed a bounded number at a
+ * time (PasswordHasher), invite tokens and session ids of 256 random bits kept only as SHA-256
+ * hashes, and TOTP codes (RFC 6238: SHA-1, 6 digits, 30 s) through `otpauth`. Nothing here logs a
+ * secret.
  */
-import { Effect } from "effect"
-import { hash, randomBytes, scrypt, timingSafeEqual } from "node:crypto"
+import { Effect, type Option } from "effect"
+import { hash, randomBytes, timingSafeEqual } from "node:crypto"
 import * as OTPAuth from "otpauth"
+import { Settings } from "../Config.js"
+import { Metrics } from "../Ops/Metrics.js"
+import { makeHashThreads, type ScryptJob } from "./HashThreads.js"
 
 // ---- passwords -----------------------------------------------------------------------------------
 
@@ -19,18 +23,23 @@ const SCRYPT_PARALLEL = 3
 const KEY_BYTES = 32
 const SCRYPT_MAXMEM = 64 * 1024 * 1024
 
-const derive = (password: string, salt: Buffer, cost: number, block: number, parallel: number) =>
-  Effect.async<Buffer>((resume) => {
-    scrypt(password.normalize("NFC"), salt, KEY_BYTES, { N: cost, r: block, p: parallel, maxmem: SCRYPT_MAXMEM }, (error, key) => {
-      resume(error === null ? Effect.succeed(key) : Effect.die(error))
-    })
-  })
+type Derive = (job: ScryptJob) => Effect.Effect<Buffer>
+
+const jobOf = (password: string, salt: Buffer, cost: number, block: number, parallel: number): ScryptJob => ({
+  password: password.normalize("NFC"),
+  salt,
+  cost,
+  block,
+  parallel,
+  keyBytes: KEY_BYTES,
+  maxmem: SCRYPT_MAXMEM
+})
 
 /** `scrypt$N$r$p$salt$key` (base64url), with the parameters it was made with. */
-export const hashPassword = (password: string): Effect.Effect<string> => {
+const hashPassword = (derive: Derive, password: string): Effect.Effect<string> => {
   const salt = randomBytes(16)
   return Effect.map(
-    derive(password, salt, SCRYPT_COST, SCRYPT_BLOCK, SCRYPT_PARALLEL),
+    derive(jobOf(password, salt, SCRYPT_COST, SCRYPT_BLOCK, SCRYPT_PARALLEL)),
     (key) => ["scrypt", SCRYPT_COST, SCRYPT_BLOCK, SCRYPT_PARALLEL, salt.toString("base64url"), key.toString("base64url")].join("$")
   )
 }
@@ -39,16 +48,41 @@ export const hashPassword = (password: string): Effect.Effect<string> => {
  * Whether `password` matches `stored`. Without a stored hash (no such login) a hash is still
  * computed, so that an unknown login takes as long as a wrong password.
  */
-export const verifyPassword = (password: string, stored: string | undefined): Effect.Effect<boolean> => {
+const verifyPassword = (derive: Derive, password: string, stored: string | undefined): Effect.Effect<boolean> => {
   const parts = (stored ?? "").match(/^scrypt\$(\d+)\$(\d+)\$(\d+)\$([\w-]+)\$([\w-]+)$/)
-  if (parts === null) return Effect.as(derive(password, randomBytes(16), SCRYPT_COST, SCRYPT_BLOCK, SCRYPT_PARALLEL), false)
+  if (parts === null) return Effect.as(derive(jobOf(password, randomBytes(16), SCRYPT_COST, SCRYPT_BLOCK, SCRYPT_PARALLEL)), false)
   const [, cost = "", block = "", parallel = "", salt = "", key = ""] = parts
   const expected = Buffer.from(key, "base64url")
   return Effect.map(
-    derive(password, Buffer.from(salt, "base64url"), Number(cost), Number(block), Number(parallel)),
+    derive(jobOf(password, Buffer.from(salt, "base64url"), Number(cost), Number(block), Number(parallel))),
     (actual) => actual.length === expected.length && timingSafeEqual(actual, expected)
   )
 }
+
+/**
+ * The process's password hashing, bounded (CABINET_PASSWORD_HASH_CONCURRENCY, _QUEUE): each hash
+ * holds 32 MiB and a core for about 0.3 s, so a flood of sign-ins must not start them without end.
+ * At most `concurrency` hashes run at once, in threads of their own at a low priority
+ * (HashThreads.ts); a sign-in waits for one only if it found a place (`inPlace`: running or among
+ * the `queue` waiting), else it is refused at once.
+ */
+export class PasswordHasher extends Effect.Service<PasswordHasher>()("PasswordHasher", {
+  scoped: Effect.gen(function*() {
+    const settings = yield* Settings
+    const metrics = yield* Metrics
+    const computed = metrics.counter({ name: "cabinet_password_hashes_total", help: "Password hashes (scrypt) the cabinet has computed or is computing" })
+    const threads = yield* makeHashThreads(settings.cabinetPasswordHashConcurrency)
+    const places = yield* Effect.makeSemaphore(settings.cabinetPasswordHashConcurrency + settings.cabinetPasswordHashQueue)
+    const derive: Derive = (job) => Effect.zipRight(Effect.sync(() => computed.inc()), threads.derive(job))
+    return {
+      /** A new password's hash (an invite being completed: it waits for a thread, never refused). */
+      hash: (password: string) => hashPassword(derive, password),
+      verify: (password: string, stored: string | undefined) => verifyPassword(derive, password, stored),
+      /** Runs `effect` holding one of the places, or gives None at once when every place is taken. */
+      inPlace: <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<Option.Option<A>, E, R> => places.withPermitsIfAvailable(1)(effect)
+    } as const
+  })
+}) {}
 
 // ---- tokens --------------------------------------------------------------------------------------
 

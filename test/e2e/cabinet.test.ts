@@ -410,10 +410,10 @@ describe("hostile input", () => {
 })
 
 describe("settings: the per-address budget, session lifetimes", () => {
-  // idle 0.1 min (6 s), lifetime 0.003 h (10.8 s), three failed authentications per address
+  // idle 0.1 min (6 s), lifetime 0.003 h (10.8 s), three failed sign-ins per address
   let strict: RunningServer
   beforeAll(async () => {
-    strict = await startServer({ env: { SESSION_IDLE_MINUTES: "0.1", SESSION_MAX_HOURS: "0.003", AUTH_FAILURE_BURST: "3", AUTH_FAILURE_RPS: "0.01" } })
+    strict = await startServer({ env: { SESSION_IDLE_MINUTES: "0.1", SESSION_MAX_HOURS: "0.003", CABINET_SIGNIN_ADDRESS_FAILURES: "3" } })
   })
   afterAll(async () => {
     await strict?.stop()
@@ -440,7 +440,7 @@ describe("settings: the per-address budget, session lifetimes", () => {
   })
 
   // last: it spends this address's budget
-  it("the per-address budget applies to sign-ins: past it, an address gets 429 with Retry-After whatever login it tries", async () => {
+  it("an address's sign-ins have a budget of failures (CABINET_SIGNIN_ADDRESS_FAILURES): past it, 429 with Retry-After whatever login it tries", async () => {
     for (let i = 0; i < 3; i++) {
       const res = await cabinet(strict, "/login", { method: "POST", body: { login: `nobody${i}@x.example`, password: "wrong password!", code: "123456" } })
       expect(res.status).toBe(401)

@@ -94,12 +94,22 @@ export class AuthenticatorApp {
   }
   /** Six digits that are no code of the window around now. */
   wrong(): string {
+    return this.wrongCodes(1)[0]!
+  }
+  /**
+   * `count` different six-digit guesses, none a code of the two steps before now to the two after:
+   * wrong for the server's window (the step before its clock's to the next) for at least 30 s,
+   * whenever a step changes.
+   */
+  wrongCodes(count: number): Array<string> {
     const now = Date.now()
     const valid = new Set([-2, -1, 0, 1, 2].map((k) => this.totp.generate({ timestamp: now + k * PERIOD_MS })))
-    for (let n = 0;; n++) {
+    const codes: Array<string> = []
+    for (let n = 0; codes.length < count; n++) {
       const candidate = String(n).padStart(6, "0")
-      if (!valid.has(candidate)) return candidate
+      if (!valid.has(candidate)) codes.push(candidate)
     }
+    return codes
   }
   /** A code of a step two behind the clock: outside the server's window. */
   stale(): string {
@@ -136,4 +146,31 @@ export const onboard = async (
   const done = await cabinet(server, "/invite/complete", { method: "POST", body: { token, login, password, code: await app.code() }, origin })
   if (done.status !== 201 || done.cookie === undefined) throw new Error(`invite complete: ${done.status} ${done.text}`)
   return { merchant, login, password, app, cookie: done.cookie }
+}
+
+/** POST /cabinet/api/login (with the server's own Origin unless `init` says otherwise). */
+export const signIn = (server: RunningServer, body: { readonly login: string; readonly password: string; readonly code: string }, init: CabinetInit = {}) =>
+  cabinet(server, "/login", { ...init, method: "POST", body })
+
+/** How many answers had each status. */
+export const statusCounts = (responses: ReadonlyArray<{ readonly status: number }>): Record<number, number> => {
+  const counts: Record<number, number> = {}
+  for (const { status } of responses) counts[status] = (counts[status] ?? 0) + 1
+  return counts
+}
+
+/** The whole seconds of a 429's Retry-After (NaN when it has none). */
+export const retryAfterOf = (response: CabinetResponse): number => Number(response.headers.get("retry-after") ?? Number.NaN)
+
+/**
+ * Repeats `attempt` while it is refused with 429, each time after the Retry-After it was given
+ * (a lockout's window passing), up to `deadlineMs`: the first answer that is not a 429.
+ */
+export const afterLockout = async (attempt: () => Promise<CabinetResponse>, deadlineMs = 120_000): Promise<CabinetResponse> => {
+  const deadline = Date.now() + deadlineMs
+  for (;;) {
+    const response = await attempt()
+    if (response.status !== 429 || Date.now() > deadline) return response
+    await new Promise((resolve) => setTimeout(resolve, Math.max(1, retryAfterOf(response)) * 1000))
+  }
 }

@@ -1,0 +1,139 @@
+/**
+ * The cabinet's brakes on guessing (CONTRACT 7). Two lockouts kept in PostgreSQL, so that they hold
+ * across processes: a login's sign-ins, and a merchant's step-up codes (the fresh code of the key
+ * and secret endpoints). Each attempt takes its place in its window before anything is checked:
+ * 5 places within CABINET_LOCKOUT_WINDOW_MINUTES, and the attempts beyond them are refused until
+ * the oldest leaves the window. A success gives its own place back; a failure keeps it. Beside
+ * them, each client address has a budget of sign-ins that fail (CABINET_SIGNIN_ADDRESS_FAILURES a
+ * window, in memory: per process), whatever login they name, known or not.
+ */
+import { SqlClient, SqlSchema } from "@effect/sql"
+import { Clock, Data, Duration, Effect, Schema } from "effect"
+import { Settings } from "../Config.js"
+import { makeTokenBuckets } from "../Merchants/RateLimiter.js"
+import { Fibers } from "../Ops/Fibers.js"
+import { Metrics } from "../Ops/Metrics.js"
+
+/** Attempts that fill a window: the next one is refused until the oldest of them leaves it. */
+export const LOCKOUT_ATTEMPTS = 5
+
+/** What refused an attempt: its login's lockout, its address's budget, the hashing capacity, or the merchant's step-up lockout. */
+export type Brake = "login" | "address" | "capacity" | "step-up"
+
+/** An attempt refused by a brake before anything of it was checked: the caller answers 429 with Retry-After. */
+export class AttemptLimited extends Data.TaggedError("AttemptLimited")<{
+  readonly brake: Brake
+  readonly retryAfter: number
+  readonly message: string
+}> {}
+
+export type AttemptScope = "sign-in" | "step-up"
+
+const refusalMessage = (brake: Brake, seconds: number) => {
+  switch (brake) {
+    case "login":
+      return `Too many failed sign-ins for this login; retry after ${seconds} s.`
+    case "address":
+      return `Too many failed sign-ins from this address; retry after ${seconds} s.`
+    case "capacity":
+      return `Too many sign-ins are being checked at once; retry after ${seconds} s.`
+    case "step-up":
+      return `Too many wrong codes for this merchant's key and secret changes; retry after ${seconds} s.`
+  }
+}
+
+const Subject = Schema.Struct({ scope: Schema.String, subject: Schema.String })
+
+export class CabinetBrakes extends Effect.Service<CabinetBrakes>()("CabinetBrakes", {
+  scoped: Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const settings = yield* Settings
+    const fibers = yield* Fibers
+    const metrics = yield* Metrics
+    // settings may be fractional (tests): the window is made of seconds
+    const windowSeconds = settings.cabinetLockoutWindowMinutes * 60
+    const refusals = metrics.counter({
+      name: "cabinet_attempts_refused_total",
+      help: "Cabinet sign-ins and step-up codes refused unchecked (429), by brake",
+      labelNames: ["brake"]
+    })
+    const addresses = makeTokenBuckets(settings.cabinetSignInAddressFailures / windowSeconds, settings.cabinetSignInAddressFailures)
+
+    /** The refusal of `brake`, counted. */
+    const limited = (brake: Brake, retryAfter: number) => {
+      refusals.inc({ brake })
+      return new AttemptLimited({ brake, retryAfter, message: refusalMessage(brake, retryAfter) })
+    }
+
+    // One statement: the row lock of ON CONFLICT makes attempts at once wait for one another, and
+    // each sees the times the ones before it added. Times out of the window are dropped as it goes.
+    const addAttempt = SqlSchema.findOne({
+      Request: Subject,
+      Result: Schema.Struct({ attempt: Schema.String }),
+      execute: ({ scope, subject }) =>
+        sql`INSERT INTO cabinet_attempts AS w (scope, subject, attempts) VALUES (${scope}, ${subject}, ARRAY[now()])
+            ON CONFLICT (scope, subject) DO UPDATE
+              SET attempts = ARRAY(SELECT a FROM unnest(w.attempts) a WHERE a > now() - make_interval(secs => ${windowSeconds})) || now(),
+                  updated_at = now()
+              WHERE (SELECT count(*) FROM unnest(w.attempts) a WHERE a > now() - make_interval(secs => ${windowSeconds})) < ${LOCKOUT_ATTEMPTS}
+            RETURNING w.attempts[cardinality(w.attempts)]::text AS attempt`
+    })
+
+    const secondsUntilOpen = SqlSchema.single({
+      Request: Subject,
+      Result: Schema.Struct({ seconds: Schema.Int }),
+      execute: ({ scope, subject }) =>
+        sql`SELECT greatest(1, ceil(extract(epoch FROM min(a) + make_interval(secs => ${windowSeconds}) - now())))::int AS seconds
+            FROM cabinet_attempts, unnest(attempts) a
+            WHERE scope = ${scope} AND subject = ${subject} AND a > now() - make_interval(secs => ${windowSeconds})`
+    })
+
+    /**
+     * Takes a place for one attempt of `subject` (a login in lower case, or a merchant's id): its
+     * time, to give back on success, or AttemptLimited when the window is full.
+     */
+    const takePlace = (scope: AttemptScope, subject: string) =>
+      Effect.gen(function*() {
+        const taken = yield* addAttempt({ scope, subject })
+        if (taken._tag === "Some") return taken.value.attempt
+        const { seconds } = yield* secondsUntilOpen({ scope, subject })
+        return yield* Effect.fail(limited(scope === "sign-in" ? "login" : "step-up", seconds))
+      }).pipe(
+        Effect.catchTags({ ParseError: Effect.die, SqlError: Effect.die, NoSuchElementException: Effect.die }),
+        Effect.withSpan("CabinetBrakes.takePlace")
+      )
+
+    /** Takes back the place of an attempt that succeeded (one time equal to it: two equal times are one and the same). */
+    const givePlaceBack = (scope: AttemptScope, subject: string, attempt: string) =>
+      sql`UPDATE cabinet_attempts
+          SET attempts = attempts[:array_position(attempts, ${attempt}::timestamptz) - 1]
+                         || attempts[array_position(attempts, ${attempt}::timestamptz) + 1:]
+          WHERE scope = ${scope} AND subject = ${subject} AND ${attempt}::timestamptz = ANY (attempts)`.pipe(Effect.asVoid, Effect.orDie)
+
+    /** Forgets a login's sign-ins and its merchant's step-up codes: a completed invite starts afresh. */
+    const forget = (login: string, merchantId: string) =>
+      sql`DELETE FROM cabinet_attempts WHERE (scope = 'sign-in' AND subject = ${login}) OR (scope = 'step-up' AND subject = ${merchantId})`.pipe(
+        Effect.asVoid
+      )
+
+    /** Takes one of the address's sign-in places, or fails when it has none left. */
+    const takeAddressPlace = (address: string) =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) => {
+        const decision = addresses.takeAt(address, now)
+        return decision.allowed ? Effect.void : Effect.fail(limited("address", decision.retryAfterSeconds))
+      })
+
+    /** Gives an address's place back: the sign-in succeeded, or was not judged. */
+    const giveAddressPlaceBack = (address: string) => Effect.sync(() => addresses.giveBack(address))
+
+    // rows whose newest attempt left the window hold nothing that counts
+    yield* fibers.supervise("cabinet-attempts-sweep", (beat) =>
+      Effect.forever(Effect.gen(function*() {
+        yield* sql`DELETE FROM cabinet_attempts WHERE updated_at < now() - make_interval(secs => ${windowSeconds})`
+        yield* beat
+        yield* Effect.sleep(Duration.seconds(Math.min(60, windowSeconds)))
+      })))
+
+    return { takePlace, givePlaceBack, forget, takeAddressPlace, giveAddressPlaceBack, limited } as const
+  })
+}) {}
