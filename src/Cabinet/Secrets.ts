@@ -5,11 +5,10 @@
  * secret.
  */
 import { Effect, type Option } from "effect"
-import { hash, randomBytes, timingSafeEqual } from "node:crypto"
+import { hash, randomBytes, scrypt, timingSafeEqual } from "node:crypto"
 import * as OTPAuth from "otpauth"
 import { Settings } from "../Config.js"
 import { Metrics } from "../Ops/Metrics.js"
-import { makeHashThreads, type ScryptJob } from "./HashThreads.js"
 
 // ---- passwords -----------------------------------------------------------------------------------
 
@@ -23,7 +22,30 @@ const SCRYPT_PARALLEL = 3
 const KEY_BYTES = 32
 const SCRYPT_MAXMEM = 64 * 1024 * 1024
 
+/** One hash's inputs: scrypt's (RFC 7914) with OpenSSL's memory cap. */
+interface ScryptJob {
+  readonly password: string
+  readonly salt: Buffer
+  readonly cost: number
+  readonly block: number
+  readonly parallel: number
+  readonly keyBytes: number
+  readonly maxmem: number
+}
+
 type Derive = (job: ScryptJob) => Effect.Effect<Buffer>
+
+/**
+ * One scrypt in one of libuv's threads. Uninterruptible: a hash once started runs to its end
+ * whatever becomes of its request, and the fiber (with the thread's permit) waits for it, so a
+ * client that hangs up cannot free a permit while its hash still holds memory and a thread.
+ */
+const scryptOf: Derive = (job) =>
+  Effect.uninterruptible(Effect.async<Buffer>((resume) => {
+    scrypt(job.password, job.salt, job.keyBytes, { N: job.cost, r: job.block, p: job.parallel, maxmem: job.maxmem }, (error, key) => {
+      resume(error === null ? Effect.succeed(key) : Effect.die(error))
+    })
+  }))
 
 const jobOf = (password: string, salt: Buffer, cost: number, block: number, parallel: number): ScryptJob => ({
   password: password.normalize("NFC"),
@@ -61,21 +83,21 @@ const verifyPassword = (derive: Derive, password: string, stored: string | undef
 
 /**
  * The process's password hashing, bounded (CABINET_PASSWORD_HASH_CONCURRENCY, _QUEUE): each hash
- * holds 32 MiB and a core for about 0.3 s, so a flood of sign-ins must not start them without end.
- * At most `concurrency` hashes run at once, in threads of their own at a low priority
- * (HashThreads.ts); a sign-in waits for one only if it found a place (`inPlace`: running or among
- * the `queue` waiting), else it is refused at once.
+ * holds 32 MiB, a core and one of libuv's threads (four by default, shared with file reads, zlib
+ * and DNS) for about 0.3 s, so a flood of sign-ins must not start them without end. At most
+ * `concurrency` hashes run at once; a sign-in waits for one only if it found a place (`inPlace`:
+ * running or among the `queue` waiting), else it is refused at once.
  */
 export class PasswordHasher extends Effect.Service<PasswordHasher>()("PasswordHasher", {
-  scoped: Effect.gen(function*() {
+  effect: Effect.gen(function*() {
     const settings = yield* Settings
     const metrics = yield* Metrics
     const computed = metrics.counter({ name: "cabinet_password_hashes_total", help: "Password hashes (scrypt) the cabinet has computed or is computing" })
-    const threads = yield* makeHashThreads(settings.cabinetPasswordHashConcurrency)
+    const running = yield* Effect.makeSemaphore(settings.cabinetPasswordHashConcurrency)
     const places = yield* Effect.makeSemaphore(settings.cabinetPasswordHashConcurrency + settings.cabinetPasswordHashQueue)
-    const derive: Derive = (job) => Effect.zipRight(Effect.sync(() => computed.inc()), threads.derive(job))
+    const derive: Derive = (job) => running.withPermits(1)(Effect.zipRight(Effect.sync(() => computed.inc()), scryptOf(job)))
     return {
-      /** A new password's hash (an invite being completed: it waits for a thread, never refused). */
+      /** A new password's hash (an invite being completed: it waits for its turn, never refused). */
       hash: (password: string) => hashPassword(derive, password),
       verify: (password: string, stored: string | undefined) => verifyPassword(derive, password, stored),
       /** Runs `effect` holding one of the places, or gives None at once when every place is taken. */
