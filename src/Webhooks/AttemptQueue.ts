@@ -42,7 +42,7 @@ export const makeAttemptQueue = (settings: AttemptQueueSettings) => {
       if (inFlightTotal >= settings.total) return
       const queue = waiting.get(merchantId)
       if (queue === undefined) continue
-      let budgetSpent = false
+      let served = false
       while (queue.length > 0 && (inFlight.get(merchantId) ?? 0) < settings.perMerchant && inFlightTotal < settings.total) {
         const event = queue[0]!
         if (event.leaseEndsAt - now < settings.leaseNeededMs) {
@@ -51,18 +51,22 @@ export const makeAttemptQueue = (settings: AttemptQueueSettings) => {
           givenBack.push(event)
           continue
         }
+        // this tick's budget spent: the merchant keeps its turn if it got nothing
         if (!settings.mayStart()) {
-          budgetSpent = true
-          break
+          if (served) {
+            waiting.delete(merchantId)
+            waiting.set(merchantId, queue)
+          }
+          return
         }
         queue.shift()
         inFlight.set(merchantId, (inFlight.get(merchantId) ?? 0) + 1)
         inFlightTotal += 1
+        served = true
         settings.start(event)
       }
       waiting.delete(merchantId)
       if (queue.length > 0) waiting.set(merchantId, queue)
-      if (budgetSpent) return
     }
   }
 

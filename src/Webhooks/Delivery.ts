@@ -12,8 +12,12 @@ import { checkUrl, guardedLookup, PreflightRejected, type Resolve } from "./Targ
 export const USER_AGENT = "merchant-purchasing-service-webhooks/1.0"
 /** What is read of a receiver's answer before the connection is dropped. */
 const RESPONSE_BODY_CAP_BYTES = 64 * 1024
-/** How long after the deadline undici's headers timeout may take to close a connection (its timers tick every half second). */
-export const CLOSE_GRACE_MS = 2_000
+/**
+ * How long after the deadline undici's headers timeout may take to close a connection: its timers
+ * advance half a second a tick, 2 to 3 ticks for a timeout, and every tick is late by what a busy
+ * event loop makes it wait (a 2 s grace ran out on a 2-core machine at a load of 10).
+ */
+export const CLOSE_GRACE_MS = 5_000
 
 export type OutcomeKind = "2xx" | "3xx" | "4xx" | "5xx" | "timeout" | "transport" | "pre-flight"
 
@@ -77,7 +81,7 @@ export const makeDelivery = (settings: DeliverySettings) => {
    * attempt with no status within the timeout, only once its socket is closed: the sender then
    * starts the merchant's next attempt, and a receiver must not see more connections than the
    * merchant has attempts. Undici's own headers timeout (the same length, counted from the
-   * request's start on its connection, in ticks of up to a second) closes that socket and fails
+   * request's start on its connection, in ticks: see CLOSE_GRACE_MS) closes that socket and fails
    * the request after the socket's 'close'. Aborting the request ourselves would close the socket
    * as well, but undici 7 then opens a new connection for the aborted request and leaves it idle
    * in its pool (nodejs/undici#5845): a socket beyond the merchant's limit at every timeout.

@@ -136,4 +136,23 @@ describe("starting attempts", () => {
     expect(queue.takeGivenBack()).toEqual([])
     expect(queue.heldEvents().map((e) => e.id).sort()).toEqual(later.map((e) => e.id).sort())
   })
+
+  it("while paced, takes the merchants in turn: one whose start the budget ran out on keeps its turn for the next tick", () => {
+    let budget = 0
+    const started: Array<string> = []
+    const queue = makeAttemptQueue({
+      perMerchant: PER_MERCHANT,
+      total: 64,
+      leaseNeededMs: 0,
+      mayStart: () => budget-- > 0,
+      start: (event) => started.push(event.merchantId)
+    })
+    const [a, b, c] = ["a", "b", "c"]
+    queue.add([...eventsOf(a!, null), ...eventsOf(b!, null), ...eventsOf(c!, null)], Date.now() + 60_000)
+    for (let tick = 0; tick < 3; tick++) {
+      budget = 2
+      queue.dispatch()
+    }
+    expect(started).toEqual([a, a, b, b, c, c])
+  })
 })
