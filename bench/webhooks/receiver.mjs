@@ -1,7 +1,9 @@
 /**
- * The receiver of bench/webhooks: a minimal node:http server answering 200 at once. Over IPC:
- * `reset` (forget what arrived), `status` (how many arrived, when the first and last did, and the
- * latency of each from its body's created_at to its arrival, by event type).
+ * The receiver of bench/webhooks: a minimal node:http server answering 200 at once, except under
+ * `/fail` (500 at once) and `/hang` (no answer until hanging is turned off). Over IPC: `reset`
+ * (forget what arrived), `status` (how many 200s were answered, when the first and last were, and
+ * the latency of each from its body's created_at to its arrival, by event type), `hang` (`on`:
+ * false answers what hangs with a 500, and later `/hang` requests at once).
  */
 import { createServer } from "node:http"
 
@@ -10,11 +12,23 @@ let first = 0
 let last = 0
 let latencies = []
 let keepLatencies = false
+let hanging = true
+const hung = new Set()
 
 const server = createServer((request, response) => {
   const chunks = []
   request.on("data", (chunk) => chunks.push(chunk))
   request.on("end", () => {
+    const path = request.url ?? "/"
+    if (path.startsWith("/fail") || (path.startsWith("/hang") && !hanging)) {
+      response.writeHead(500, { "content-length": "2" }).end("no")
+      return
+    }
+    if (path.startsWith("/hang")) {
+      hung.add(response)
+      response.on("close", () => hung.delete(response))
+      return
+    }
     const now = Date.now()
     if (count === 0) first = now
     count += 1
@@ -36,6 +50,13 @@ process.on("message", (message) => {
     last = 0
     latencies = []
     keepLatencies = message.latencies === true
+  }
+  if (message.op === "hang") {
+    hanging = message.on === true
+    if (!hanging) {
+      for (const response of hung) response.writeHead(500, { "content-length": "2" }).end("no")
+      hung.clear()
+    }
   }
   process.send({ replyTo: message.id, count, first, last, latencies: message.op === "status" && message.latencies ? latencies : undefined })
 })

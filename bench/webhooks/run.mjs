@@ -6,7 +6,8 @@
  *    warm-up backlog of half the size that is not measured; beside it,
  *    in alternating rounds, bench/webhooks/bare.mjs POSTs the same signed bodies with the same
  *    concurrency (4 for one merchant: the per-merchant limit; 64 for 100: the per-process limit).
- *    Rate = events / (last arrival - commit).
+ *    Rate = events / (last arrival - commit). 1c: 10 live merchants beside 24 that no delivery
+ *    reaches (no URL, refused, 500, hanging), against the live events alone (bench/webhooks/mix.mjs).
  * 2. End-to-end latency with an idle queue: one /buy at a time; each purchase event's arrival at the
  *    receiver minus its created_at (stamped before the transaction commits: an upper bound).
  * 3. Catalogue reads while a burst is delivered: `wrk -t1 -c50` on GET /items (50 items) for the
@@ -15,8 +16,9 @@
  * The service (all its threads) is pinned to core 0, the receiver, the bare script's peer and wrk to
  * core 1 (taskset). CPU per delivery is from /proc of the service process.
  *
- *   node bench/webhooks/run.mjs [--rounds 3] [--events1 4000] [--events100 20000] [--buys 200]
- *                               [--burst 60000] [--duration 8] [--parts deliveries,latency,reads]
+ *   node bench/webhooks/run.mjs [--rounds 3] [--events1 4000] [--events100 20000] [--mixLive 10]
+ *                               [--mixOthers 100] [--buys 200] [--burst 60000] [--duration 8]
+ *                               [--parts deliveries,mixed,latency,reads]
  *                               [--nodeArgs "--cpu-prof --cpu-prof-dir=/tmp/prof"]
  *
  * `--parts` runs only the parts named; `--nodeArgs` adds node flags to the service (a profile).
@@ -46,15 +48,18 @@ import {
   waitQuiet
 } from "../lib/harness.mjs"
 import { depositEvent } from "./bodies.mjs"
+import { mixedThroughput } from "./mix.mjs"
 
 const opts = argOptions(process.argv.slice(2), {
   rounds: 3,
   events1: 4000,
   events100: 20000,
+  mixLive: 10,
+  mixOthers: 100,
   buys: 200,
   burst: 60000,
   duration: 8,
-  parts: "deliveries,latency,reads",
+  parts: "deliveries,mixed,latency,reads",
   nodeArgs: ""
 })
 const parts = new Set(opts.parts.split(","))
@@ -182,6 +187,12 @@ const deliveries = async () => {
   return { one: await throughput(1, opts.events1, 4), hundred: await throughput(100, opts.events100, 64) }
 }
 
+const mixed = () => {
+  log(`\n1c. deliveries per second of ${opts.mixLive} live merchants beside unreachable ones`)
+  const bench = { service, db, receiver, receiverUrl, makeEvents, insertEvents, waitArrivals }
+  return mixedThroughput(bench, { rounds: opts.rounds, live: opts.mixLive, events: opts.events100, othersEach: opts.mixOthers })
+}
+
 // ---- 2. end-to-end latency, idle queue ------------------------------------------------------
 
 const buyer = merchants[0]
@@ -281,6 +292,7 @@ const summary = {
   at: new Date().toISOString(),
   machine,
   deliveries: parts.has("deliveries") ? await deliveries() : undefined,
+  mixed: parts.has("mixed") ? await mixed() : undefined,
   latency: parts.has("latency") ? await endToEnd() : undefined,
   reads: parts.has("reads") ? await readsDuringBurst() : undefined
 }
@@ -290,6 +302,11 @@ if (summary.deliveries !== undefined) {
   const { one, hundred } = summary.deliveries
   log(`  deliveries/s, 1 merchant:    service ${one.serviceMedian}, bare ${one.bareMedian}, ratio ${one.ratioOfMedians} (concurrency 4)`)
   log(`  deliveries/s, 100 merchants: service ${hundred.serviceMedian}, bare ${hundred.bareMedian}, ratio ${hundred.ratioOfMedians} (concurrency 64)`)
+}
+if (summary.mixed !== undefined) {
+  const m = summary.mixed
+  log(`  deliveries/s, ${m.live} live merchants beside ${m.unreachable} unreachable: ${m.mixedMedian}, all-live ${m.allLiveMedian}, ratio ${m.ratioOfMedians}`)
+  log(`    (target: at least 0.8; the sender's fibers restarted ${m.senderRestarts} times)`)
 }
 if (summary.latency !== undefined) log(`  latency, purchase events (idle queue): p50 ${summary.latency.all.p50} ms, p99 ${summary.latency.all.p99} ms`)
 if (summary.reads !== undefined) log(`  /items req/s during a burst / without: ${summary.reads.ratioOfMedians}`)
