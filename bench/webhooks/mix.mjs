@@ -12,7 +12,7 @@
  * mixed round the others' events still due are marked failed and the hanging receiver answers, so
  * that no round inherits the last one's retries.
  */
-import { admin, freePort, log, round, sleep, waitQuiet } from "../lib/harness.mjs"
+import { admin, cpuMs, freePort, log, pgBackendCpu, pgCpuDelta, round, sleep, waitQuiet } from "../lib/harness.mjs"
 import { depositEvent } from "./bodies.mjs"
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
@@ -53,7 +53,10 @@ const interleave = (live, others) => {
   return [...out, ...others.slice(o)]
 }
 
-export const mixedThroughput = async ({ service, db, receiver, receiverUrl, makeEvents, insertEvents, waitArrivals }, { rounds, live, events, othersEach }) => {
+export const mixedThroughput = async (
+  { service, db, databaseName, receiver, receiverUrl, makeEvents, insertEvents, waitArrivals },
+  { rounds, live, events, othersEach }
+) => {
   const unreachable = await unreachableMerchants({ service, db, receiverUrl })
   const othersOf = () => unreachable.flatMap((merchantId) => Array.from({ length: othersEach }, () => ({ ...depositEvent(), merchantId })))
   /** The others' retries and held attempts end before the next round; then the hanging receiver hangs again. */
@@ -70,13 +73,18 @@ export const mixedThroughput = async ({ service, db, receiver, receiverUrl, make
     }
     await receiver({ op: "hang", on: true })
   }
+  /** Live deliveries per second, and the CPU of the service and of PostgreSQL per live delivery (µs) until the last arrived. */
   const rate = async (what, batch) => {
     await waitQuiet(what)
     await receiver({ op: "reset" })
+    const cpu0 = cpuMs(service.child.pid)
+    const pg0 = await pgBackendCpu(databaseName)
     const t0 = Date.now()
     await insertEvents(batch)
     const status = await waitArrivals(events)
-    return round((events * 1000) / (status.last - t0))
+    const cpu = cpuMs(service.child.pid) - cpu0
+    const pgCpu = pgCpuDelta(pg0, await pgBackendCpu(databaseName))
+    return { perSecond: round((events * 1000) / (status.last - t0)), serviceUs: round((cpu * 1000) / events), postgresUs: round((pgCpu * 1000) / events) }
   }
   const restartsBefore = await senderRestarts(service)
   // a warm-up, not measured, as the other cases have (the mixed rounds', with the others' events)
@@ -90,8 +98,16 @@ export const mixedThroughput = async ({ service, db, receiver, receiverUrl, make
     await sleep(500)
     const mixed = await rate(`mixed round ${round_}`, interleave(makeEvents(events, live), othersOf()))
     await cleanUp()
-    const row = { round: round_, allLive, mixed, ratio: round(mixed / allLive, 2) }
-    log(`  mixed, round ${round_}: live merchants ${mixed}/s beside ${unreachable.length} unreachable ones, all-live ${allLive}/s, ratio ${row.ratio}`)
+    const row = {
+      round: round_,
+      allLive: allLive.perSecond,
+      mixed: mixed.perSecond,
+      ratio: round(mixed.perSecond / allLive.perSecond, 2),
+      cpu: { allLive, mixed }
+    }
+    log(
+      `  mixed, round ${round_}: live merchants ${mixed.perSecond}/s beside ${unreachable.length} unreachable ones (CPU per live delivery: service ${mixed.serviceUs} µs, PostgreSQL ${mixed.postgresUs} µs), all-live ${allLive.perSecond}/s (${allLive.serviceUs} and ${allLive.postgresUs} µs), ratio ${row.ratio}`
+    )
     rows.push(row)
   }
   const restarts = (await senderRestarts(service)) - restartsBefore

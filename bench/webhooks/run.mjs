@@ -189,7 +189,7 @@ const deliveries = async () => {
 
 const mixed = () => {
   log(`\n1c. deliveries per second of ${opts.mixLive} live merchants beside unreachable ones`)
-  const bench = { service, db, receiver, receiverUrl, makeEvents, insertEvents, waitArrivals }
+  const bench = { service, db, databaseName: database.name, receiver, receiverUrl, makeEvents, insertEvents, waitArrivals }
   return mixedThroughput(bench, { rounds: opts.rounds, live: opts.mixLive, events: opts.events100, othersEach: opts.mixOthers })
 }
 
