@@ -1,5 +1,5 @@
 /**
- * The cabinet's brakes on guessing (CONTRACT 7). Two lockouts kept in PostgreSQL, so that they hold
+ * The cabinet's brakes on guessing. Two lockouts kept in PostgreSQL, so that they hold
  * across processes: a login's sign-ins, and a merchant's step-up codes (the fresh code of the key
  * and secret endpoints). Each attempt takes its place in its window before anything is checked:
  * 5 places within CABINET_LOCKOUT_WINDOW_MINUTES, and the attempts beyond them are refused until

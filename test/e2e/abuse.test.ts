@@ -1,5 +1,5 @@
 /**
- * The cabinet from an attacker's side (CONTRACT 7's brakes), over real sockets: sign-ins for one
+ * The cabinet from an attacker's side (its brakes on guessing), over real sockets: sign-ins for one
  * login sent at once (to one process, and to two on one PostgreSQL), step-up codes guessed one by
  * one and all at once, a flood of sign-ins with random logins, replayed TOTP codes, a cookie after
  * logout, and a cross-origin change with a valid cookie. Nothing here depends on timing: where a
