@@ -181,22 +181,13 @@ export class Authenticator extends Effect.Service<Authenticator>()("Authenticato
         return Option.isNone(found) ? undefined : decide(found.value, mutation, address, yield* Clock.currentTimeMillis)
       })
 
-    /** The per-address budget of failed authentications, for the cabinet's sign-in: how long to wait (0: go on). */
-    const failureBudgetWait = (address: string, now: number) => {
-      const budget = failedPerAddress.peekAt(address, now)
-      return budget.allowed ? 0 : budget.retryAfterSeconds
-    }
-    const failedFrom = (address: string, now: number) => {
-      failedPerAddress.takeAt(address, now)
-    }
-
     /**
      * Gives back the token an authenticated request took, for a request the fast lane passes on
      * to HttpApi after all: that path authenticates again, and one request costs one token.
      */
     const giveBack = (merchantId: string) => perMerchant.giveBack(merchantId)
 
-    return { authenticate, authenticateSession, originAllowed, failureBudgetWait, failedFrom, start, giveBack } as const
+    return { authenticate, authenticateSession, originAllowed, start, giveBack } as const
   }),
   dependencies: [Merchants.Default, CabinetAccounts.Default]
 }) {}
