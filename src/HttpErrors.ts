@@ -10,6 +10,7 @@ import { Cause, Effect, Either, Option, type ParseResult, Schema, type SchemaAST
 import { API_PREFIX, MerchantApi } from "./Api.js"
 import { CABINET_PAGE_PATHS } from "./Cabinet/Page.js"
 import { STREAM_PATH } from "./Catalogue/Stream.js"
+import { logFault } from "./Db/ConnectionLoss.js"
 import * as Errors from "./Domain/Errors.js"
 import { WALLET_CALLBACK_PATH } from "./Providers/Simulator/WalletProviderSim.js"
 import { type BodyProblem, bodyProblemMessage, bodyProblemOf } from "./RequestBody.js"
@@ -219,7 +220,7 @@ export const SpecErrors = HttpApiBuilder.middleware(MerchantApi, (app) =>
       }
       if (isRequestError(error)) return Effect.succeed(malformedBody(error.description ?? "request body is not valid JSON"))
       if (HttpServerError.isServerError(error) && error._tag === "RouteNotFound") return Effect.succeed(routeNotFound(request))
-      if (failure === undefined && defect !== undefined) return Effect.as(Effect.logError("unhandled defect", cause), internalError)
+      if (failure === undefined && defect !== undefined) return Effect.as(logFault("unhandled defect", cause), internalError)
       return Effect.failCause(cause)
     })
   }))

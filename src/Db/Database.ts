@@ -120,23 +120,36 @@ export const directTransaction = (pool: pg.Pool): DirectTransaction => async (wo
   }
 }
 
+/** The service's pool of PostgreSQL connections. */
+export const servicePool = (url: string): pg.Pool => {
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: 20,
+    idleTimeoutMillis: 30_000,
+    // a server that accepts the connection and never answers would hold a connect for good
+    // (at start-up: silently, with no listener up)
+    connectionTimeoutMillis: 10_000,
+    application_name: "merchant-purchasing-service"
+  })
+  // a connection that breaks while idle is dropped by the pool; queries report their own errors
+  pool.on("error", () => {})
+  // A client checked out has no 'error' listener of the pool's (it takes its own off while the
+  // client is lent), and one that breaks then (the server restarts, a failover, a killed backend)
+  // emits 'error', which with no listener ends the process: the holders here (directTransaction,
+  // Pipeline.ts) hear of a broken connection through their queries, and @effect/sql-pg's
+  // statements listen with `once`, which a second error would outlive. So every client always has
+  // a listener; the break still reaches its holder, whose queries fail (node-postgres fails the
+  // query in flight and every later one), and the pool drops the client when it comes back broken.
+  pool.on("connect", (client) => {
+    client.on("error", () => {})
+  })
+  return pool
+}
+
 const postgresql = (url: string) =>
   Layer.unwrapScoped(Effect.gen(function*() {
     const pool = yield* Effect.acquireRelease(
-      Effect.sync(() => {
-        const pool = new pg.Pool({
-          connectionString: url,
-          max: 20,
-          idleTimeoutMillis: 30_000,
-          // a server that accepts the connection and never answers would hold a connect for good
-          // (at start-up: silently, with no listener up)
-          connectionTimeoutMillis: 10_000,
-          application_name: "merchant-purchasing-service"
-        })
-        // a connection that breaks while idle is dropped by the pool; queries report their own errors
-        pool.on("error", () => {})
-        return pool
-      }),
+      Effect.sync(() => servicePool(url)),
       (pool) => Effect.promise(() => pool.end()).pipe(Effect.timeoutOption("1 second"))
     )
     yield* Effect.tryPromise({

@@ -24,7 +24,8 @@ export const listenOnOwnConnection = (pool: pg.Pool) => (channel: string): Strea
           const client = new pg.Client(pool.options)
           const lost = (cause: unknown) => emit.fail(new SqlError.SqlError({ cause, message: `LISTEN ${channel}: connection lost` }))
           client.on("error", lost)
-          client.on("end", () => lost(new Error("connection ended")))
+          // (node-postgres's words for it: Db/ConnectionLoss.ts knows them)
+          client.on("end", () => lost(new Error("Connection terminated")))
           client.on("notification", (message) => {
             if (message.channel === channel && message.payload) emit.single(message.payload)
           })
@@ -34,6 +35,8 @@ export const listenOnOwnConnection = (pool: pg.Pool) => (channel: string): Strea
             emit.single(LISTENING)
           } catch (error) {
             client.removeAllListeners()
+            // a failing socket must not throw unhandled while it closes
+            client.on("error", () => {})
             await client.end().catch(() => undefined)
             throw error
           }

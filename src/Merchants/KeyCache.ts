@@ -8,8 +8,12 @@
  *   database at once (50 connections meant 50 queries and a latency spike every 2 s).
  * - Reads of one key share one query (`read`); callers waiting on it get its result.
  * - A read that a change (any `forget` or `clear`) overlapped answers its caller but is not kept.
+ * - A read that fails as `servesStaleOn` says (the database is out of reach) answers with the
+ *   merchant read last for the key, however old: no change can be made while the database cannot
+ *   be reached, and requests served from memory (the catalogue) go on through an outage. A change
+ *   announced meanwhile (`forget`, `clear`) still drops the entry.
  */
-import { Clock, Effect, Fiber, FiberSet, Option } from "effect"
+import { type Cause, Clock, Effect, Fiber, FiberSet, Option } from "effect"
 
 export interface KeyCacheOptions {
   /** How long a key's merchant may be used after it was read. */
@@ -18,6 +22,8 @@ export interface KeyCacheOptions {
   readonly refreshAfterMs: number
   /** More keys than this and the cache starts over. */
   readonly maxEntries: number
+  /** Failures of a read after which an expired entry is still used (none by default). */
+  readonly servesStaleOn?: (cause: Cause.Cause<unknown>) => boolean
 }
 
 interface Entry<M> {
@@ -78,11 +84,18 @@ export const makeKeyCache = <M extends { readonly id: string }>(
       return entry.merchant
     }
 
-    /** The key's merchant: from memory, or read (sharing a read under way). */
+    /** The key's merchant: from memory, or read (sharing a read under way); an expired entry if the read fails as `servesStaleOn` says. */
     const get = (hash: string): Effect.Effect<Option.Option<M>> =>
       Effect.flatMap(Clock.currentTimeMillis, (now) => {
         const known = peek(hash, now)
-        return known !== undefined ? Effect.succeed(Option.some(known)) : Fiber.join(read(hash))
+        if (known !== undefined) return Effect.succeed(Option.some(known))
+        const { servesStaleOn } = options
+        if (servesStaleOn === undefined) return Fiber.join(read(hash))
+        return Effect.catchAllCause(Fiber.join(read(hash)), (cause) => {
+          // (looked up after the read: a change announced meanwhile has dropped it)
+          const stale = entries.get(hash)
+          return stale !== undefined && servesStaleOn(cause) ? Effect.succeed(Option.some(stale.merchant)) : Effect.failCause(cause)
+        })
       })
 
     /** The merchant's keys may have changed: their entries go, and no read under way is kept. */

@@ -7,6 +7,7 @@ import { SqlClient, SqlSchema } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { Effect, Option, Schema, Stream } from "effect"
 import { randomUUID } from "node:crypto"
+import { isConnectionLossCause } from "../Db/ConnectionLoss.js"
 import { LISTENING } from "../Db/Listen.js"
 import { Timestamp } from "../Domain/Db.js"
 import { type AuthenticatedMerchant, Merchant, MerchantId, MerchantStatus } from "../Domain/Merchant.js"
@@ -67,7 +68,9 @@ export class Merchants extends Effect.Service<Merchants>()("Merchants", {
     const keys = yield* makeKeyCache((hash) => lookupKey(hash).pipe(Effect.orDie), {
       ttlMs: AUTH_CACHE_TTL_MS,
       refreshAfterMs: AUTH_CACHE_REFRESH_AFTER_MS,
-      maxEntries: AUTH_CACHE_MAX
+      maxEntries: AUTH_CACHE_MAX,
+      // while the database is out of reach, a key known before goes on reading the catalogue from memory
+      servesStaleOn: isConnectionLossCause
     })
     /** Names this process in its notifications. */
     const processOrigin = randomUUID()

@@ -6,6 +6,7 @@
 import { HttpApiBuilder, HttpApiError, HttpServerError, HttpServerRequest, type HttpServerResponse } from "@effect/platform"
 import { NodeHttpServerRequest } from "@effect/platform-node"
 import { Cause, Effect, Layer, Option, ParseResult, Schema } from "effect"
+import { logFault } from "../Db/ConnectionLoss.js"
 import { unstorableMessage, unstorablePath } from "../Domain/Db.js"
 import { boundedMessage, issueText } from "../Domain/Errors.js"
 import { type BodyProblem, bodyProblemMessage, bodyProblemOf } from "../RequestBody.js"
@@ -95,7 +96,7 @@ export const AdminErrors = HttpApiBuilder.middleware(AdminApi, (app) =>
         )
       }
       if (failure === undefined && defect !== undefined) {
-        return Effect.zipRight(Effect.logError("admin request failed", cause), Effect.fail(new AdminInternalError({ message: "Internal error." })))
+        return Effect.zipRight(logFault("admin request failed", cause), Effect.fail(new AdminInternalError({ message: "Internal error." })))
       }
       return Effect.failCause(cause)
     })

@@ -15,6 +15,7 @@ import { SqlClient } from "@effect/sql"
 import { Cause, Data, Effect, Exit, Fiber, Option, Schema } from "effect"
 import { CatalogueEngine } from "../Catalogue/Engine.js"
 import { Settings } from "../Config.js"
+import { isConnectionLossCause } from "../Db/ConnectionLoss.js"
 import { Conflict, InsufficientBalance, NoItemsFound, PurchaseFailed } from "../Domain/Errors.js"
 import { centsFloor } from "../Domain/Money.js"
 import { Fibers } from "../Ops/Fibers.js"
@@ -117,11 +118,13 @@ export class BuyByName extends Effect.Service<BuyByName>()("BuyByName", {
       ))
 
     /**
-     * How a cycle ends for its record: answered, it is done; interrupted (this process stops), its
-     * lease is given up so that another process takes it over at once; lost, it is not ours.
+     * How a cycle ends for its record: answered, it is done; interrupted (this process stops) or cut
+     * short by a lost database connection, its lease is given up so that a process takes it over
+     * where it stopped (closed as done, a repeat of its request would find no attempt for good);
+     * lost, it is not ours.
      */
     const settle = (request: BuyByNameRequest, exit: Exit.Exit<unknown, unknown>) =>
-      Exit.isInterrupted(exit)
+      Exit.isInterrupted(exit) || (Exit.isFailure(exit) && isConnectionLossCause(exit.cause))
         ? sql`UPDATE purchase_requests SET cycle_lease_until = now() WHERE ${record(request)} AND cycle_owner = ${owner}`
         : Exit.isFailure(exit) && Option.exists(Cause.failureOption(exit.cause), (error) => error instanceof CycleLost)
         ? Effect.void

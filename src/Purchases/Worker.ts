@@ -13,6 +13,7 @@
  */
 import { SqlClient, type Statement } from "@effect/sql"
 import { Effect, FiberSet, Layer, Option, Queue, Schema } from "effect"
+import { logFault } from "../Db/ConnectionLoss.js"
 import { SimHints } from "../Domain/CatalogItem.js"
 import type { EventType } from "../Domain/EventType.js"
 import { PurchaseStatus } from "../Domain/Purchase.js"
@@ -193,7 +194,7 @@ export const PurchaseWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
     effect.pipe(
       Effect.asVoid,
       Effect.catchAllCause((cause) =>
-        Effect.logError("purchase step failed; the lease will expire and it is retried", cause).pipe(
+        logFault("purchase step failed; the lease will expire and it is retried", cause).pipe(
           Effect.annotateLogs("purchase_id", ids.join(","))
         )
       )

@@ -12,6 +12,7 @@ import { PgClient } from "@effect/sql-pg"
 import { Context, Duration, Effect, Layer, Queue, Schedule, Stream } from "effect"
 import { randomUUID } from "node:crypto"
 import { Settings } from "../Config.js"
+import { logFault } from "../Db/ConnectionLoss.js"
 import { Fibers } from "../Ops/Fibers.js"
 import { Metrics } from "../Ops/Metrics.js"
 import { type HeldEvent, makeAttemptQueue } from "./AttemptQueue.js"
@@ -190,7 +191,7 @@ export const WebhookSenderLive = Layer.scopedDiscard(Effect.gen(function*() {
       const batch = [...first, ...(yield* Queue.takeUpTo(results, RESULT_BATCH - first.length))]
       yield* deliveries.record(batch).pipe(
         Effect.retry(Schedule.exponential("50 millis").pipe(Schedule.intersect(Schedule.recurs(4)))),
-        Effect.catchAll((error) => Effect.logError("webhook results not recorded; their leases will end", error)),
+        Effect.catchAll((error) => logFault("webhook results not recorded; their leases will end", error)),
         Effect.ensuring(Effect.sync(() => batch.forEach((result) => held.forget(result.id))))
       )
       yield* beat

@@ -1,10 +1,11 @@
 /**
  * The merchants of API keys kept in memory (src/Merchants/KeyCache.ts), under the TestClock: one
  * read for callers that wait together, an entry in use read again in the background before it
- * expires, an unused one read again once it has, and nothing kept that a change overlapped.
+ * expires, an unused one read again once it has, nothing kept that a change overlapped, and an
+ * expired entry served while reads fail because the database is out of reach.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, Exit, Fiber, Option, TestClock } from "effect"
+import { Cause, Deferred, Effect, Exit, Fiber, Option, TestClock } from "effect"
 import { makeKeyCache } from "../../src/Merchants/KeyCache.js"
 
 interface TestMerchant {
@@ -59,6 +60,9 @@ const cacheOver = (owners: Record<string, TestMerchant | undefined>, options = O
     const cache = yield* makeKeyCache(keys.lookup, options)
     return { keys, cache }
   })
+
+/** The failure of a lookup that the cache may answer from an expired entry. */
+class Unreachable extends Error {}
 
 const alice: TestMerchant = { id: "m-alice", name: "Alice" }
 const bob: TestMerchant = { id: "m-bob", name: "Bob" }
@@ -195,6 +199,37 @@ describe("KeyCache", () => {
       expect(cache.peek("ka", 0)).toBeUndefined()
       expect(yield* cache.get("ka")).toEqual(Option.some(alice))
       expect(cache.peek("ka", 0)).toEqual(alice)
+    }))
+
+  it.scoped("while reads fail as servesStaleOn says, an expired entry is served; other failures fail; a change drops it", () =>
+    Effect.gen(function*() {
+      const keys = directory({ ka: alice, kb: bob })
+      let failure: Error | undefined
+      const cache = yield* makeKeyCache(
+        (hash) => failure !== undefined ? Effect.die(failure) : keys.lookup(hash),
+        { ...OPTIONS, servesStaleOn: (cause) => Cause.squash(cause) instanceof Unreachable }
+      )
+      expect(yield* cache.get("ka")).toEqual(Option.some(alice))
+      expect(yield* cache.get("kb")).toEqual(Option.some(bob))
+      yield* TestClock.adjust("10 seconds")
+      failure = new Unreachable("database out of reach")
+      expect(yield* cache.get("ka")).toEqual(Option.some(alice))
+      // still expired: every use tries the database again
+      expect(cache.peek("ka", 10_000)).toBeUndefined()
+      // a key never read has nothing to serve
+      expect(Exit.isFailure(yield* Effect.exit(cache.get("kc")))).toBe(true)
+      // a failure of another kind fails its callers
+      failure = new Error("syntax error")
+      expect(Exit.isFailure(yield* Effect.exit(cache.get("ka")))).toBe(true)
+      // an announced change drops the entry: nothing stale is served for it
+      failure = new Unreachable("database out of reach")
+      cache.forget(alice.id)
+      expect(Exit.isFailure(yield* Effect.exit(cache.get("ka")))).toBe(true)
+      expect(yield* cache.get("kb")).toEqual(Option.some(bob))
+      // the database back: read afresh and kept
+      failure = undefined
+      expect(yield* cache.get("ka")).toEqual(Option.some(alice))
+      expect(cache.peek("ka", 10_000)).toEqual(alice)
     }))
 
   it.scoped("more keys than maxEntries start the cache over", () =>
