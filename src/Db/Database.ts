@@ -135,11 +135,12 @@ export const servicePool = (url: string): pg.Pool => {
   pool.on("error", () => {})
   // A client checked out has no 'error' listener of the pool's (it takes its own off while the
   // client is lent), and one that breaks then (the server restarts, a failover, a killed backend)
-  // emits 'error', which with no listener ends the process: the holders here (directTransaction,
-  // Pipeline.ts) hear of a broken connection through their queries, and @effect/sql-pg's
-  // statements listen with `once`, which a second error would outlive. So every client always has
-  // a listener; the break still reaches its holder, whose queries fail (node-postgres fails the
-  // query in flight and every later one), and the pool drops the client when it comes back broken.
+  // emits 'error', which with no listener ends the process. directTransaction (and Pipeline.ts on
+  // its client) hears of a broken connection through its queries only; @effect/sql-pg listens while
+  // it holds a client (with `once` for a statement, which releases the client on that first error,
+  // the pool's listener then back). So every client always has a listener: the break still reaches
+  // its holder, whose queries fail (node-postgres fails the query in flight and every later one),
+  // and the pool drops the client when it comes back broken.
   pool.on("connect", (client) => {
     client.on("error", () => {})
   })
