@@ -18,15 +18,17 @@ describe("the harness's watch on the service's errors", () => {
       line(LogLevel.Error, "unhandled defect"),
       line(LogLevel.Fatal, "out of memory"),
       line(LogLevel.Warning, "supervised fiber stopped; restarting"),
+      line(LogLevel.Warning, "supervised fiber lost its database connection; restarting"),
       "node:events:497",
       "      throw er; // Unhandled 'error' event",
       "plain text"
     ].join("\n")
     const found = unexpectedErrorLines(output, [])
-    expect(found).toHaveLength(4)
+    expect(found).toHaveLength(5)
     expect(found.join("\n")).toContain("unhandled defect")
     expect(found.join("\n")).toContain("out of memory")
     expect(found.join("\n")).toContain("supervised fiber stopped")
+    expect(found.join("\n")).toContain("lost its database connection")
     expect(found.join("\n")).toContain("Unhandled 'error' event")
   })
 

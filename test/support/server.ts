@@ -93,7 +93,8 @@ export interface RunningServer {
 
 /** A log line of the service at ERROR or FATAL (JSON logs), a restart of a supervised fiber, or an uncaught crash. */
 const isErrorLine = (line: string) =>
-  /"logLevel":"(ERROR|FATAL)"/.test(line) || line.includes("supervised fiber stopped") || /Unhandled 'error' event|^\s*throw er;/.test(line)
+  /"logLevel":"(ERROR|FATAL)"/.test(line) || /supervised fiber (stopped|lost its database connection)/.test(line) ||
+  /Unhandled 'error' event|^\s*throw er;/.test(line)
 
 /** The lines of `output` that are errors and match none of `allowed`. */
 export const unexpectedErrorLines = (output: string, allowed: ReadonlyArray<RegExp>): ReadonlyArray<string> =>
