@@ -5,9 +5,11 @@
  */
 import { HttpApiBuilder, HttpMiddleware, HttpServer } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
-import { Effect, Layer, Runtime } from "effect"
+import { Deferred, Effect, Layer, Runtime } from "effect"
 import { createServer, type IncomingMessage } from "node:http"
+import { Server as NetServer } from "node:net"
 import { API_PREFIX, MerchantApi } from "./Api.js"
+import { ApiShutdown } from "./ApiShutdown.js"
 import { CABINET_API_PREFIX } from "./Cabinet/Api.js"
 import { CabinetHttp, CabinetOriginLive, CabinetSignInHttp } from "./Cabinet/Http.js"
 import { CabinetPageLive } from "./Cabinet/Page.js"
@@ -33,6 +35,8 @@ import { WebhooksHttp } from "./Webhooks/Http.js"
 
 /** While the server closes, how often connections that became idle are closed. */
 const CLOSE_IDLE_EVERY_MS = 100
+/** Once the API's listener is closed, how long a kept-alive connection may stay idle: a busy client's next request comes sooner. */
+const CLOSE_IDLE_AFTER_MS = 1_000
 /** While the server closes, how often what it still waits for is told (a long drain is not silent). */
 const DRAIN_PROGRESS_EVERY_MS = 2_000
 
@@ -47,23 +51,34 @@ export interface DrainProgress {
   readonly done: boolean
 }
 
-/**
- * Node's server with keep-alive longer than clients' and proxies' (Node's 5 s default races
- * clients that reuse an idle connection just as the server closes it: ECONNRESET). With a fast
- * lane, each request is offered to it before the Effect server's own listener sees it.
- */
-export const makeNodeServer = (options: {
+/** What makeNodeServer takes. */
+export interface NodeServerOptions {
   readonly fastLane?: FastLane | undefined
   readonly shutdownGraceSeconds: number
   /** The largest request body the listener reads (RequestBody.ts). */
   readonly bodyMaxBytes: number
   /** Paths under which every body is JSON, whatever its Content-Type says (see readBodyAsJson). */
   readonly jsonBodyPrefixes: ReadonlyArray<string>
-  /** Called as the server begins to close (shutdown). */
+  /** Called as the drain begins (shutdown). */
   readonly onClosing?: (() => void) | undefined
-  /** Called every DRAIN_PROGRESS_EVERY_MS while it closes, and once it has. */
+  /** Called every DRAIN_PROGRESS_EVERY_MS while it drains, and once it has closed. */
   readonly onDrainProgress?: ((progress: DrainProgress) => void) | undefined
-}) => {
+}
+
+/**
+ * Node's server with keep-alive longer than clients' and proxies' (Node's 5 s default races
+ * clients that reuse an idle connection just as the server closes it: ECONNRESET). With a fast
+ * lane, each request is offered to it before the Effect server's own listener sees it. Its close
+ * drains (see makeDrainingServer).
+ */
+export const makeNodeServer = (options: NodeServerOptions) => makeDrainingServer(options).server
+
+/**
+ * makeNodeServer's server, with its drain as plain functions: `beginDrain` (a balancer is told,
+ * connections are still taken and kept alive) and `closeListener` (the listener alone closes;
+ * answers say `Connection: close` from then on). Its `close` does both at once.
+ */
+export const makeDrainingServer = (options: NodeServerOptions) => {
   const { fastLane } = options
   const server = createServer({ IncomingMessage: GuardedRequest, ServerResponse: SlottedResponse })
   server.keepAliveTimeout = 65_000
@@ -73,37 +88,62 @@ export const makeNodeServer = (options: {
   // ran out, and the process waited for it): every answer not yet begun says `Connection: close`
   // (node then closes its connection), and idle ones are closed as they come. One client that
   // stalls (a body never finished, a download never read) held shutdown for good: what is still
-  // open after the grace is cut.
+  // open when the grace (counted from the drain's beginning) runs out is cut.
   let closing = false
   const unanswered = makeOpenResponses()
-  const close = server.close.bind(server)
-  server.close = ((callback?: (error?: Error) => void) => {
-    closing = true
+  let drainStarted: number | undefined
+  let progress: ReturnType<typeof setInterval> | undefined
+  let cut: ReturnType<typeof setTimeout> | undefined
+  const tell = (done: boolean) =>
+    server.getConnections((_, connections) =>
+      options.onDrainProgress?.({
+        requests: unanswered.size(),
+        connections: done ? 0 : connections,
+        elapsedSeconds: Math.round((Date.now() - (drainStarted ?? Date.now())) / 100) / 10,
+        done
+      })
+    )
+  /** The drain begins: `onClosing`, its progress told, what is still open at the grace's end cut. */
+  const beginDrain = () => {
+    if (drainStarted !== undefined) return
+    drainStarted = Date.now()
     options.onClosing?.()
+    cut = setTimeout(() => server.closeAllConnections(), options.shutdownGraceSeconds * 1000).unref()
+    progress = setInterval(() => tell(false), DRAIN_PROGRESS_EVERY_MS).unref()
+  }
+  /** `close` closes the listener; idle connections are closed from `idleAfterMs` on. */
+  const stopListening = (close: (done: (error?: Error) => void) => void, idleAfterMs: number, callback?: (error?: Error) => void) => {
+    beginDrain()
+    closing = true
     unanswered.forEach((response) => {
       if (!response.headersSent) response.shouldKeepAlive = false
     })
-    const idle = setInterval(() => server.closeIdleConnections(), CLOSE_IDLE_EVERY_MS).unref()
-    const cut = setTimeout(() => server.closeAllConnections(), options.shutdownGraceSeconds * 1000).unref()
-    const started = Date.now()
-    const tell = (done: boolean) =>
-      server.getConnections((_, connections) =>
-        options.onDrainProgress?.({
-          requests: unanswered.size(),
-          connections: done ? 0 : connections,
-          elapsedSeconds: Math.round((Date.now() - started) / 100) / 10,
-          done
-        })
-      )
-    const progress = setInterval(() => tell(false), DRAIN_PROGRESS_EVERY_MS).unref()
-    return close((error) => {
+    let idle: ReturnType<typeof setInterval> | undefined
+    const idleFrom = setTimeout(() => {
+      idle = setInterval(() => server.closeIdleConnections(), CLOSE_IDLE_EVERY_MS).unref()
+    }, idleAfterMs).unref()
+    close((error) => {
+      clearTimeout(idleFrom)
       clearInterval(idle)
       clearInterval(progress)
       clearTimeout(cut)
       tell(true)
       callback?.(error)
     })
+  }
+  const close = server.close.bind(server)
+  server.close = ((callback?: (error?: Error) => void) => {
+    stopListening(close, 0, callback)
+    return server
   }) as typeof server.close
+  /**
+   * Closes the listener alone (net.Server's close): http.Server's own also closes at once every
+   * connection between two requests, where a kept-alive client's next request may already be on
+   * its way (it met a reset). Such a client's next answer says `Connection: close` instead; a
+   * connection still idle CLOSE_IDLE_AFTER_MS later is closed.
+   */
+  const closeListener = (callback: (error?: Error) => void) =>
+    stopListening((done) => NetServer.prototype.close.call(server, done), CLOSE_IDLE_AFTER_MS, callback)
   const emit = server.emit.bind(server)
   server.emit = (event: string, ...args: Array<unknown>): boolean => {
     const [request, response] = args
@@ -118,7 +158,7 @@ export const makeNodeServer = (options: {
     }
     return emit(event, ...args)
   }
-  return server
+  return { server, beginDrain, closeListener }
 }
 
 /**
@@ -160,25 +200,72 @@ export const HttpLive = Layer.unwrapEffect(Effect.gen(function*() {
       )
     )
   const fastLane = yield* makeFastLane(responses, [...yield* BalanceFastRoutes, ...yield* CatalogueFastRoutes], yield* PurchasesFastRoutes)
-  return HttpApiBuilder.serve(responses.middleware).pipe(
+  const { beginDrain, closeListener, server } = makeDrainingServer({
+    fastLane,
+    shutdownGraceSeconds: settings.shutdownGraceSeconds,
+    bodyMaxBytes: API_BODY_MAX_BYTES,
+    jsonBodyPrefixes: [API_PREFIX, CABINET_API_PREFIX],
+    // /ready answers 503 from then on: a balancer sends no more work (the ops listener stays up)
+    onClosing: readiness.markDraining,
+    onDrainProgress: logDrain
+  })
+  const serving = HttpApiBuilder.serve(responses.middleware).pipe(
     Layer.provide([DocsLive, SpecErrors, StreamLive, WalletCallbacksLive, CabinetPageLive]),
     Layer.provide(ApiLive),
     // Per-request spans cost about a quarter of a request's CPU; traces come from service spans.
     HttpMiddleware.withTracerDisabledWhen(() => true),
     HttpServer.withLogAddress,
-    Layer.provide(NodeHttpServer.layer(() =>
-      makeNodeServer({
-        fastLane,
-        shutdownGraceSeconds: settings.shutdownGraceSeconds,
-        bodyMaxBytes: API_BODY_MAX_BYTES,
-        jsonBodyPrefixes: [API_PREFIX, CABINET_API_PREFIX],
-        // /ready answers 503 from then on: a balancer sends no more work (the ops listener stays up)
-        onClosing: readiness.markDraining,
-        onDrainProgress: logDrain
-      }), {
-      port: settings.port,
-      host: settings.host
-    })),
+    Layer.provide(NodeHttpServer.layer(() => server, { port: settings.port, host: settings.host })),
     Layer.tap(() => readiness.markServing)
   )
+  // built once the API serves, so released before its request handlers go: the drain ends first
+  return Layer.provide(drainOnRelease(beginDrain, closeListener, settings.shutdownGraceSeconds), serving)
 }))
+
+/**
+ * How long the API still takes connections once its drain began and /ready answers 503: a
+ * balancer checking /ready every 500 ms takes the node out within it, so nothing it sends is
+ * refused (at most a third of the grace).
+ */
+const LISTEN_WHILE_DRAINING_MS = 2_000
+/** What the grace leaves after it runs out: connections still closing (a feed's close handshake). */
+const DRAIN_WAIT_PAST_GRACE = "5 seconds"
+
+/**
+ * The API's shutdown: `stopListening` begins the drain (makeDrainingServer: /ready 503), takes
+ * connections a little longer, then closes the listener; the release waits for the drain's end,
+ * every connection closed (what is still open at the grace's end is cut), before the request
+ * handlers are removed.
+ */
+const drainOnRelease = (beginDrain: () => void, closeListener: (callback: () => void) => void, graceSeconds: number) =>
+  Layer.scoped(
+    ApiShutdown,
+    Effect.gen(function*() {
+      const closed = yield* Deferred.make<void>()
+      let drainStarted: number | undefined
+      const stopListening = Effect.suspend(() => {
+        if (drainStarted !== undefined) return Effect.void
+        drainStarted = Date.now()
+        beginDrain()
+        return Effect.sleep(Math.min(LISTEN_WHILE_DRAINING_MS, graceSeconds * 1000 / 3)).pipe(
+          Effect.andThen(() => closeListener(() => Deferred.unsafeDone(closed, Effect.void)))
+        )
+      })
+      const graceRanOut = Effect.zipRight(
+        Effect.logWarning("the shutdown grace ran out: cutting the connections still open"),
+        Deferred.await(closed).pipe(Effect.timeout(DRAIN_WAIT_PAST_GRACE), Effect.ignore)
+      ).pipe(Effect.annotateLogs("grace_seconds", graceSeconds))
+      yield* Effect.addFinalizer(() =>
+        Effect.zipRight(
+          stopListening,
+          Effect.suspend(() =>
+            Deferred.await(closed).pipe(
+              Effect.timeout(Math.max(0, graceSeconds * 1000 - (Date.now() - drainStarted!))),
+              Effect.catchTag("TimeoutException", () => graceRanOut)
+            )
+          )
+        )
+      )
+      return { stopListening }
+    })
+  )

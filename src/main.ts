@@ -29,9 +29,17 @@ const LoggingLive = Layer.unwrapEffect(Effect.map(Settings, (settings) =>
 const logNow = (message: string, annotations: Record<string, unknown>) =>
   Effect.runFork(Effect.logInfo(message).pipe(Effect.annotateLogs(annotations), Effect.provide(LoggingLive), Effect.provide(Settings.Default)))
 
-// runMain interrupts the service on these; say so at once (the drain can take SHUTDOWN_GRACE_SECONDS)
+// runMain interrupts the service on the first of these; say so at once (the drain can take
+// SHUTDOWN_GRACE_SECONDS). The listeners stay for the whole drain: a signal often comes twice (a
+// terminal's Ctrl-C or systemd's stop reach both `npm start` and node, and npm passes its own on),
+// and with no listener left node's default would end the process there, in the middle of the drain.
+let stopping = false
 for (const signal of ["SIGTERM", "SIGINT"] as const) {
-  process.once(signal, () => logNow("shutting down: the API stops taking connections and drains, then the background work stops", { signal }))
+  process.on(signal, () => {
+    if (stopping) return logNow("already shutting down: the drain goes on (SIGKILL ends it)", { signal })
+    stopping = true
+    logNow("shutting down: the API stops taking connections and drains, then the background work stops", { signal })
+  })
 }
 
 Layer.launch(Layer.provide(AppLive, DatabaseLive)).pipe(

@@ -13,14 +13,14 @@ import pg from "pg"
 
 export const ROOT = fileURLToPath(new URL("../../", import.meta.url))
 /**
- * What `npm start` runs, from package.json's `scripts.start` (`node [flags] <file>`): its node
+ * What `npm start` runs, from package.json's `scripts.start` (`exec node [flags] <file>`): its node
  * flags (the V8 settings the service ships with), which every bench passes whatever entry it runs,
  * and its file.
  */
 export const START = (() => {
   const start = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")).scripts?.start ?? ""
-  const match = start.match(/^node\s+((?:--\S+\s+)*)(\S+\.m?js)\s*$/)
-  if (match === null) throw new Error(`package.json scripts.start is not "node [flags] <file>": ${start}`)
+  const match = start.match(/^(?:exec\s+)?node\s+((?:--\S+\s+)*)(\S+\.m?js)\s*$/)
+  if (match === null) throw new Error(`package.json scripts.start is not "exec node [flags] <file>": ${start}`)
   return { nodeFlags: match[1].split(/\s+/).filter(Boolean), entry: join(ROOT, match[2]) }
 })()
 /**

@@ -18,6 +18,7 @@ import { NodeHttpServerRequest } from "@effect/platform-node"
 import { Cause, Effect, Layer, Option, Queue } from "effect"
 import type { Socket as NetSocket } from "node:net"
 import { API_PREFIX } from "../Api.js"
+import { ApiShutdown } from "../ApiShutdown.js"
 import * as Errors from "../Domain/Errors.js"
 import { Authenticator } from "../Merchants/Authentication.js"
 import { bearerToken } from "../Merchants/Keys.js"
@@ -51,32 +52,45 @@ interface Client {
   readonly socket: NetSocket
   /** The close this client gets once it left the live set (reset, slow consumer). */
   readonly closes: Queue.Queue<Socket.CloseEvent>
-  /** Closes the socket now, through `ws` (shutdown). */
+  /** Closes the socket now, through `ws`, and sends it nothing more (a revoked key, shutdown). */
   readonly close: (event: Socket.CloseEvent) => Effect.Effect<void>
+  /** Once a close was sent: no data frame may follow it. */
+  closed: boolean
 }
 
+/** How long shutdown waits for clients to answer the close (each leaves the set when its socket closes); then their sockets are cut. */
+const CLOSE_HANDSHAKE_WAIT = "2 seconds"
+
 /**
- * The connected feed clients. Shutdown closes them with 1001 before the HTTP server goes away
- * (which would close them without a code).
+ * The connected feed clients. Shutdown closes every one with 1001 (going away) before the HTTP
+ * server goes away (which would close them without a code), and from then on a client whose
+ * upgrade was still under way is closed with 1001 as soon as it is connected.
  */
 export class FeedClients extends Effect.Service<FeedClients>()("FeedClients", {
   sync: () => {
     const connected = new Set<Client>()
+    let closing = false
+    const goingAway = () => new Socket.CloseEvent(CLOSE_GOING_AWAY, "server shutting down: resume from your last cursor")
     const closeAll = Effect.gen(function*() {
-      yield* Effect.forEach(connected, (client) => client.close(new Socket.CloseEvent(CLOSE_GOING_AWAY, "server shutting down")), {
-        discard: true
-      })
-      // let the close handshakes finish (each client leaves the set when its socket closes)
-      yield* Effect.sleep("20 millis").pipe(Effect.repeat({ until: () => connected.size === 0 }), Effect.timeout("2 seconds"), Effect.ignore)
+      closing = true
+      yield* Effect.forEach(connected, (client) => client.close(goingAway()), { discard: true, concurrency: "unbounded" })
+      yield* Effect.sleep("20 millis").pipe(Effect.repeat({ until: () => connected.size === 0 }), Effect.timeout(CLOSE_HANDSHAKE_WAIT), Effect.ignore)
+      for (const client of connected) client.socket.destroy()
     })
-    return { connected, closeAll } as const
+    return { connected, closeAll, closing: () => closing, goingAway } as const
   }
 }) {}
 
-/** Built after the HTTP server, so it is released before it: clients are closed with 1001 first. */
-export const FeedShutdownLive = Layer.scopedDiscard(
-  Effect.flatMap(FeedClients, (clients) => Effect.addFinalizer(() => clients.closeAll))
-)
+/**
+ * Built after the HTTP server, so it is released before it: the API stops listening first, then
+ * every client is closed with 1001, so that one resuming at once is refused here and goes to
+ * another node (behind a balancer) instead of being taken in again by this one.
+ */
+export const FeedShutdownLive = Layer.scopedDiscard(Effect.gen(function*() {
+  const clients = yield* FeedClients
+  const api = yield* ApiShutdown
+  yield* Effect.addFinalizer(() => Effect.zipRight(api.stopListening, clients.closeAll))
+}))
 
 /** One unfragmented, unmasked text frame (RFC 6455 section 5.2) carrying `text`. */
 export const textFrame = (text: string): Buffer => {
@@ -95,9 +109,9 @@ export const textFrame = (text: string): Buffer => {
   return Buffer.concat([header, payload])
 }
 
-/** Writes a prepared frame; false if the socket is gone. */
+/** Writes a prepared frame; false if the socket is gone or closing. */
 const sendFrame = (client: Client, frame: Buffer) => {
-  if (client.socket.destroyed || !client.socket.writable) return false
+  if (client.closed || client.socket.destroyed || !client.socket.writable) return false
   client.socket.write(frame)
   client.lastSentAt = Date.now()
   return true
@@ -120,7 +134,8 @@ export const StreamLive = Layer.unwrapScoped(Effect.gen(function*() {
   const merchants = yield* Merchants
   const fibers = yield* Fibers
   const metrics = yield* Metrics
-  const { connected } = yield* FeedClients
+  const feedClients = yield* FeedClients
+  const { connected } = feedClients
   const live = new Set<Client>()
 
   const slow = (client: Client) => client.socket.writableLength > SLOW_CONSUMER_BYTES
@@ -280,22 +295,28 @@ export const StreamLive = Layer.unwrapScoped(Effect.gen(function*() {
       lastSentAt: Date.now(),
       socket: NodeHttpServerRequest.toIncomingMessage(request).socket,
       closes: yield* Queue.unbounded<Socket.CloseEvent>(),
-      close: (event) => write(event).pipe(Effect.timeout("1 second"), Effect.ignore)
+      close: (event) =>
+        Effect.suspend(() => {
+          client.closed = true
+          live.delete(client)
+          return write(event).pipe(Effect.timeout("1 second"), Effect.ignore)
+        }),
+      closed: false
     }
+    // a session that fails (the database is out of reach) closes, so the client resumes from its
+    // cursor, instead of leaving it connected and told nothing
+    const run = session(client, write, Number(epochText)).pipe(
+      Effect.catchAllCause((cause) =>
+        Cause.isInterruptedOnly(cause) ? Effect.void : Effect.zipRight(
+          Effect.logWarning("feed session failed; closing it with 1011", cause),
+          Effect.ignore(write(new Socket.CloseEvent(CLOSE_INTERNAL_ERROR, "internal error: resume from your last cursor")))
+        )
+      )
+    )
     connected.add(client)
     yield* socket.runRaw(() => Effect.void, {
-      onOpen: Effect.asVoid(Effect.fork(
-        session(client, write, Number(epochText)).pipe(
-          // a session that fails (the database is out of reach) closes, so the client resumes from
-          // its cursor, instead of leaving it connected and told nothing
-          Effect.catchAllCause((cause) =>
-            Cause.isInterruptedOnly(cause) ? Effect.void : Effect.zipRight(
-              Effect.logWarning("feed session failed; closing it with 1011", cause),
-              Effect.ignore(write(new Socket.CloseEvent(CLOSE_INTERNAL_ERROR, "internal error: resume from your last cursor")))
-            )
-          )
-        )
-      ))
+      // upgraded once shutdown began: going away at once
+      onOpen: Effect.suspend(() => feedClients.closing() ? client.close(feedClients.goingAway()) : Effect.asVoid(Effect.fork(run)))
     }).pipe(
       Effect.catchAll((error) => Effect.logDebug("feed client closed", error)),
       Effect.ensuring(Effect.sync(() => {

@@ -38,6 +38,8 @@ const BY_MERCHANT_SPACING_MS = 100
 const RESULT_BATCH = 256
 /** How long the results of attempts ending together are gathered into one statement. */
 const RESULT_GATHER = "10 millis"
+/** At shutdown, how long attempts in flight may take to end before they are aborted and their events given back. */
+const FINISH_WAIT = "2 seconds"
 export const WebhookSenderLive = Layer.scopedDiscard(Effect.gen(function*() {
   const settings = yield* Settings
   const deliveries = yield* WebhookDeliveries
@@ -96,6 +98,9 @@ export const WebhookSenderLive = Layer.scopedDiscard(Effect.gen(function*() {
   const pacer = makePacer(metrics.apiRequestsAnswered)
   // the attempts in flight, to abort at shutdown (after which their ends are not results)
   const aborts = new Map<string, () => void>()
+  /** Shutdown began: no attempt starts any more; those in flight may still end with a result. */
+  let finishing = false
+  /** Shutdown's last step: what ends now is given back, not recorded. */
   let stopping = false
   /**
    * A claim is due when a merchant whose attempt just ended has less than a quarter of its hold
@@ -110,7 +115,11 @@ export const WebhookSenderLive = Layer.scopedDiscard(Effect.gen(function*() {
     Queue.unsafeOffer(wake, undefined)
   }
 
-  /** Aborts what is in flight, records what is left of the results, then gives back what is still held: last at shutdown. */
+  /**
+   * Last at shutdown, once the fibers below are stopped: aborts what is still in flight, records
+   * what is left of the results, then gives back what is still held (and what was given up for a
+   * lease running out), due at once for another process.
+   */
   yield* Effect.addFinalizer(() =>
     Effect.gen(function*() {
       stopping = true
@@ -118,7 +127,7 @@ export const WebhookSenderLive = Layer.scopedDiscard(Effect.gen(function*() {
       const left = Array.from(yield* Queue.takeAll(results))
       if (left.length > 0) yield* deliveries.record(left)
       for (const result of left) held.forget(result.id)
-      yield* deliveries.release(held.heldEvents())
+      yield* deliveries.release([...held.heldEvents(), ...held.takeGivenBack()])
     }).pipe(Effect.timeout("3 seconds"), Effect.ignoreLogged)
   )
 
@@ -169,7 +178,7 @@ export const WebhookSenderLive = Layer.scopedDiscard(Effect.gen(function*() {
     total: settings.webhookConcurrency,
     // (an attempt that times out may end up to CLOSE_GRACE_MS after its deadline: see Delivery.ts)
     leaseNeededMs: settings.webhookTimeoutSeconds * 1000 + CLOSE_GRACE_MS + LEASE_MARGIN_MS,
-    mayStart: pacer.take,
+    mayStart: () => !finishing && pacer.take(),
     start
   })
 
@@ -226,11 +235,11 @@ export const WebhookSenderLive = Layer.scopedDiscard(Effect.gen(function*() {
         claimDue = false
         if (byMerchant) byMerchantAt = null
         const claimedAt = lastClaimAt = Date.now()
-        const { events, next } = yield* deliveries.claim(
-          { owner, free, perMerchant: holdPerMerchant, held: holds.perMerchant, leaseSeconds: lease },
-          byMerchant
-        )
-        held.add(events, claimedAt + lease * 1000)
+        // what is claimed is held before shutdown may stop this fiber: else it would wait for its lease
+        const { next } = yield* Effect.uninterruptible(Effect.tap(
+          deliveries.claim({ owner, free, perMerchant: holdPerMerchant, held: holds.perMerchant, leaseSeconds: lease }, byMerchant),
+          ({ events }) => Effect.sync(() => held.add(events, claimedAt + lease * 1000))
+        ))
         if (next === "now") {
           claimDue = true
           continue
@@ -248,4 +257,16 @@ export const WebhookSenderLive = Layer.scopedDiscard(Effect.gen(function*() {
         if (woken._tag === "None") claimDue = true
       }
     }))
+
+  // Added last, so first at shutdown, while the fibers above still run: no attempt starts any more,
+  // and those in flight get FINISH_WAIT to end with their results recorded; the finalizer above then
+  // aborts the rest and gives back everything unsent.
+  yield* Effect.addFinalizer(() =>
+    Effect.gen(function*() {
+      finishing = true
+      // (an event whose attempt ended is held until its result is recorded)
+      const settled = () => held.inFlightTotal() === 0 && held.heldEvents().length === held.unfinished().total
+      yield* Effect.sleep("10 millis").pipe(Effect.repeat({ until: settled }), Effect.timeout(FINISH_WAIT), Effect.ignore)
+    })
+  )
 }))

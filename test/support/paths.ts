@@ -16,9 +16,9 @@ const migrationsHash = () => {
 export const PGLITE_TEMPLATE = `${TMP}pglite-template-${migrationsHash()}`
 
 /**
- * The service as `npm start` runs it, read from package.json: the bundle with its node flags
- * (globalSetup rebuilds it when a source is newer). Through tsx a server costs about 6 s of CPU
- * to start, the bundle about 2.5.
+ * The service as `npm start` runs it, read from package.json (`exec node [flags] <file>`): the
+ * bundle with its node flags (globalSetup rebuilds it when a source is newer). Through tsx a
+ * server costs about 6 s of CPU to start, the bundle about 2.5.
  */
 export const SERVICE_ARGS: ReadonlyArray<string> = (JSON.parse(readFileSync(`${ROOT}package.json`, "utf8")).scripts.start as string)
-  .split(" ").slice(1).map((arg) => arg.endsWith(".mjs") ? `${ROOT}${arg}` : arg)
+  .replace(/^exec /, "").split(" ").slice(1).map((arg) => arg.endsWith(".mjs") ? `${ROOT}${arg}` : arg)
