@@ -51,6 +51,8 @@ export interface StartOptions {
    * the line. Any other such line fails the test that stops the server (see `stop`).
    */
   readonly expectedErrors?: ReadonlyArray<RegExp>
+  /** The ports to listen on (a node started again in place behind a balancer); free ones otherwise. */
+  readonly ports?: { readonly api: number; readonly ops: number }
 }
 
 export interface JsonResponse {
@@ -127,6 +129,7 @@ class PortTaken extends Error {}
 
 export const startServer = async (options: StartOptions = {}): Promise<RunningServer> => {
   const database = options.database ?? await freshDatabase()
+  if (options.ports !== undefined) return startOn(database, options, options.ports.api, options.ports.ops)
   // Another process (a test file running beside this one, an outgoing connection's local port)
   // can take a port between freePort and the server's listen: then new ports are tried.
   for (let attempt = 1;; attempt++) {
