@@ -99,8 +99,11 @@ describe.runIf(!!process.env["DATABASE_URL"])("rolling restart of two nodes behi
 
     // every feed client was moved off a stopping node with 1001 at least once, and resumed on the
     // other with no gap and nothing repeated, up to the log's head
-    const head = await metricValue(nodes[1]!, "catalogue_cursor")
-    await until("every feed client at the log's head", () => feeds.every((feed) => feed.cursor() >= head), 30_000)
+    // (the worker may still change the catalogue for a while: each client's cursor meets the head once it settles)
+    await until("every feed client at the log's head", async () => {
+      const head = await metricValue(nodes[1]!, "catalogue_cursor")
+      return feeds.every((feed) => feed.cursor() === head)
+    }, 30_000)
     for (const feed of feeds) feed.stop()
     console.log(
       `feed: ${feeds.reduce((n, f) => n + f.sessions(), 0)} sessions of ${FEED_CLIENTS} clients, ${feeds.reduce((n, f) => n + f.changes(), 0)} changes`
@@ -108,7 +111,6 @@ describe.runIf(!!process.env["DATABASE_URL"])("rolling restart of two nodes behi
     expect(feeds.flatMap((feed) => feed.violations)).toEqual([])
     expect(feeds.flatMap((feed) => feed.failedConnects)).toEqual([])
     expect(feeds.filter((feed) => feed.closes.length === 0 || feed.closes.some((code) => code !== 1001))).toEqual([])
-    expect(feeds.map((feed) => feed.cursor())).toEqual(feeds.map(() => head))
 
     // Every webhook event is delivered, and soon: an event left held by a stopped node would wait
     // for its lease (95 s at the default 10 s attempt timeout), far past this wait.
