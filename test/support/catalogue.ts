@@ -1,7 +1,9 @@
 /**
  * Catalogue helpers of the black-box tests: generated admin items and the CatalogItem each must
- * become (spec 2.6, CONTRACT 6), loading through PUT /admin/catalogue/items, raw HTTP for the dump
- * (to see the bytes on the wire), the realtime feed client (CONTRACT 3), bounded polling.
+ * become (spec 2.6, CONTRACT 6), loading through PUT /admin/catalogue/items, bounded polling, and
+ * the feed's assertions. The feed client, the raw HTTP of the dump and `eventually` are in feed.ts
+ * and polling.ts (also used by the chaos command, which runs without the test runner) and are
+ * exported from here too.
  */
 import * as fc from "fast-check"
 import { randomBytes } from "node:crypto"
@@ -10,7 +12,12 @@ import { expect } from "vitest"
 import WebSocket from "ws"
 import { ItemsUpserted } from "../../src/Ops/AdminApi.js"
 import { bodyOf } from "./expectations.js"
+import { feedUrl, rawGet } from "./feed.js"
+import { eventually } from "./polling.js"
 import type { RunningServer } from "./server.js"
+
+export { applyChanges, type Change, Feed, feedUrl, rawGet, rawRequest, type RawResponse } from "./feed.js"
+export { eventually } from "./polling.js"
 
 // ---- the public item ---------------------------------------------------------------------------
 
@@ -297,22 +304,6 @@ export const deleteItem = async (server: RunningServer, id: string) => {
 // ---- polling -----------------------------------------------------------------------------------
 
 /**
- * Retries `attempt` until it stops throwing (the catalogue applies admin writes asynchronously,
- * through the change log). Bounded: the last failure is rethrown after `timeoutMs`.
- */
-export const eventually = async <A>(attempt: () => Promise<A> | A, timeoutMs = 30_000, pauseMs = 50): Promise<A> => {
-  const deadline = Date.now() + timeoutMs
-  for (;;) {
-    try {
-      return await attempt()
-    } catch (error) {
-      if (Date.now() > deadline) throw error
-      await new Promise((r) => setTimeout(r, pauseMs))
-    }
-  }
-}
-
-/**
  * The full dump once it answers 200 (it is built after start-up, and rebuilt after changes): the
  * response, its epoch and cursor headers and its parsed body.
  */
@@ -338,132 +329,7 @@ export const metric = async (server: RunningServer, name: string): Promise<numbe
   return Number(line.slice(line.lastIndexOf(" ") + 1))
 }
 
-// ---- raw HTTP (the dump's bytes as sent) --------------------------------------------------------
-
-export interface RawResponse {
-  readonly status: number
-  readonly headers: http.IncomingHttpHeaders
-  readonly body: Buffer
-}
-
-export const rawGet = (url: string, headers: Record<string, string>): Promise<RawResponse> => rawRequest("GET", url, headers)
-
-export const rawRequest = (method: string, url: string, headers: Record<string, string>): Promise<RawResponse> =>
-  new Promise((resolve, reject) => {
-    const req = http.request(url, { method, headers, agent: false }, (res) => {
-      const chunks: Array<Buffer> = []
-      res.on("data", (c: Buffer) => chunks.push(c))
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }))
-      res.on("error", reject)
-    })
-    req.on("error", reject)
-    req.end()
-  })
-
 // ---- the realtime feed ---------------------------------------------------------------------------
-
-export interface Change {
-  readonly op: "upsert" | "remove"
-  readonly item?: Item
-  readonly id?: string
-}
-
-export const feedUrl = (server: RunningServer, query: string) => `${server.baseUrl.replace(/^http/, "ws")}/api/v1/merchant/items/stream${query}`
-
-/** A feed client that records every message and the close. */
-export class Feed {
-  readonly messages: Array<any> = []
-  closed: { code: number; reason: string } | undefined
-  private waiters: Array<() => void> = []
-
-  private constructor(readonly ws: WebSocket) {
-    ws.on("message", (data) => {
-      this.messages.push(JSON.parse(data.toString()))
-      this.notify()
-    })
-    ws.on("close", (code, reason) => {
-      this.closed = { code, reason: reason.toString() }
-      this.notify()
-    })
-    ws.on("error", () => this.notify())
-  }
-
-  private notify() {
-    const waiters = this.waiters
-    this.waiters = []
-    for (const w of waiters) w()
-  }
-
-  static open(server: RunningServer, key: string, cursor: number | string, epoch: number | string): Promise<Feed> {
-    return new Promise((resolve, reject) => {
-      const ws = new WebSocket(feedUrl(server, `?cursor=${cursor}&epoch=${epoch}`), { headers: { authorization: `Bearer ${key}` } })
-      const feed = new Feed(ws)
-      ws.once("open", () => resolve(feed))
-      ws.once("unexpected-response", (_req, res) => reject(new Error(`upgrade refused: ${res.statusCode}`)))
-      ws.once("error", reject)
-    })
-  }
-
-  /** Resolves when `done(messages)` holds; rejects on close first or after `timeoutMs`. */
-  waitFor(done: (messages: ReadonlyArray<any>) => boolean, what: string, timeoutMs = 30_000): Promise<void> {
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`feed: timed out waiting for ${what}; got ${this.summary()}`)), timeoutMs)
-      const check = () => {
-        if (done(this.messages)) {
-          clearTimeout(timer)
-          resolve()
-        } else if (this.closed !== undefined) {
-          clearTimeout(timer)
-          reject(new Error(`feed closed ${JSON.stringify(this.closed)} while waiting for ${what}; got ${this.summary()}`))
-        } else {
-          this.waiters.push(check)
-        }
-      }
-      check()
-    })
-  }
-
-  /** Resolves with the close (code and reason) once the server closes. */
-  waitForClose(timeoutMs = 30_000): Promise<{ code: number; reason: string }> {
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`feed: not closed; got ${this.summary()}`)), timeoutMs)
-      const check = () => {
-        if (this.closed !== undefined) {
-          clearTimeout(timer)
-          resolve(this.closed)
-        } else {
-          this.waiters.push(check)
-        }
-      }
-      check()
-    })
-  }
-
-  /** The cursor of the last hello, changes or heartbeat message. */
-  get cursor(): number | undefined {
-    for (let i = this.messages.length - 1; i >= 0; i--) {
-      if (typeof this.messages[i].cursor === "number") return this.messages[i].cursor
-    }
-    return undefined
-  }
-
-  /** Waits until a changes or hello message has reached `cursor`. */
-  waitForCursor(cursor: number, timeoutMs = 30_000) {
-    return this.waitFor((ms) => ms.some((m) => (m.type === "changes" || m.type === "hello") && m.cursor >= cursor), `cursor ${cursor}`, timeoutMs)
-  }
-
-  changes(): Array<Change> {
-    return this.messages.filter((m) => m.type === "changes").flatMap((m) => m.changes)
-  }
-
-  summary(): string {
-    return JSON.stringify(this.messages.map((m) => m.type === "changes" ? { type: m.type, cursor: m.cursor, n: m.changes.length } : m)).slice(0, 2000)
-  }
-
-  close() {
-    if (this.ws.readyState === WebSocket.OPEN || this.ws.readyState === WebSocket.CONNECTING) this.ws.terminate()
-  }
-}
 
 /** An upgrade the server answers with an HTTP error before upgrading: its status and JSON body. */
 export const refusedUpgrade = (
@@ -494,16 +360,6 @@ export const refusedUpgrade = (
     })
     ws.once("error", (e) => reject(e))
   })
-
-/** Applies feed changes in order on top of items by id (upsert replaces, remove deletes). */
-export const applyChanges = (items: Map<string, unknown>, changes: ReadonlyArray<Change>) => {
-  for (const c of changes) {
-    if (c.op === "upsert") items.set(c.item!.id, c.item)
-    else if (c.op === "remove") items.delete(c.id!)
-    else throw new Error(`unknown change ${JSON.stringify(c)}`)
-  }
-  return items
-}
 
 /**
  * The messages of a feed are hello first, then changes whose cursors advance by exactly their

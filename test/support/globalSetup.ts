@@ -5,22 +5,12 @@
  * server answers.
  */
 import { Effect, Layer } from "effect"
-import { execFileSync } from "node:child_process"
-import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from "node:fs"
+import { existsSync, mkdirSync, renameSync, rmSync } from "node:fs"
 import pg from "pg"
 import { migrate } from "../../src/Db/Migrations.js"
 import * as Pglite from "../../src/Db/Pglite.js"
-import { PGLITE_TEMPLATE, ROOT, TMP } from "./paths.js"
-
-/** The compiled service and the CLI's bundle (the CLI tests run it as `npm run cli` does); rebuilt when a source is newer. */
-const buildIfStale = () => {
-  const built = `${ROOT}dist/bundle/cli.mjs`
-  const newest = (dir: string): number =>
-    Math.max(0, ...readdirSync(dir, { withFileTypes: true }).map((e) => e.isDirectory() ? newest(`${dir}/${e.name}`) : statSync(`${dir}/${e.name}`).mtimeMs))
-  if (existsSync(built) && statSync(built).mtimeMs >= newest(`${ROOT}src`)) return
-  execFileSync(process.execPath, [`${ROOT}node_modules/typescript/bin/tsc`, "-p", `${ROOT}tsconfig.build.json`], { stdio: "inherit" })
-  execFileSync(process.execPath, [`${ROOT}scripts/bundle.mjs`], { cwd: ROOT, stdio: "inherit" })
-}
+import { buildIfStale } from "./build.js"
+import { PGLITE_TEMPLATE, TMP } from "./paths.js"
 
 export default async function setup() {
   mkdirSync(TMP, { recursive: true })

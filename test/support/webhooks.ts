@@ -8,7 +8,7 @@
 import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from "node:http"
 import type { Socket } from "node:net"
 import { verify } from "../../src/Webhooks/Signature.js"
-import { pollUntil } from "./purchases.js"
+import { pollUntil } from "./polling.js"
 
 export interface Delivery {
   readonly path: string
@@ -117,14 +117,17 @@ export const startReceiver = async (): Promise<Receiver> => {
 export const bodyOf = (delivery: Delivery): { event_id: string; event_type: string; created_at: string; data: Record<string, unknown> } =>
   JSON.parse(delivery.body.toString("utf8"))
 
-/** The delivery's signature check, as a receiver does it, with `secret`. */
-export const verdictOf = (delivery: Delivery, secret: string, signatureHeader = "x-signature") =>
+/**
+ * The delivery's signature check, as a receiver does it, with `secret`: now, or (`atArrival`) at
+ * the moment it arrived, as a receiver that checks each delivery as it comes.
+ */
+export const verdictOf = (delivery: Delivery, secret: string, signatureHeader = "x-signature", atArrival = false) =>
   verify({
     secret,
     body: delivery.body,
     timestamp: header(delivery.headers, "x-timestamp"),
     signatures: [header(delivery.headers, signatureHeader)],
-    nowSeconds: Math.floor(Date.now() / 1000)
+    nowSeconds: Math.floor((atArrival ? delivery.receivedAt : Date.now()) / 1000)
   })
 
 export const headerOf = header
