@@ -75,8 +75,8 @@ export const makeNodeServer = (options: NodeServerOptions) => makeDrainingServer
 
 /**
  * makeNodeServer's server, with its drain as plain functions: `beginDrain` (a balancer is told,
- * connections are still taken and kept alive) and `closeListener` (the listener alone closes;
- * answers say `Connection: close` from then on). Its `close` does both at once.
+ * connections are still taken) and `closeListener` (the listener alone closes; answers say
+ * `Connection: close` from then on). Its `close` does both at once.
  */
 export const makeDrainingServer = (options: NodeServerOptions) => {
   const { fastLane } = options
@@ -103,21 +103,30 @@ export const makeDrainingServer = (options: NodeServerOptions) => {
         done
       })
     )
-  /** The drain begins: `onClosing`, its progress told, what is still open at the grace's end cut. */
+  const closeWhenAnswered = () =>
+    unanswered.forEach((response) => {
+      if (!response.headersSent) response.shouldKeepAlive = false
+    })
+  /**
+   * The drain begins: `onClosing`, its progress told, what is still open at the grace's end cut,
+   * and the answers under way say `Connection: close` (their clients learn at once that this node
+   * is going). A request that comes while it still listens is answered as usual: were every such
+   * answer to close its connection, a busy client would connect anew for each request, and one
+   * connecting just as the listener closes would meet a reset.
+   */
   const beginDrain = () => {
     if (drainStarted !== undefined) return
     drainStarted = Date.now()
     options.onClosing?.()
+    closeWhenAnswered()
     cut = setTimeout(() => server.closeAllConnections(), options.shutdownGraceSeconds * 1000).unref()
     progress = setInterval(() => tell(false), DRAIN_PROGRESS_EVERY_MS).unref()
   }
-  /** `close` closes the listener; idle connections are closed from `idleAfterMs` on. */
+  /** `close` closes the listener; every answer from then on says `Connection: close`; idle connections are closed from `idleAfterMs` on. */
   const stopListening = (close: (done: (error?: Error) => void) => void, idleAfterMs: number, callback?: (error?: Error) => void) => {
     beginDrain()
     closing = true
-    unanswered.forEach((response) => {
-      if (!response.headersSent) response.shouldKeepAlive = false
-    })
+    closeWhenAnswered()
     let idle: ReturnType<typeof setInterval> | undefined
     const idleFrom = setTimeout(() => {
       idle = setInterval(() => server.closeIdleConnections(), CLOSE_IDLE_EVERY_MS).unref()
