@@ -50,9 +50,11 @@ const brief = (line: string): string => {
 export const logCheck = async (cluster: Cluster): Promise<Check> => {
   const problems: Array<string> = []
   let warnings = 0
+  let errorLines = 0
   for (const { slot, number, server, end } of cluster.incarnations) {
     const name = `node ${slot} process ${number} (pid ${server.process.pid})`
     for (const line of server.unexpectedErrors()) problems.push(`${name}: ${brief(line)}`)
+    errorLines += server.unexpectedErrors().length
     warnings += (server.output().match(/supervised fiber lost its database connection; restarting/g) ?? []).length
     if (end === undefined && server.process.exitCode !== null) problems.push(`${name} exited on its own with ${server.process.exitCode}`)
   }
@@ -69,7 +71,8 @@ export const logCheck = async (cluster: Cluster): Promise<Check> => {
   const restarts = fibers.value.reduce((n, l) => n + l.fibers.reduce((r, f) => r + f.restarts, 0), 0)
   return {
     name: "node logs and fibers",
-    figures: `${cluster.incarnations.length} processes: no ERROR/FATAL line; ${warnings} fiber restarts for a lost database connection (WARN, after cuts); ` +
+    figures:
+      `${cluster.incarnations.length} processes: ${errorLines} ERROR/FATAL lines or other fiber restarts; ${warnings} fiber restarts for a lost database connection (WARN, after cuts); ` +
       `${count} supervised fibers running on the ${live.length} nodes up at the end (${restarts} restarts since their start)`,
     problems
   }
