@@ -373,60 +373,6 @@ export const admin = async (service, path, body, method = "POST") => {
 }
 
 /** A merchant with an API key and a funded balance (USD). */
-/**
- * `count` merchants without webhook URLs (`prefix`-0, -1, ...), each credited 500,000,000 USDT in
- * five deposits: more than any catalogue a bench buys from.
- */
-export const richMerchants = async (service, count, prefix) => {
-  const merchants = []
-  for (let m = 0; m < count; m++) {
-    const merchant = await admin(service, "/admin/merchants", { name: `${prefix}-${m}`, webhook_url: null })
-    for (let n = 0; n < 5; n++) {
-      await admin(service, "/admin/deposits", { merchant_id: merchant.merchant_id, network: "tron", amount: 100_000_000, tx_id: `${prefix}-${m}-${n}` })
-    }
-    merchants.push(merchant)
-  }
-  return merchants
-}
-
-/**
- * The /buy diagnostics' set-up: a fresh database `name`, the service on it with `catalogue`
- * simulator items (no churn, the worker's later steps after the run), its active item ids in id
- * order, the purchase worker deferred if `worker` is "deferred", and `merchants` rich merchants.
- * `beforeStart(db)` runs on the new database before the service connects to it.
- */
-export const startBuyService = async ({ name, dataDir, catalogue, worker, merchants, entry, nodeArgs = [], beforeStart }) => {
-  const db = await createDatabase(name)
-  if (beforeStart !== undefined) await beforeStart(db)
-  const service = await startService({
-    databaseUrl: db.url,
-    dataDir,
-    extra: { SIM_CATALOGUE_SIZE: String(catalogue), SIM_CHURN_PER_SECOND: "0", SIM_TIME_SCALE: "100" },
-    readyTimeoutMs: 600_000,
-    untilIdle: true,
-    nodeArgs,
-    ...(entry === "" ? {} : { entry })
-  })
-  const client = await connectClient(db.url)
-  const itemIds = (await client.query("SELECT id FROM catalogue_items WHERE status = 'active' ORDER BY id")).rows.map((r) => r.id)
-  if (worker === "deferred") await deferPurchaseWorker(client)
-  await client.end()
-  return { db, service, itemIds, merchants: await richMerchants(service, merchants, name) }
-}
-
-/** A process's user and system CPU (ms, all its threads) and its main thread's context switches. */
-export const cpuSplit = (pid) => {
-  const stat = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ")
-  const status = readFileSync(`/proc/${pid}/status`, "utf8")
-  const field = (name) => Number(status.match(new RegExp(`${name}:\\s+(\\d+)`))[1])
-  return {
-    user: Number(stat[11]) * 10,
-    system: Number(stat[12]) * 10,
-    voluntary: field("voluntary_ctxt_switches"),
-    involuntary: field("nonvoluntary_ctxt_switches")
-  }
-}
-
 export const fundedMerchant = async (service, name, usd) => {
   const merchant = await admin(service, "/admin/merchants", { name, webhook_url: null })
   let left = usd

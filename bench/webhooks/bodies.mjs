@@ -1,7 +1,7 @@
 /**
  * What bench/webhooks sends and how its bare baseline posts it: a balance.deposited body as the
  * outbox stores it, and one plain node:http POST of it, signed as the service signs (shared by
- * bench/webhooks/run.mjs, bare.mjs and bench/diagnostics/webhook-client-cost.mjs).
+ * bench/webhooks/run.mjs, bare.mjs and mix.mjs).
  */
 import { createHmac, randomUUID } from "node:crypto"
 import http from "node:http"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Start to /ready on a fresh database: SIZE (default 100000) simulator items, no churn; prints the
 # time, the process's CPU and its RSS then (and SETTLE seconds later if SETTLE is set).
-#   bash bench/diagnostics/start-to-ready.sh [pglite]     (needs npm run build; PostgreSQL at 127.0.0.1)
+#   bash bench/http/start-to-ready.sh [pglite]     (needs npm run build; PostgreSQL at 127.0.0.1)
 # The node flags are npm start's (package.json), or FLAGS if set. PIN=0 runs the service (all its
 # threads) on core 0 with taskset, as the issue's method pins it. THREADS=1 prints each thread's CPU.
 cd "$(dirname "$0")/../.."
