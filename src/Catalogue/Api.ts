@@ -1,12 +1,12 @@
 /** The catalogue endpoints (spec 2.6, 2.7, 4.2). The realtime feed is a raw route (Stream.ts). */
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { PageLimit } from "../Deposits/Api.js"
 import { CatalogItem } from "../Domain/CatalogItem.js"
 import { IsoDateTime } from "../Domain/Db.js"
 import { failsAs, InvalidSort, Wire } from "../Domain/Errors.js"
+import { NextCursor, PageQuery } from "../Domain/Page.js"
 import { DecimalText, IntegerText, UsdText } from "../Domain/QueryNumbers.js"
-import { Authentication } from "../Merchants/Authentication.js"
+import { Authentication } from "../Merchants/Api.js"
 
 /** A USD bound: a price is never negative, so a negative bound is a mistake, not "no bound". */
 const Price = UsdText
@@ -14,7 +14,7 @@ const Float = DecimalText.pipe(Schema.between(0, 1)).annotations({ jsonSchema: {
 
 export const ItemPage = Schema.Struct({
   items: Schema.Array(CatalogItem),
-  next_cursor: Schema.NullOr(Schema.String)
+  next_cursor: NextCursor
 }).annotations({ identifier: "CatalogItemPage" })
 
 export const SearchResults = Schema.Struct({
@@ -28,8 +28,7 @@ export const CatalogFullDump = Schema.Struct({
 }).annotations({ identifier: "CatalogFullDump" })
 
 export const ListParams = Schema.Struct({
-  cursor: Schema.optional(Schema.String),
-  limit: Schema.optional(PageLimit),
+  ...PageQuery,
   market_hash_name: Schema.optional(Schema.String),
   min_price: Schema.optional(Price),
   max_price: Schema.optional(Price),

@@ -3,9 +3,8 @@ import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { IsoDateTime } from "../Domain/Db.js"
 import { failsAs, WalletNetworkInvalid, WalletNotFound, Wire } from "../Domain/Errors.js"
-import { IntegerText } from "../Domain/QueryNumbers.js"
-import { Usd } from "../Merchants/Api.js"
-import { KeyOrSession } from "../Merchants/Authentication.js"
+import { NextCursor, PageQuery } from "../Domain/Page.js"
+import { KeyOrSession, Usd } from "../Merchants/Api.js"
 
 export const DepositFees = Schema.Struct({
   currency: Schema.Literal("USD"),
@@ -30,7 +29,7 @@ export const DepositItem = Schema.Struct({
 
 export const DepositList = Schema.Struct({
   deposits: Schema.Array(DepositItem),
-  next_cursor: Schema.NullOr(Schema.String)
+  next_cursor: NextCursor
 }).annotations({ identifier: "DepositList" })
 
 export const DepositWallet = Schema.Struct({
@@ -71,19 +70,11 @@ export const DepositWalletList = Schema.Struct({
   wallets: Schema.Array(DepositWallet)
 }).annotations({ identifier: "DepositWalletList" })
 
-/** `limit` of the lists: 1 to 200, default 50 (spec 8). */
-export const PageLimit = IntegerText.pipe(Schema.between(1, 200)).annotations({
-  jsonSchema: { type: "integer", minimum: 1, maximum: 200, default: 50 }
-})
-
 export class DepositsApi extends HttpApiGroup.make("deposits")
   .add(HttpApiEndpoint.get("getFees", "/deposits/fees").addSuccess(DepositFees))
   .add(
     HttpApiEndpoint.get("listDeposits", "/deposits")
-      .setUrlParams(Schema.Struct({
-        cursor: Schema.optional(Schema.String),
-        limit: Schema.optional(PageLimit)
-      }))
+      .setUrlParams(Schema.Struct(PageQuery))
       .addSuccess(DepositList)
       .addError(Wire.InvalidQuery)
   )

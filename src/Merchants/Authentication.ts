@@ -4,46 +4,24 @@
  * with its headers on every authenticated response, and a per-address budget for failed
  * authentications. Three middlewares share it: `Authentication` (key only: every route but the
  * deposit endpoints), `KeyOrSession` (the deposit endpoints) and `CabinetSession` (the cabinet's
- * JSON endpoints).
+ * JSON endpoints). The middlewares' tags are the contract's (Api.ts); their implementations are here.
  */
-import { HttpApiMiddleware, HttpApiSecurity, HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Clock, Context, Effect, Layer, Option, Schema } from "effect"
+import { HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { Clock, Effect, Layer, Option } from "effect"
 import { CabinetAccounts } from "../Cabinet/Accounts.js"
 import { Settings } from "../Config.js"
-import { ApiKeyMissing, CabinetSessionRequired, MerchantBlocked, MerchantNotActive, OriginNotAllowed, RateLimited, Wire } from "../Domain/Errors.js"
+import { ApiKeyMissing, CabinetSessionRequired, MerchantBlocked, MerchantNotActive, OriginNotAllowed, RateLimited } from "../Domain/Errors.js"
 import type { AuthenticatedMerchant } from "../Domain/Merchant.js"
+import { Authentication, CabinetSession, KeyOrSession, SESSION_COOKIE } from "./Api.js"
 import { bearerToken } from "./Keys.js"
 import { Merchants } from "./Merchants.js"
 import { makeTokenBuckets } from "./RateLimiter.js"
 
-export class CurrentMerchant extends Context.Tag("CurrentMerchant")<CurrentMerchant, AuthenticatedMerchant>() {}
+// re-exported for the handlers and the server, which import them from here; contracts import Api.ts
+export { Authentication, CabinetSession, CurrentMerchant, KeyOrSession, SESSION_COOKIE } from "./Api.js"
 
 /** One message for every authentication failure, so the bodies are byte-identical. */
 const KEY_MISSING_MESSAGE = "A valid API key is required: send Authorization: Bearer <API_KEY>."
-
-export class Authentication extends HttpApiMiddleware.Tag<Authentication>()("Authentication", {
-  provides: CurrentMerchant,
-  failure: Schema.Union(Wire.ApiKeyMissing, Wire.MerchantBlocked, Wire.MerchantNotActive, Wire.RateLimited),
-  security: { bearer: HttpApiSecurity.bearer }
-}) {}
-
-/** The cabinet's session cookie (CONTRACT 7). */
-export const SESSION_COOKIE = "mer_session"
-const sessionSecurity = HttpApiSecurity.apiKey({ in: "cookie", key: SESSION_COOKIE })
-
-/** The deposit endpoints: a Bearer key, or the cabinet's session (the key decides when both come). */
-export class KeyOrSession extends HttpApiMiddleware.Tag<KeyOrSession>()("KeyOrSession", {
-  provides: CurrentMerchant,
-  failure: Schema.Union(Wire.ApiKeyMissing, Wire.MerchantBlocked, Wire.MerchantNotActive, Wire.RateLimited, Wire.OriginNotAllowed),
-  security: { bearer: HttpApiSecurity.bearer, session: sessionSecurity }
-}) {}
-
-/** The cabinet's JSON endpoints: the session only. */
-export class CabinetSession extends HttpApiMiddleware.Tag<CabinetSession>()("CabinetSession", {
-  provides: CurrentMerchant,
-  failure: Schema.Union(Wire.CabinetSessionRequired, Wire.RateLimited, Wire.OriginNotAllowed),
-  security: { session: sessionSecurity }
-}) {}
 
 type AuthError = ApiKeyMissing | MerchantBlocked | MerchantNotActive | RateLimited
 

@@ -1,7 +1,6 @@
 /** The purchase endpoints (spec 2.8 to 2.10, 4.3, 4.4). */
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { PageLimit } from "../Deposits/Api.js"
 import { isCalendarDateTime, IsoDateTime, StorableString } from "../Domain/Db.js"
 import {
   failsAs,
@@ -16,10 +15,10 @@ import {
   PurchaseNotFound,
   Wire
 } from "../Domain/Errors.js"
+import { NextCursor, PageQuery } from "../Domain/Page.js"
 import { FailureCode, PurchaseStatus } from "../Domain/Purchase.js"
 import { isSteamId64, parseTradeUrl, STEAM_ID64_PATTERN, TRADE_URL_PATTERN } from "../Domain/TradeUrl.js"
-import { Usd } from "../Merchants/Api.js"
-import { Authentication } from "../Merchants/Authentication.js"
+import { Authentication, Usd } from "../Merchants/Api.js"
 
 const EMPTY_UUID = "00000000-0000-0000-0000-000000000000"
 
@@ -130,7 +129,7 @@ export const PurchaseDetail = Schema.Struct({
 
 export const PurchaseList = Schema.Struct({
   purchases: Schema.Array(PurchaseDetail),
-  next_cursor: Schema.NullOr(Schema.String)
+  next_cursor: NextCursor
 }).annotations({ identifier: "PurchaseList" })
 
 const RejectedCode = Schema.Literal("MERCHANT_PURCHASE_FAILED", "MERCHANT_ITEM_UNAVAILABLE", "MERCHANT_PRICE_CHANGED")
@@ -189,8 +188,7 @@ const buySyncEndpoint = HttpApiEndpoint.post("buySync", "/buy-sync").setPayload(
 
 /** The filters and paging of the purchase list (spec 4.3), here and in the cabinet. */
 export const PurchaseListQuery = Schema.Struct({
-  cursor: Schema.optional(Schema.String),
-  limit: Schema.optional(PageLimit),
+  ...PageQuery,
   status: Schema.optional(PurchaseStatus.annotations(failsAs(InvalidStatus))),
   custom_id: Schema.optional(StorableString),
   target_steam_id: Schema.optional(StorableString),

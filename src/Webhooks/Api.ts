@@ -1,10 +1,10 @@
 /** The read-only webhook audit log (spec 2.11, 4.5). */
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { PageLimit } from "../Deposits/Api.js"
 import { IsoDateTime } from "../Domain/Db.js"
 import { failsAs, InvalidStatus, Wire } from "../Domain/Errors.js"
-import { Authentication } from "../Merchants/Authentication.js"
+import { NextCursor, PageQuery } from "../Domain/Page.js"
+import { Authentication } from "../Merchants/Api.js"
 
 export const WebhookEvent = Schema.Struct({
   id: Schema.UUID,
@@ -19,13 +19,12 @@ export const WebhookEvent = Schema.Struct({
 
 export const WebhookEventList = Schema.Struct({
   events: Schema.Array(WebhookEvent),
-  next_cursor: Schema.NullOr(Schema.String)
+  next_cursor: NextCursor
 }).annotations({ identifier: "WebhookEventList" })
 
 /** The filters and paging of the webhook log (spec 4.5), here and in the cabinet. */
 export const WebhookEventQuery = Schema.Struct({
-  cursor: Schema.optional(Schema.String),
-  limit: Schema.optional(PageLimit),
+  ...PageQuery,
   status: Schema.optional(Schema.Literal("pending", "delivered", "failed").annotations(failsAs(InvalidStatus))),
   order_id: Schema.optional(Schema.UUID)
 })
