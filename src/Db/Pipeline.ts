@@ -9,41 +9,46 @@
  * given a name): the statements of the hot paths are long, and parsing and planning them for
  * every execution cost the server more than running them. (A connection whose prepared statements
  * went out of date, after a migration, is dropped by its user: Database.ts.) It is
- * node-postgres's own extension point (a "submittable", as pg-cursor is), with its own Result for
- * each statement's rows.
+ * node-postgres's own extension point (a "submittable", as pg-cursor is), with node-postgres's
+ * exported Result for each statement's rows; its parameters are bound by Parameters.ts. Only pg's
+ * public exports are used: the statements this module prepared are recorded here, not in the
+ * connection.
  *
  * A statement may be a `COPY ... FROM STDIN` with its rows: they are sent right after its Execute,
  * as one CopyData message and a CopyDone, without waiting for the server's CopyInResponse (the
  * server reads the messages in order; a COPY that fails before it reads them ignores them), so a
  * COPY and the statements after it are one round trip too.
  */
-import { createRequire } from "node:module"
-import type pg from "pg"
+import pg from "pg"
+import { type Parameter, parameterOf } from "./Parameters.js"
 
-const require = createRequire(import.meta.url)
-
-/** node-postgres's result builder (pg/lib/result.js): parses rows with the client's type parsers. */
-interface ResultBuilder {
-  readonly rows: Array<unknown>
-  command: string | null
-  rowCount: number | null
+/**
+ * `pg.Result`, node-postgres's exported result, with the methods its own Query calls to build it
+ * (its types declare only the fields): it parses rows with pg's type parsers.
+ */
+interface ResultBuilder extends pg.Result {
   addFields(fields: ReadonlyArray<unknown>): void
   parseRow(fields: ReadonlyArray<unknown>): unknown
   addRow(row: unknown): void
   addCommandComplete(message: unknown): void
 }
-const Result: new(rowMode: undefined, types: undefined) => ResultBuilder = require("pg/lib/result.js")
-/** node-postgres's mapping of a parameter to its text (or bytes), as it binds a query's values. */
-const { prepareValue }: { prepareValue: (value: unknown) => Buffer | string | null | undefined } = require("pg/lib/utils.js")
+/** Rows as objects (any row mode but "array"), parsed by pg's type parsers, as a query's are by default. */
+const newResult = (): ResultBuilder => new pg.Result("object", pg.types) as ResultBuilder
 
 /** A statement and its parameters; a `COPY ... FROM STDIN` also with its rows (COPY's text format). */
 export type PipelinedStatement =
   | readonly [text: string, values: ReadonlyArray<unknown>]
   | readonly [text: string, values: ReadonlyArray<unknown>, copyRows: Buffer]
 
-/** The prepared statements of a connection, as node-postgres records them: name -> text. */
-interface PreparingConnection extends pg.Connection {
-  readonly parsedStatements: Record<string, string>
+/** The statements this module prepared on each connection: name -> text. */
+const preparedOn = new WeakMap<pg.Connection, Map<string, string>>()
+const preparedStatements = (connection: pg.Connection) => {
+  let prepared = preparedOn.get(connection)
+  if (prepared === undefined) {
+    prepared = new Map()
+    preparedOn.set(connection, prepared)
+  }
+  return prepared
 }
 
 /**
@@ -75,10 +80,8 @@ export type PipelineOutcome =
   | { readonly _tag: "done"; readonly results: ReadonlyArray<PipelinedResult> }
   | { readonly _tag: "failed"; readonly at: number; readonly error: unknown }
 
-/** The connection's end of COPY message (node-postgres's Connection has it; its types do not). */
-interface CopyingConnection extends pg.Connection {
-  endCopyFrom(): void
-}
+/** CopyDone: 'c' and its length, 4. */
+const COPY_DONE = Buffer.from([0x63, 0, 0, 0, 4])
 
 /**
  * A COPY's rows as one CopyData message, its header written beside it (node-postgres's own
@@ -90,43 +93,46 @@ const sendCopyRows = (connection: pg.Connection, rows: Buffer): void => {
   header.writeInt32BE(rows.length + 4, 1)
   connection.stream.write(header)
   connection.stream.write(rows)
-  ;(connection as CopyingConnection).endCopyFrom()
+  connection.stream.write(COPY_DONE)
 }
 
 class Pipeline implements pg.Submittable {
   private readonly results: Array<ResultBuilder>
+  /** Each statement's parameters, mapped before anything is sent: a value that cannot be sent fails the pipeline whole. */
+  private readonly parameters: ReadonlyArray<Array<Parameter>>
   private current = 0
   private settled = false
   /** The statements this pipeline prepares, in order; each is recorded once PostgreSQL confirms it. */
   private readonly preparing: Array<readonly [name: string, text: string]> = []
   private confirmed = 0
-  private connection: PreparingConnection | undefined
+  private connection: pg.Connection | undefined
   private readonly onParseComplete = () => {
     const statement = this.preparing[this.confirmed++]
-    if (statement !== undefined) this.connection!.parsedStatements[statement[0]] = statement[1]
+    if (statement !== undefined && this.connection !== undefined) preparedStatements(this.connection).set(statement[0], statement[1])
   }
 
   constructor(
     private readonly statements: ReadonlyArray<PipelinedStatement>,
     private readonly settle: (outcome: PipelineOutcome) => void
   ) {
-    this.results = statements.map(() => new Result(undefined, undefined))
+    this.parameters = statements.map(([, values]) => values.map(parameterOf))
+    this.results = statements.map(newResult)
   }
 
-  submit(pgConnection: pg.Connection): void {
-    const connection = pgConnection as PreparingConnection
+  submit(connection: pg.Connection): void {
     this.connection = connection
+    const prepared = preparedStatements(connection)
     connection.on("parseComplete", this.onParseComplete)
     connection.stream.cork()
     try {
-      for (const [text, values, copyRows] of this.statements) {
+      for (const [i, [text, , copyRows]] of this.statements.entries()) {
         const name = statementName(text)
         // a name already sent in this pipeline is prepared by then (a second Parse of it would fail)
-        if (connection.parsedStatements[name] !== text && !this.preparing.some(([sent]) => sent === name)) {
+        if (prepared.get(name) !== text && !this.preparing.some(([sent]) => sent === name)) {
           connection.parse({ text, name, types: [] }, false)
           this.preparing.push([name, text])
         }
-        connection.bind({ portal: "", statement: name, values: values.map((value) => prepareValue(value)) }, false)
+        connection.bind({ portal: "", statement: name, values: this.parameters[i]! }, false)
         connection.describe({ type: "P", name: "" }, false)
         connection.execute({ portal: "" }, false)
         if (copyRows !== undefined) sendCopyRows(connection, copyRows)

@@ -84,6 +84,56 @@ describe.runIf(!!process.env["DATABASE_URL"])("statements sent at once (DATABASE
     }
   })
 
+  it("binds every kind of parameter the service passes as node-postgres's own queries bind it", async () => {
+    const { client, done } = await countingClient()
+    try {
+      const values = [
+        "quotes \" ' and \\ backslash, é, {braces}, a,comma",
+        -42,
+        0.1,
+        9007199254740993n,
+        true,
+        false,
+        new Date("2026-12-02T10:11:12.345Z"),
+        null,
+        undefined,
+        ["a", "", "NULL", null, "x\"y", "back\\slash", "{}", "with space", "é"],
+        [1, -2, null],
+        [[1, 2], [3, 4]],
+        [true, false, null],
+        [new Date("2026-12-02T10:11:12.345Z"), null],
+        Buffer.from([0, 1, 254, 255]),
+        new Uint8Array([7, 8, 9]).subarray(1),
+        [Buffer.from([0xde, 0xad]), null],
+        { a: [1, "é", null], b: { c: true }, "q\"": "\\" }
+      ]
+      const text = `SELECT $1::text AS text, $2::int4 AS int, $3::float8 AS float, $4::int8 AS big, $5::bool AS yes, $6::bool AS no,
+        $7::timestamptz AS at, $8::text AS null1, $9::text AS null2, $10::text[] AS texts, $11::int4[] AS ints, $12::int4[] AS matrix,
+        $13::bool[] AS bools, $14::timestamptz[] AS ats, $15::bytea AS bytes, $16::bytea AS view, $17::bytea[] AS byteses, $18::jsonb AS doc,
+        $10::text[]::text AS literal`
+      const outcome = await pipelined(client, [[text, values]])
+      expect(outcome._tag).toBe("done")
+      if (outcome._tag !== "done") return
+      const own = await client.query(text, values)
+      expect(outcome.results[0]!.rows).toEqual(own.rows)
+      expect(own.rows[0].texts).toEqual(values[9])
+      expect(own.rows[0].view).toEqual(Buffer.from([8, 9]))
+    } finally {
+      await done()
+    }
+  })
+
+  it("refuses a parameter of a kind it does not bind, before anything is sent; the client goes on", async () => {
+    const { client, roundTrips, done } = await countingClient()
+    try {
+      await expect(pipelined(client, [["SELECT 1", []], ["SELECT $1::text", [Symbol("no")]]])).rejects.toThrow(TypeError)
+      expect(roundTrips()).toBe(0)
+      expect(await pipelined(client, [["SELECT 1 AS one", []]])).toMatchObject({ _tag: "done", results: [{ rows: [{ one: 1 }] }] })
+    } finally {
+      await done()
+    }
+  })
+
   it("prepares each text once per connection; what a failure kept from being prepared is prepared next time", async () => {
     const { client, done } = await countingClient()
     const prepared = async () =>
