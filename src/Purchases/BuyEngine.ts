@@ -15,10 +15,10 @@
  *
  * A little over 300 lines: the queue, the two drivers and the queued buys share one answer per
  * buy (its Deferred, its after-commit work, the counters); the statements and the pipelined batch
- * are in BuyStatements.ts and PipelinedBuys.ts, the queue and the count of batches in BuyQueue.ts.
+ * are in BuyStatements.ts and PipelinedBuys.ts, the queue in BuyQueue.ts.
  */
 import { SqlClient, SqlError } from "@effect/sql"
-import { Deferred, Effect, Exit, Option } from "effect"
+import { Deferred, Effect, Exit, FiberSet, Option } from "effect"
 import { CatalogueReservations } from "../Catalogue/Reservations.js"
 import { type DirectTransaction, DirectTransactions } from "../Db/Database.js"
 import { Conflict, DuplicateCustomId, type InsufficientBalance, type ItemNotFound, type ItemUnavailable, type PriceChanged } from "../Domain/Errors.js"
@@ -26,7 +26,7 @@ import { compareCents } from "../Domain/Money.js"
 import { BalanceCache } from "../Ledger/BalanceCache.js"
 import { Fibers } from "../Ops/Fibers.js"
 import { Metrics } from "../Ops/Metrics.js"
-import { makeBatchCount, makeBuyQueue } from "./BuyQueue.js"
+import { makeBuyQueue } from "./BuyQueue.js"
 import { type Bought, type BuyByIdRequest, type BuyItemInput, BuyStatements } from "./BuyStatements.js"
 import { PurchaseHandover } from "./Handover.js"
 import { pipelinedBatch } from "./PipelinedBuys.js"
@@ -202,17 +202,15 @@ export class BuyEngine extends Effect.Service<BuyEngine>()("BuyEngine", {
         return [unit, done] as const
       })
 
-    // arrays, not Effect's Queue, Semaphore and FiberSet: BuyQueue.ts
-    const queue = makeBuyQueue<Unit>()
-    /** Batches whose driver runs (BATCHES_IN_FLIGHT at most), and batches not yet ended (what shutdown waits for). */
-    const inFlight = makeBatchCount(BATCHES_IN_FLIGHT)
-    const running = makeBatchCount(Number.POSITIVE_INFINITY)
+    const queue = yield* makeBuyQueue<Unit>()
+    /** A permit for each batch whose driver runs: BATCHES_IN_FLIGHT at most. */
+    const inFlight = yield* Effect.makeSemaphore(BATCHES_IN_FLIGHT)
     /** Buys taken from the queue that could not join the last batch: the next one starts with them. */
     let held: Array<Unit> = []
 
-    const nextBatch = Effect.gen(function*() {
-      // with buys held back, a batch starts at once with whatever else is queued
-      const waiting = [...held, ...(held.length > 0 ? queue.takeNow() : yield* queue.takeAll)]
+    /** The held buys and everything queued, as a batch and what is held for the next one. */
+    const nextBatch = Effect.map(queue.takeAll, (queued) => {
+      const waiting = [...held, ...queued]
       const batch: Array<Unit> = []
       held = []
       for (const unit of waiting) {
@@ -269,24 +267,25 @@ export class BuyEngine extends Effect.Service<BuyEngine>()("BuyEngine", {
     const runBatch = (batch: ReadonlyArray<Unit>) =>
       Effect.uninterruptible(
         driver(batch).pipe(
-          Effect.ensuring(inFlight.end),
+          Effect.ensuring(inFlight.release(1)),
           Effect.flatMap((left) => Effect.forEach(left, (unit) => unit.alone, { concurrency: "unbounded", discard: true })),
-          Effect.ensuring(Effect.forEach(batch, (unit) => unit.abandon, { discard: true })),
-          Effect.ensuring(running.end)
+          Effect.ensuring(Effect.forEach(batch, (unit) => unit.abandon, { discard: true }))
         )
       )
 
     // at shutdown (finalizers run last first): the drainer stops, what is queued is abandoned, the batches under way end
-    yield* Effect.addFinalizer(() => running.whenNone)
-    yield* Effect.addFinalizer(() => Effect.forEach([...held, ...queue.takeNow()], (unit) => unit.abandon, { discard: true }))
+    /** The batches under way, a fiber each: closing the set waits for them (they are uninterruptible). */
+    const running = yield* FiberSet.make<void>()
+    yield* Effect.addFinalizer(() => Effect.flatMap(queue.takeAll, (queued) => Effect.forEach([...held, ...queued], (unit) => unit.abandon, { discard: true })))
     yield* fibers.supervise("purchase-buy-engine", (beat) =>
       Effect.forever(Effect.gen(function*() {
-        yield* inFlight.start
+        yield* inFlight.take(1)
         yield* Effect.uninterruptibleMask((restore) =>
           Effect.gen(function*() {
-            const batch = yield* Effect.onInterrupt(restore(nextBatch), () => inFlight.end)
-            yield* running.start
-            yield* Effect.forkDaemon(runBatch(batch))
+            // with buys held back, a batch starts at once; else the wait takes nothing, so an
+            // interrupted one (shutdown) leaves every buy queued for the finalizer to answer
+            if (held.length === 0) yield* Effect.onInterrupt(restore(queue.whenQueued), () => inFlight.release(1))
+            yield* FiberSet.run(running, runBatch(yield* nextBatch))
           })
         )
         yield* beat
@@ -295,8 +294,7 @@ export class BuyEngine extends Effect.Service<BuyEngine>()("BuyEngine", {
     const enqueue = <A, E>(made: readonly [Unit, Deferred.Deferred<A, E>]) =>
       Effect.suspend(() => {
         pending++
-        queue.offer(made[0])
-        return Deferred.await(made[1])
+        return Effect.zipRight(queue.offer(made[0]), Deferred.await(made[1]))
       })
 
     /** /buy and /buy-sync: created (or found) in full whether or not the caller still waits. */

@@ -1,47 +1,71 @@
 import { Effect, Fiber, Option } from "effect"
 import { describe, expect, it } from "vitest"
-import { makeBatchCount, makeBuyQueue } from "../../src/Purchases/BuyQueue.js"
+import { makeBuyQueue } from "../../src/Purchases/BuyQueue.js"
 
 /** Lets every fiber that can run do so. */
 const settle = Effect.repeatN(Effect.yieldNow(), 20)
 
 describe("the buy engine's queue", () => {
-  it("gives everything queued, in order; with nothing queued it waits for the next buy", async () => {
-    const queue = makeBuyQueue<number>()
-    expect(queue.takeNow()).toEqual([])
-    queue.offer(1)
-    queue.offer(2)
-    expect(await Effect.runPromise(queue.takeAll)).toEqual([1, 2])
+  it("gives everything queued, in order of arrival; with nothing queued, nothing", async () => {
     const taken = await Effect.runPromise(Effect.gen(function*() {
-      const waiting = yield* Effect.fork(queue.takeAll)
-      yield* settle
-      const before = yield* Fiber.poll(waiting)
-      queue.offer(3)
-      queue.offer(4)
-      return [Option.isNone(before), yield* Fiber.join(waiting)] as const
+      const queue = yield* makeBuyQueue<number>()
+      const empty = yield* queue.takeAll
+      yield* queue.offer(1)
+      yield* queue.offer(2)
+      yield* queue.offer(3)
+      return [empty, yield* queue.takeAll, yield* queue.takeAll]
     }))
-    expect(taken).toEqual([true, [3, 4]])
-    expect(queue.takeNow()).toEqual([])
+    expect(taken).toEqual([[], [1, 2, 3], []])
   })
 
-  it("counts batches: a start past the limit waits for an end, and whenNone for the last end", async () => {
-    const count = makeBatchCount(2)
+  it("whenQueued returns at once when something is queued, else once something is, and takes nothing", async () => {
     const states = await Effect.runPromise(Effect.gen(function*() {
-      yield* count.start
-      yield* count.start
-      const third = yield* Effect.fork(count.start)
-      const none = yield* Effect.fork(count.whenNone)
+      const queue = yield* makeBuyQueue<number>()
+      yield* queue.offer(1)
+      yield* queue.whenQueued
+      yield* queue.whenQueued
+      const first = yield* queue.takeAll
+      const waiting = yield* Effect.fork(queue.whenQueued)
       yield* settle
-      const waitingAtTwo = [Option.isNone(yield* Fiber.poll(third)), Option.isNone(yield* Fiber.poll(none))]
-      yield* count.end
-      yield* Fiber.join(third)
-      yield* count.end
-      yield* settle
-      const noneAtOne = Option.isNone(yield* Fiber.poll(none))
-      yield* count.end
-      yield* Fiber.join(none)
-      return [...waitingAtTwo, noneAtOne]
+      const waitsWhileEmpty = Option.isNone(yield* Fiber.poll(waiting))
+      yield* queue.offer(2)
+      yield* Fiber.join(waiting)
+      return [first, waitsWhileEmpty, yield* queue.takeAll]
     }))
-    expect(states).toEqual([true, true, true])
+    expect(states).toEqual([[1], true, [2]])
+  })
+
+  it("a wait interrupted as a buy arrives loses nothing: the buy stays queued", async () => {
+    const taken = await Effect.runPromise(Effect.gen(function*() {
+      const queue = yield* makeBuyQueue<number>()
+      const waiting = yield* Effect.fork(queue.whenQueued)
+      yield* settle
+      // the buy and the interruption in the same step, as at shutdown
+      yield* queue.offer(1)
+      yield* Fiber.interrupt(waiting)
+      const afterInterruption = yield* queue.takeAll
+      // a later wait sees later buys
+      const next = yield* Effect.fork(queue.whenQueued)
+      yield* queue.offer(2)
+      yield* Fiber.join(next)
+      return [afterInterruption, yield* queue.takeAll]
+    }))
+    expect(taken).toEqual([[1], [2]])
+  })
+
+  it("several waits in turn, each closing the latch again, all see their buy", async () => {
+    const taken = await Effect.runPromise(Effect.gen(function*() {
+      const queue = yield* makeBuyQueue<number>()
+      const seen: Array<ReadonlyArray<number>> = []
+      for (let i = 0; i < 5; i++) {
+        const waiting = yield* Effect.fork(queue.whenQueued)
+        yield* settle
+        yield* queue.offer(i)
+        yield* Fiber.join(waiting)
+        seen.push(yield* queue.takeAll)
+      }
+      return seen
+    }))
+    expect(taken).toEqual([[0], [1], [2], [3], [4]])
   })
 })
