@@ -3,10 +3,6 @@ import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Effect, Layer, Logger, LogLevel, RuntimeFlags } from "effect"
 import { Settings } from "./Config.js"
 import { DatabaseLive } from "./Db/Database.js"
-import { keepFiberRootsInArray } from "./Ops/FiberRoots.js"
-
-// before any fiber runs: every request's Effect run is a root fiber (Ops/FiberRoots.ts)
-keepFiberRootsInArray()
 
 // The service's modules load while the database opens, not after: the import starts here, and the
 // embedded PGlite opens in its own thread meanwhile (most of a cold start, about 0.7 s).
