@@ -7,12 +7,12 @@
  * them, each client address has a budget of sign-ins that fail (CABINET_SIGNIN_ADDRESS_FAILURES a
  * window, in memory: per process), whatever login they name, known or not.
  */
-import { SqlClient, SqlSchema } from "@effect/sql"
-import { Clock, Data, Duration, Effect, Schema } from "effect"
+import { Clock, Data, Duration, Effect } from "effect"
 import { Settings } from "../Config.js"
 import { makeTokenBuckets } from "../Merchants/RateLimiter.js"
 import { Fibers } from "../Ops/Fibers.js"
 import { Metrics } from "../Ops/Metrics.js"
+import { CabinetAttemptsRepo } from "./AttemptsRepo.js"
 
 /** Attempts that fill a window: the next one is refused until the oldest of them leaves it. */
 export const LOCKOUT_ATTEMPTS = 5
@@ -42,11 +42,9 @@ const refusalMessage = (brake: Brake, seconds: number) => {
   }
 }
 
-const Subject = Schema.Struct({ scope: Schema.String, subject: Schema.String })
-
 export class CabinetBrakes extends Effect.Service<CabinetBrakes>()("CabinetBrakes", {
   scoped: Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
+    const repo = yield* CabinetAttemptsRepo
     const settings = yield* Settings
     const fibers = yield* Fibers
     const metrics = yield* Metrics
@@ -65,38 +63,15 @@ export class CabinetBrakes extends Effect.Service<CabinetBrakes>()("CabinetBrake
       return new AttemptLimited({ brake, retryAfter, message: refusalMessage(brake, retryAfter) })
     }
 
-    // One statement: the row lock of ON CONFLICT makes attempts at once wait for one another, and
-    // each sees the times the ones before it added. Times out of the window are dropped as it goes.
-    const addAttempt = SqlSchema.findOne({
-      Request: Subject,
-      Result: Schema.Struct({ attempt: Schema.String }),
-      execute: ({ scope, subject }) =>
-        sql`INSERT INTO cabinet_attempts AS w (scope, subject, attempts) VALUES (${scope}, ${subject}, ARRAY[now()])
-            ON CONFLICT (scope, subject) DO UPDATE
-              SET attempts = ARRAY(SELECT a FROM unnest(w.attempts) a WHERE a > now() - make_interval(secs => ${windowSeconds})) || now(),
-                  updated_at = now()
-              WHERE (SELECT count(*) FROM unnest(w.attempts) a WHERE a > now() - make_interval(secs => ${windowSeconds})) < ${LOCKOUT_ATTEMPTS}
-            RETURNING w.attempts[cardinality(w.attempts)]::text AS attempt`
-    })
-
-    const secondsUntilOpen = SqlSchema.single({
-      Request: Subject,
-      Result: Schema.Struct({ seconds: Schema.Int }),
-      execute: ({ scope, subject }) =>
-        sql`SELECT greatest(1, ceil(extract(epoch FROM min(a) + make_interval(secs => ${windowSeconds}) - now())))::int AS seconds
-            FROM cabinet_attempts, unnest(attempts) a
-            WHERE scope = ${scope} AND subject = ${subject} AND a > now() - make_interval(secs => ${windowSeconds})`
-    })
-
     /**
      * Takes a place for one attempt of `subject` (a login in lower case, or a merchant's id): its
      * time, to give back on success, or AttemptLimited when the window is full.
      */
     const takePlace = (scope: AttemptScope, subject: string) =>
       Effect.gen(function*() {
-        const taken = yield* addAttempt({ scope, subject })
+        const taken = yield* repo.addAttempt({ scope, subject, windowSeconds, places: LOCKOUT_ATTEMPTS })
         if (taken._tag === "Some") return taken.value.attempt
-        const { seconds } = yield* secondsUntilOpen({ scope, subject })
+        const { seconds } = yield* repo.secondsUntilOpen({ scope, subject, windowSeconds })
         return yield* Effect.fail(limited(scope === "sign-in" ? "login" : "step-up", seconds))
       }).pipe(
         Effect.catchTags({ ParseError: Effect.die, SqlError: Effect.die, NoSuchElementException: Effect.die }),
@@ -104,17 +79,10 @@ export class CabinetBrakes extends Effect.Service<CabinetBrakes>()("CabinetBrake
       )
 
     /** Takes back the place of an attempt that succeeded (one time equal to it: two equal times are one and the same). */
-    const givePlaceBack = (scope: AttemptScope, subject: string, attempt: string) =>
-      sql`UPDATE cabinet_attempts
-          SET attempts = attempts[:array_position(attempts, ${attempt}::timestamptz) - 1]
-                         || attempts[array_position(attempts, ${attempt}::timestamptz) + 1:]
-          WHERE scope = ${scope} AND subject = ${subject} AND ${attempt}::timestamptz = ANY (attempts)`.pipe(Effect.asVoid, Effect.orDie)
+    const givePlaceBack = (scope: AttemptScope, subject: string, attempt: string) => repo.removeAttempt({ scope, subject, attempt }).pipe(Effect.orDie)
 
     /** Forgets a login's sign-ins and its merchant's step-up codes: a completed invite starts afresh. */
-    const forget = (login: string, merchantId: string) =>
-      sql`DELETE FROM cabinet_attempts WHERE (scope = 'sign-in' AND subject = ${login}) OR (scope = 'step-up' AND subject = ${merchantId})`.pipe(
-        Effect.asVoid
-      )
+    const forget = (login: string, merchantId: string) => repo.forget({ login, merchantId })
 
     /** Takes one of the address's sign-in places, or fails when it has none left. */
     const takeAddressPlace = (address: string) =>
@@ -129,11 +97,12 @@ export class CabinetBrakes extends Effect.Service<CabinetBrakes>()("CabinetBrake
     // rows whose newest attempt left the window hold nothing that counts
     yield* fibers.supervise("cabinet-attempts-sweep", (beat) =>
       Effect.forever(Effect.gen(function*() {
-        yield* sql`DELETE FROM cabinet_attempts WHERE updated_at < now() - make_interval(secs => ${windowSeconds})`
+        yield* repo.sweep(windowSeconds)
         yield* beat
         yield* Effect.sleep(Duration.seconds(Math.min(60, windowSeconds)))
       })))
 
     return { takePlace, givePlaceBack, forget, takeAddressPlace, giveAddressPlaceBack, limited } as const
-  })
+  }),
+  dependencies: [CabinetAttemptsRepo.Default]
 }) {}
