@@ -2,15 +2,14 @@
  * Confirmed deposits: the crediting path (tier commission, ledger credit, `balance.deposited`
  * event, all in one transaction, idempotent on tx_id) and the merchant's list of credits.
  */
-import { SqlClient, SqlSchema } from "@effect/sql"
-import { Data, Effect, Option, Schema } from "effect"
+import { Data, Effect, Option } from "effect"
 import { randomUUID } from "node:crypto"
 import { CreatedAtIdPosition, decodeCursor, encodeCursor } from "../Domain/Cursor.js"
-import { Int8, rowsOf, Timestamp } from "../Domain/Db.js"
 import { toUnits, usd } from "../Domain/Money.js"
 import { Ledger } from "../Ledger/Ledger.js"
 import { Outbox } from "../Webhooks/Outbox.js"
 import { settle } from "./Fees.js"
+import { type DepositRow, DepositsRepo } from "./Repo.js"
 
 /** The new USDT wallet provider, and the earlier provider whose addresses are retained. */
 export const WALLET_PROVIDER = "walletpay"
@@ -25,20 +24,6 @@ export class DepositMerchantNotFound extends Data.TaggedError("DepositMerchantNo
 export class DepositAmountInvalid extends Data.TaggedError("DepositAmountInvalid")<{ readonly message: string }> {}
 export class DepositTxIdConflict extends Data.TaggedError("DepositTxIdConflict")<{ readonly txId: string }> {}
 
-const DepositRow = Schema.Struct({
-  id: Schema.UUID,
-  merchantId: Schema.UUID,
-  provider: Schema.String,
-  network: Schema.NullOr(Schema.Literal("tron", "bsc")),
-  destination: Schema.NullOr(Schema.String),
-  txId: Schema.String,
-  amountSentMicros: Int8,
-  amount: Int8,
-  createdAt: Timestamp,
-  position: Schema.String
-})
-type DepositRow = typeof DepositRow.Type
-
 /** DepositItem of spec 2.4. */
 export const toDepositItem = (row: DepositRow) => ({
   id: row.id,
@@ -52,12 +37,6 @@ export const toDepositItem = (row: DepositRow) => ({
   created_at: row.createdAt.toISOString()
 })
 export type DepositItem = ReturnType<typeof toDepositItem>
-
-const columns = (sql: SqlClient.SqlClient) =>
-  sql`
-  id, merchant_id AS "merchantId", provider, network, destination, tx_id AS "txId",
-  amount_sent_micros AS "amountSentMicros", amount_cents AS amount, created_at AS "createdAt",
-  to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS position`
 
 export interface CreditRequest {
   readonly merchantId: string
@@ -75,21 +54,9 @@ export interface CreditRequest {
 
 export class Deposits extends Effect.Service<Deposits>()("Deposits", {
   effect: Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
+    const repo = yield* DepositsRepo
     const ledger = yield* Ledger
     const outbox = yield* Outbox
-
-    const byTxId = SqlSchema.findOne({
-      Request: Schema.String,
-      Result: DepositRow,
-      execute: (txId) => sql`SELECT ${columns(sql)} FROM deposits WHERE tx_id = ${txId}`
-    })
-
-    const legacyAddresses = SqlSchema.findOne({
-      Request: Schema.String,
-      Result: Schema.Struct({ legacyTrc20: Schema.NullOr(Schema.String), legacyBep20: Schema.NullOr(Schema.String) }),
-      execute: (merchantId) => sql`SELECT legacy_trc20 AS "legacyTrc20", legacy_bep20 AS "legacyBep20" FROM merchants WHERE id = ${merchantId}`
-    })
 
     /**
      * Credits a confirmed payment once per tx_id. A repeat with the same tx_id returns the first
@@ -116,30 +83,35 @@ export class Deposits extends Effect.Service<Deposits>()("Deposits", {
             ? Effect.succeed({ row, credited: false })
             : Effect.fail(new DepositTxIdConflict({ txId }))
 
-        const existing = yield* byTxId(txId)
+        const existing = yield* repo.byTxId(txId)
         if (Option.isSome(existing)) return yield* sameDeposit(existing.value)
 
-        return yield* sql.withTransaction(Effect.gen(function*() {
-          const merchant = yield* legacyAddresses(request.merchantId)
+        return yield* repo.withTransaction(Effect.gen(function*() {
+          const merchant = yield* repo.legacyAddresses(request.merchantId)
           if (Option.isNone(merchant)) return yield* new DepositMerchantNotFound({ merchantId: request.merchantId })
           const legacy = request.wallet !== undefined ? null : request.network === "tron" ? merchant.value.legacyTrc20 : merchant.value.legacyBep20
           const destination = request.wallet?.address ?? legacy
           const id = randomUUID()
           // Concurrent confirmations of one tx_id: the unique index lets exactly one insert through.
-          const inserted = yield* sql`
-            INSERT INTO deposits (id, merchant_id, provider, network, destination, tx_id, amount_sent_micros,
-                                  fee_basis_points, commission_cents, amount_cents)
-            VALUES (${id}, ${request.merchantId}, ${legacy === null ? WALLET_PROVIDER : LEGACY_PROVIDER}, ${request.network},
-                    ${destination}, ${txId}, ${sentMicros.toString()}, ${settlement.basisPoints},
-                    ${settlement.commissionCents.toString()}, ${settlement.creditedCents.toString()})
-            ON CONFLICT (tx_id) DO NOTHING RETURNING id`
-          if (inserted.length === 0) {
-            const raced = yield* byTxId(txId)
+          const inserted = yield* repo.insertDeposit({
+            id,
+            merchantId: request.merchantId,
+            provider: legacy === null ? WALLET_PROVIDER : LEGACY_PROVIDER,
+            network: request.network,
+            destination,
+            txId,
+            amountSentMicros: sentMicros.toString(),
+            feeBasisPoints: settlement.basisPoints,
+            commissionCents: settlement.commissionCents.toString(),
+            amountCents: settlement.creditedCents.toString()
+          })
+          if (!inserted) {
+            const raced = yield* repo.byTxId(txId)
             return yield* sameDeposit(Option.getOrThrow(raced))
           }
           const credited = Number(settlement.creditedCents)
           const balanceAfter = yield* ledger.creditDeposit(request.merchantId, credited, id)
-          const row = Option.getOrThrow(yield* byTxId(txId))
+          const row = Option.getOrThrow(yield* repo.byTxId(txId))
           yield* outbox.enqueue({
             merchantId: request.merchantId,
             type: "balance.deposited",
@@ -165,12 +137,8 @@ export class Deposits extends Effect.Service<Deposits>()("Deposits", {
     const list = (merchantId: string, options: { readonly cursor: string | undefined; readonly limit: number }) =>
       Effect.gen(function*() {
         const after = options.cursor === undefined ? undefined : yield* decodeCursor(CreatedAtIdPosition, options.cursor)
-        const rows = yield* sql`
-          SELECT ${columns(sql)} FROM deposits
-          WHERE merchant_id = ${merchantId}
-          ${after === undefined ? sql`` : sql`AND (created_at < ${after[0]}::timestamptz OR (created_at = ${after[0]}::timestamptz AND id > ${after[1]}))`}
-          ORDER BY created_at DESC, id ASC
-          LIMIT ${options.limit + 1}`.pipe(rowsOf(DepositRow), Effect.orDie)
+        // one more than a page: whether there is a next one
+        const rows = yield* repo.page({ merchantId, after, limit: options.limit + 1 }).pipe(Effect.orDie)
         const page = rows.slice(0, options.limit)
         const last = page[page.length - 1]
         return {
@@ -184,5 +152,5 @@ export class Deposits extends Effect.Service<Deposits>()("Deposits", {
 
     return { credit, creditOnce, list } as const
   }),
-  dependencies: [Ledger.Default, Outbox.Default]
+  dependencies: [DepositsRepo.Default, Ledger.Default, Outbox.Default]
 }) {}

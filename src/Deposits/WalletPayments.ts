@@ -6,11 +6,11 @@
  * is active; for an unknown, unbound or disabled wallet it is recorded and not credited (an
  * operator settles it by hand).
  */
-import { SqlClient } from "@effect/sql"
 import { Data, Effect, Either, Option } from "effect"
 import { Metrics } from "../Ops/Metrics.js"
 import { type PaymentNotice, WalletProvider } from "../Providers/WalletProvider.js"
 import { Deposits } from "./Deposits.js"
+import { DepositsRepo } from "./Repo.js"
 import { WalletRequests } from "./WalletRequests.js"
 
 export class CallbackRejected extends Data.TaggedError("CallbackRejected")<{ readonly reason: string }> {}
@@ -19,7 +19,7 @@ export type PaymentOutcome = "credited" | "unknown_wallet" | "wallet_disabled" |
 
 export class WalletPayments extends Effect.Service<WalletPayments>()("WalletPayments", {
   effect: Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
+    const repo = yield* DepositsRepo
     const provider = yield* WalletProvider
     const requests = yield* WalletRequests
     const deposits = yield* Deposits
@@ -31,11 +31,17 @@ export class WalletPayments extends Effect.Service<WalletPayments>()("WalletPaym
     })
 
     const record = (notice: PaymentNotice, walletId: string | null, outcome: PaymentOutcome, depositId: string | null) =>
-      sql`
-        INSERT INTO wallet_payments (transfer_id, provider_wallet_id, wallet_id, network, address, amount, tx_hash, outcome, deposit_id)
-        VALUES (${notice.transferId}, ${notice.providerWalletId}, ${walletId}, ${notice.network}, ${notice.address},
-                ${notice.amount}, ${notice.txHash}, ${outcome}, ${depositId})
-        ON CONFLICT (transfer_id) DO NOTHING RETURNING 1`.pipe(Effect.map((rows) => rows.length > 0))
+      repo.recordPayment({
+        transferId: notice.transferId,
+        providerWalletId: notice.providerWalletId,
+        walletId,
+        network: notice.network,
+        address: notice.address,
+        amount: notice.amount,
+        txHash: notice.txHash,
+        outcome,
+        depositId
+      })
 
     /** What becomes of a verified payment. */
     const apply = (notice: PaymentNotice) =>
@@ -77,13 +83,13 @@ export class WalletPayments extends Effect.Service<WalletPayments>()("WalletPaym
           return yield* new CallbackRejected({ reason: verified.left })
         }
         const notice = verified.right
-        const seen = yield* sql`SELECT outcome FROM wallet_payments WHERE transfer_id = ${notice.transferId}`
-        const outcome = seen.length > 0 ? "repeat" : yield* apply(notice)
+        const seen = yield* repo.paymentOf(notice.transferId)
+        const outcome = Option.isSome(seen) ? "repeat" : yield* apply(notice)
         callbacks.inc({ outcome })
         return { transfer_id: notice.transferId, outcome }
       }).pipe(Effect.catchTags({ SqlError: Effect.die, ParseError: Effect.die }), Effect.withSpan("WalletPayments.receive"))
 
     return { receive } as const
   }),
-  dependencies: [WalletRequests.Default]
+  dependencies: [DepositsRepo.Default, WalletRequests.Default]
 }) {}
