@@ -3,7 +3,6 @@
  * real crediting path: 1010.10 USDT sent, 1 % commission) and save its credentials to
  * DATA_DIR/demo-merchant.json, with an invite to the merchant cabinet; print the start-up banner.
  */
-import { SqlClient } from "@effect/sql"
 import { Console, Effect, Layer, Option } from "effect"
 import { existsSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
@@ -23,13 +22,11 @@ interface DemoMerchant {
 }
 
 const createDemoMerchant = Effect.gen(function*() {
-  const sql = yield* SqlClient.SqlClient
   const merchants = yield* Merchants
   const deposits = yield* Deposits
   const settings = yield* Settings
   const accounts = yield* CabinetAccounts
-  const empty = yield* sql`SELECT 1 FROM merchants LIMIT 1`.pipe(Effect.map((rows) => rows.length === 0))
-  if (!empty) return Option.none<DemoMerchant>()
+  if (!(yield* merchants.noneYet)) return Option.none<DemoMerchant>()
   const maybeCreated = yield* merchants.create({ name: "demo", webhookUrl: null })
   if (Option.isNone(maybeCreated)) return Option.none<DemoMerchant>()
   const created = maybeCreated.value
