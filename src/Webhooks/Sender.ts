@@ -8,7 +8,6 @@
  * receiver that hangs holds up only its own merchant's events. A process that dies loses nothing:
  * its leases end and the events are claimed again; at shutdown it gives back what it holds at once.
  */
-import { PgClient } from "@effect/sql-pg"
 import { Context, Duration, Effect, Layer, Queue, Schedule, Stream } from "effect"
 import { randomUUID } from "node:crypto"
 import { Settings } from "../Config.js"
@@ -16,7 +15,8 @@ import { logFault } from "../Db/ConnectionLoss.js"
 import { Fibers } from "../Ops/Fibers.js"
 import { Metrics } from "../Ops/Metrics.js"
 import { type HeldEvent, makeAttemptQueue } from "./AttemptQueue.js"
-import { type AttemptResult, DUE_CHANNEL, WebhookDeliveries } from "./Deliveries.js"
+import { WebhookDeliveries } from "./Deliveries.js"
+import type { AttemptResult } from "./DeliveriesRepo.js"
 import { CLOSE_GRACE_MS, makeDelivery, type Outcome } from "./Delivery.js"
 import { makePacer } from "./Pacing.js"
 import { holding, LEASE_MARGIN_MS, nextAttemptAt } from "./Schedule.js"
@@ -45,7 +45,6 @@ export const WebhookSenderLive = Layer.scopedDiscard(Effect.gen(function*() {
   const deliveries = yield* WebhookDeliveries
   const fibers = yield* Fibers
   const metrics = yield* Metrics
-  const pg = yield* PgClient.PgClient
   const resolve = yield* WebhookResolver
   const schedule = settings.webhookRetrySchedule
   const perMerchant = settings.webhookMerchantConcurrency
@@ -208,7 +207,7 @@ export const WebhookSenderLive = Layer.scopedDiscard(Effect.gen(function*() {
 
   yield* fibers.supervise("webhook-pacing", (beat) => pacer.run(Effect.zipRight(beat, Effect.sync(held.dispatch))))
 
-  yield* fibers.supervise("webhook-notifications", (beat) => pg.listen(DUE_CHANNEL).pipe(Stream.runForEach(() => Effect.zipRight(beat, notified))))
+  yield* fibers.supervise("webhook-notifications", (beat) => deliveries.dueNotifications.pipe(Stream.runForEach(() => Effect.zipRight(beat, notified))))
 
   const holdCapacity = holdFactor * settings.webhookConcurrency
   yield* fibers.supervise("webhook-sender", (beat) =>

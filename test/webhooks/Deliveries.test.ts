@@ -12,7 +12,7 @@ import { expect, layer } from "@effect/vitest"
 import { Effect, Layer, Option } from "effect"
 import { DirectTransactions } from "../../src/Db/Database.js"
 import { WebhookDeliveries } from "../../src/Webhooks/Deliveries.js"
-import { CLAIM, CLAIM_PLAN } from "../../src/Webhooks/DeliveryStatements.js"
+import { CLAIM, CLAIM_PLAN } from "../../src/Webhooks/DeliveriesRepo.js"
 import { DatabaseTest } from "../support/database-layer.js"
 
 const DeliveriesTest = WebhookDeliveries.Default.pipe(
