@@ -3,19 +3,17 @@
  * log by sequence (woken by pg_notify, with a slow poll as a safety net), so every process holds
  * the same index at the same cursor. Listeners (the realtime feed) get each applied batch.
  */
-import { SqlClient } from "@effect/sql"
-import { PgClient } from "@effect/sql-pg"
-import { Deferred, Effect, Option, Queue, Schema, Stream } from "effect"
-import { Int8 } from "../Domain/Db.js"
+import { Deferred, Effect, Option, Queue, Stream } from "effect"
 import { Fibers } from "../Ops/Fibers.js"
 import { collectStartupGarbage } from "../Ops/Heap.js"
 import { Metrics } from "../Ops/Metrics.js"
 import { Readiness } from "../Ops/Readiness.js"
-import { CHANGES_CHANNEL, type LoggedUpsert } from "./ChangeLog.js"
+import type { LoggedUpsert } from "./ChangeLog.js"
 import { type Entry, Interner } from "./Entry.js"
 import { forEachInSlices } from "./EventLoop.js"
 import { CatalogueIndex, type ListFilters, type Page, type SortOrder } from "./Index.js"
-import { loggedEntry, readItems, readState as readStateOf, type Remembered, replayLog, type StateRow, storedItem } from "./Snapshots.js"
+import { CatalogueRepo, type ChangeRow, type StateRow } from "./Repo.js"
+import { loggedEntry, readItems, type Remembered, replayLog, storedItem } from "./Snapshots.js"
 import type { Keyed } from "./SortedList.js"
 
 /** One change as the feed sends it: `{"op":"upsert","item":...}` or `{"op":"remove","id":...}`. */
@@ -56,23 +54,11 @@ const POLL_INTERVAL = "5 seconds"
 /** Recent changes kept in memory for resuming clients; older ones are read from the log. */
 const RING_SIZE = 50_000
 
-const ChangeRow = Schema.Struct({
-  seq: Int8,
-  epoch: Schema.Number,
-  op: Schema.Literal("upsert", "remove"),
-  itemId: Schema.String,
-  item: Schema.NullOr(Schema.String)
-})
-type ChangeRow = typeof ChangeRow.Type
-// Built once: a schema built per call is compiled again on every call.
-const decodeChangeRows = Schema.decodeUnknown(Schema.Array(ChangeRow))
-
 const changeJson = (row: ChangeRow) => row.op === "upsert" ? `{"op":"upsert","item":${row.item}}` : `{"op":"remove","id":"${row.itemId}"}`
 
 export class CatalogueEngine extends Effect.Service<CatalogueEngine>()("CatalogueEngine", {
   scoped: Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    const pg = yield* PgClient.PgClient
+    const repo = yield* CatalogueRepo
     const fibers = yield* Fibers
     const metrics = yield* Metrics
     const readiness = yield* Readiness
@@ -90,9 +76,9 @@ export class CatalogueEngine extends Effect.Service<CatalogueEngine>()("Catalogu
     const listeners = new Set<(event: EngineEvent) => void>()
     const ring: Array<LoggedChange> = []
 
-    /** The catalogue's reads (Snapshots.ts) on this engine's client. */
-    const withSql = <A, E>(read: Effect.Effect<A, E, SqlClient.SqlClient>) => Effect.provideService(read, SqlClient.SqlClient, sql)
-    const readState = withSql(readStateOf)
+    /** The catalogue's reads (Snapshots.ts) on this engine's repository. */
+    const withRepo = <A, E>(read: Effect.Effect<A, E, CatalogueRepo>) => Effect.provideService(read, CatalogueRepo, repo)
+    const readState = repo.readState
 
     /**
      * Upserts this process logged before the first reconciliation ended (the supplier sync leads
@@ -133,14 +119,14 @@ export class CatalogueEngine extends Effect.Service<CatalogueEngine>()("Catalogu
     /** A consistent snapshot of the items at the log's head, read in pages, indexed at once. */
     const load = Effect.gen(function*() {
       remembered = new Map()
-      const read = yield* withSql(readItems)
+      const read = yield* withRepo(readItems)
       yield* install(CatalogueIndex.bulk(read.entries, read.interner), read.state, "items")
     }).pipe(Effect.withSpan("CatalogueEngine.load"))
 
     /** The index and the log after it, with what this process wrote from memory; else a `load`. */
     const loadFromLog = Effect.gen(function*() {
       const interner = rememberedInterner
-      const read = yield* withSql(replayLog({ epoch, cursor, entries: index.entries(), remembered, interner }))
+      const read = yield* withRepo(replayLog({ epoch, cursor, entries: index.entries(), remembered, interner }))
       remembered = new Map()
       rememberedInterner = new Interner()
       if (read === undefined) return yield* load
@@ -173,11 +159,7 @@ export class CatalogueEngine extends Effect.Service<CatalogueEngine>()("Catalogu
         yield* remembered.size > 0 ? loadFromLog : load
       }
       for (;;) {
-        const rows = yield* sql`
-          SELECT seq, epoch, op, item_id AS "itemId", item FROM catalogue_changes
-          WHERE seq > ${cursor} ORDER BY seq LIMIT ${TAIL_BATCH}`.pipe(
-          Effect.flatMap(decodeChangeRows)
-        )
+        const rows = yield* repo.changesAfter({ after: cursor, limit: TAIL_BATCH })
         if (rows.length === 0) {
           const state = yield* readState
           if (state.epoch !== epoch || state.head < cursor) yield* load
@@ -219,7 +201,7 @@ export class CatalogueEngine extends Effect.Service<CatalogueEngine>()("Catalogu
     // was logged while no LISTEN was in force is read then
     yield* fibers.supervise(
       "catalogue-notifications",
-      (beat) => pg.listen(CHANGES_CHANNEL).pipe(Stream.runForEach(() => Effect.zipRight(beat, Queue.offer(wake, undefined))))
+      (beat) => repo.changeNotifications.pipe(Stream.runForEach(() => Effect.zipRight(beat, Queue.offer(wake, undefined))))
     )
     yield* fibers.supervise("catalogue-tail", (beat) =>
       Effect.forever(Effect.gen(function*() {
@@ -249,11 +231,7 @@ export class CatalogueEngine extends Effect.Service<CatalogueEngine>()("Catalogu
           const start = after + 1 - first.seq
           return Option.some(ring.slice(start, start + limit))
         }
-        const rows = yield* sql`
-          SELECT seq, epoch, op, item_id AS "itemId", item FROM catalogue_changes
-          WHERE seq > ${after} ORDER BY seq LIMIT ${limit}`.pipe(
-          Effect.flatMap(decodeChangeRows)
-        )
+        const rows = yield* repo.changesAfter({ after, limit })
         if (rows.length > 0 && (rows[0]!.seq !== after + 1 || rows.some((r) => r.epoch !== epoch))) return Option.none()
         return Option.some(rows.map((row) => ({ seq: row.seq, json: changeJson(row) })))
       }).pipe(Effect.orDie)
@@ -292,5 +270,5 @@ export class CatalogueEngine extends Effect.Service<CatalogueEngine>()("Catalogu
       refresh: catchUp.pipe(Effect.orDie)
     } as const
   }),
-  dependencies: [Fibers.Default, Metrics.Default, Readiness.Default]
+  dependencies: [CatalogueRepo.Default, Fibers.Default, Metrics.Default, Readiness.Default]
 }) {}

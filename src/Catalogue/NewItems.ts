@@ -6,16 +6,14 @@
  * on PGlite by the upserts as one statement of arrays in binary, and on PostgreSQL, when one of
  * its items was stored meanwhile, by the upserts.
  */
-import { SqlClient } from "@effect/sql"
-import { Effect, Option, Schema } from "effect"
-import { binaryStatement, PgliteProtocol } from "../Db/BinaryStatement.js"
+import { Effect, Option } from "effect"
+import { binaryStatement } from "../Db/BinaryStatement.js"
 import { CopyBuffers, copyField, CopyRows } from "../Db/CopyIn.js"
-import { DirectTransactions } from "../Db/Database.js"
 import { serialise, type SimHints } from "../Domain/CatalogItem.js"
-import { Int8 } from "../Domain/Db.js"
 import type { SupplierListing } from "../Providers/Supplier.js"
-import { ChangeLog, CHANGES_CHANNEL, type Logged, normalised, runsOf, type Source } from "./ChangeLog.js"
+import { ChangeLog, type Logged, normalised, runsOf, type Source } from "./ChangeLog.js"
 import { type IndexedItem, indexedItem } from "./Entry.js"
+import { NewItemsRepo } from "./NewItemsRepo.js"
 import { storedItem } from "./Snapshots.js"
 
 /** A page of listings made ready to be written (`NewItems.prepareNew`). */
@@ -56,38 +54,10 @@ type ArraysPage = Extract<NewPage, { readonly _tag: "Arrays" }>
 const listingsOf = (page: CopyPage): ReadonlyArray<SupplierListing> =>
   page.texts.map((text, i) => ({ item: storedItem(text, page.indexed[i]!.id), providerPriceCents: page.providerPrices[i]!, sim: page.sims[i] }))
 
-const decodeHead = Schema.decodeUnknownSync(Schema.Struct({ epoch: Schema.Number, head: Int8 }))
-/** The array upsert's one row in text: its first seq, the epoch, the ids in seq order (ChangeLog.upsertArrays). */
-const decodeArraysAnswer = Schema.decodeUnknownSync(Schema.Tuple(Schema.Tuple(
-  Schema.NullOr(Schema.NumberFromString),
-  Schema.NullOr(Schema.NumberFromString),
-  Schema.NullOr(Schema.String)
-)))
-
-const COPY_ITEMS = "COPY catalogue_items (id, market_hash_name, price_cents, provider_price_cents, status, item, sim, source) FROM STDIN"
-/**
- * The copied items' log rows at the head, in the page's order, their texts read from the items
- * just copied (sent once); $1 the page's ids. Answers the epoch and the new head. A copied item
- * without its log row would leave a gap in the log: that fails the transaction (never expected).
- */
-const LOG_COPIED = `
-  WITH head AS (
-    UPDATE catalogue_state SET head_seq = head_seq + cardinality($1::uuid[]) RETURNING epoch, head_seq),
-  logged AS (
-    INSERT INTO catalogue_changes (seq, epoch, op, item_id, item)
-    SELECT head.head_seq - cardinality($1::uuid[]) + page.n, head.epoch, 'upsert', items.id, items.item
-    FROM head, unnest($1::uuid[]) WITH ORDINALITY AS page (id, n) JOIN catalogue_items items ON items.id = page.id
-    RETURNING 1)
-  SELECT head.epoch, head.head_seq AS head FROM head
-  WHERE assert_true((SELECT count(*) FROM logged) = cardinality($1::uuid[]), 'NewItems: a copied item without its log row')`
-const NOTIFY_HEAD = "SELECT pg_notify($1, head_seq::text) FROM catalogue_state"
-
 export class NewItems extends Effect.Service<NewItems>()("NewItems", {
   effect: Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
     const changeLog = yield* ChangeLog
-    const direct = Option.flatten(yield* Effect.serviceOption(DirectTransactions))
-    const protocol = Option.flatten(yield* Effect.serviceOption(PgliteProtocol))
+    const repo = yield* NewItemsRepo
     // a page's items' COPY block, for the pages prepared ahead and those being written (Sync.ts)
     const buffers = new CopyBuffers(8)
 
@@ -101,7 +71,7 @@ export class NewItems extends Effect.Service<NewItems>()("NewItems", {
       Effect.sync((): NewPage => {
         const writes = runsOf(listings.map((listing) => normalised({ op: "upsert", listing }))).flatMap((run) => run.writes)
         const listed = writes.flatMap((write) => write.op === "upsert" ? [write.listing] : [])
-        if (Option.isSome(protocol) && listed.length > 0) {
+        if (Option.isSome(repo.upsertArrays) && listed.length > 0) {
           const texts = listed.map(({ item }) => serialise(item))
           const messages = binaryStatement(changeLog.upsertArrays, [
             { type: "text[]", values: listed.map(({ item }) => item.id) },
@@ -115,7 +85,7 @@ export class NewItems extends Effect.Service<NewItems>()("NewItems", {
           return { _tag: "Arrays", source, messages, indexed: listed.map(({ item }) => indexedItem(item)), texts }
         }
         // an empty page has nothing to copy (and would take a COPY buffer its write never gives back)
-        if (Option.isNone(direct) || listed.length === 0) {
+        if (Option.isNone(repo.copyNew) || listed.length === 0) {
           for (const { item } of listed) changeLog.textOf(item)
           return { _tag: "Upserts", source, listings: listed }
         }
@@ -124,6 +94,7 @@ export class NewItems extends Effect.Service<NewItems>()("NewItems", {
         const texts = listed.map(({ item }) => serialise(item))
         listed.forEach(({ item, providerPriceCents, sim }, i) => {
           const simText = sim === undefined ? null : JSON.stringify(sim)
+          // the columns of NewItemsRepo's COPY, in its order
           items.add([item.id, item.market_hash_name, Math.round(item.price * 100), providerPriceCents, "active", copyField(texts[i]!), simText, source])
         })
         return {
@@ -141,11 +112,11 @@ export class NewItems extends Effect.Service<NewItems>()("NewItems", {
      * Writes a prepared page of arrays (PGlite): the same upserts and log rows as the change log's,
      * in one transaction, and every engine woken at commit. Answers what it logged.
      */
-    const writeArrays = Option.map(protocol, (run) => (page: ArraysPage) =>
-      sql.withTransaction(Effect.gen(function*() {
-        const [[first, epoch, ids]] = decodeArraysAnswer(yield* run(page.messages))
+    const writeArrays = Option.map(repo.upsertArrays, (upsertArrays) => (page: ArraysPage) =>
+      repo.withTransaction(Effect.gen(function*() {
+        const [first, epoch, ids] = yield* upsertArrays(page.messages)
         if (first === null || epoch === null || ids === null) return { count: 0, upserts: [] } satisfies Logged
-        yield* sql.unsafe(NOTIFY_HEAD, [CHANGES_CHANNEL])
+        yield* repo.notifyHead
         const at = new Map(page.indexed.map((item, i) => [item.id, i]))
         const logged = ids.split(",")
         return {
@@ -173,33 +144,22 @@ export class NewItems extends Effect.Service<NewItems>()("NewItems", {
       }
       const { indexed, texts } = page
       // a COPY page is made only with the direct transactions: this gives the function the transaction
-      if (Option.isNone(direct)) return upserts(listingsOf(page))
-      const transaction = direct.value
-      return Effect.promise(() =>
-        transaction(async (session) => {
-          try {
-            // one round trip: the head's row lock is held inside PostgreSQL only, from the log's
-            // insert to the commit, while another page's write copies its items
-            const answers = await session.queriesAndCommit([
-              [COPY_ITEMS, [], page.items],
-              [LOG_COPIED, [indexed.map((item) => item.id)]],
-              [NOTIFY_HEAD, [CHANGES_CHANNEL]]
-            ])
-            if (answers === undefined) return undefined
-            const { epoch, head } = decodeHead(answers[1]?.[0])
-            const first = head - indexed.length + 1
-            return { count: indexed.length, upserts: indexed.map((item, i) => ({ seq: first + i, epoch, item, text: texts[i]! })) }
-          } finally {
-            // the COPY has ended (PostgreSQL answered it, or the connection is gone): nothing reads it
-            buffers.give(page.items)
-          }
-        })
-      ).pipe(
-        Effect.flatMap((logged) => logged === undefined ? upserts(listingsOf(page)) : Effect.succeed<Logged>(logged)),
+      if (Option.isNone(repo.copyNew)) return upserts(listingsOf(page))
+      // the page's COPY buffer is given back once the COPY has ended
+      return repo.copyNew.value(page.items, indexed.map((item) => item.id), () => buffers.give(page.items)).pipe(
+        Effect.flatMap((head) => {
+          if (head === undefined) return upserts(listingsOf(page))
+          const first = head.head - indexed.length + 1
+          return Effect.succeed<Logged>({
+            count: indexed.length,
+            upserts: indexed.map((item, i) => ({ seq: first + i, epoch: head.epoch, item, text: texts[i]! }))
+          })
+        }),
         Effect.withSpan("NewItems.writeNew")
       )
     }
 
     return { prepareNew, writeNew } as const
-  })
+  }),
+  dependencies: [NewItemsRepo.Default]
 }) {}

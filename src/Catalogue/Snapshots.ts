@@ -3,32 +3,18 @@
  * either whole from the items table (`readItems`), or as the index it has plus the log after its
  * cursor (`replayLog`), taking the upserts this process wrote from memory. The second is how the
  * process that ran a new database's first reconciliation loads its result: reading the items back
- * sent every text again, to be parsed and checked (about a second at 100,000 items).
+ * sent every text again, to be parsed and checked (about a second at 100,000 items). The
+ * statements are CatalogueRepo's (Repo.ts).
  */
-import { SqlClient } from "@effect/sql"
-import { Effect, Schema } from "effect"
+import { Effect } from "effect"
 import { CatalogItem } from "../Domain/CatalogItem.js"
-import { Int8 } from "../Domain/Db.js"
 import { guardOf } from "../Domain/Guard.js"
 import { type Entry, entryOf, type IndexedItem, Interner } from "./Entry.js"
+import { CatalogueRepo, LOAD_PAGE } from "./Repo.js"
 
-const LOAD_PAGE = 20_000
 /** Log rows read at a time by a replay (without their texts: about 60 bytes each). */
 const REPLAY_PAGE = 50_000
 
-export const StateRow = Schema.Struct({ epoch: Schema.Number, head: Int8, prunedThrough: Int8, reconciled: Schema.Boolean })
-export type StateRow = typeof StateRow.Type
-const decodeStateRow = Schema.decodeUnknown(StateRow)
-
-// A load reads up to a million rows: checked by compiled guards (Domain/Guard.ts), not decoded.
-const isLoadRow = guardOf(Schema.Struct({ id: Schema.String, item: Schema.String, priceCents: Schema.Union(Schema.String, Schema.Number) }))
-const isLogRow = guardOf(Schema.Struct({
-  seq: Schema.Union(Schema.String, Schema.Number),
-  epoch: Schema.Number,
-  op: Schema.Literal("upsert", "remove"),
-  itemId: Schema.String
-}))
-const isTextRow = guardOf(Schema.Struct({ seq: Schema.Union(Schema.String, Schema.Number), item: Schema.String }))
 const isCatalogItem = guardOf(CatalogItem)
 
 /** A stored item's JSON. It was checked when written, so one that is not a CatalogItem is a damaged database: a defect. */
@@ -47,43 +33,24 @@ export interface Remembered {
   readonly entry: Entry
 }
 
-export const readState = Effect.gen(function*() {
-  const sql = yield* SqlClient.SqlClient
-  const rows = yield* sql`
-    SELECT epoch, head_seq AS head, pruned_through AS "prunedThrough", reconciled_at IS NOT NULL AS reconciled
-    FROM catalogue_state`
-  return yield* decodeStateRow(rows[0])
-})
-
-/** One snapshot of the database for the whole read: PostgreSQL's REPEATABLE READ (PGlite has one connection). */
-const inSnapshot = <A, E, R>(read: Effect.Effect<A, E, R>) =>
-  Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    sql.withTransaction(Effect.zipRight(
-      sql.onDialectOrElse({ pg: () => sql`SET TRANSACTION ISOLATION LEVEL REPEATABLE READ`, orElse: () => Effect.void }),
-      read
-    )))
+/** The catalogue's state row: epoch, the log's head and pruned point, whether reconciled once. */
+export const readState = Effect.flatMap(CatalogueRepo, (repo) => repo.readState)
 
 /** Every active item at the log's head, as entries, and the state they are at. */
-export const readItems = inSnapshot(Effect.gen(function*() {
-  const sql = yield* SqlClient.SqlClient
-  const interner = new Interner()
-  const entries: Array<Entry> = []
-  const state = yield* readState
-  // Read in the table's order through a cursor: in id order, each row was a random heap
-  // read, and a million of them took half a minute.
-  yield* sql`DECLARE catalogue_load NO SCROLL CURSOR FOR
-             SELECT id, item, price_cents AS "priceCents" FROM catalogue_items WHERE status = 'active'`
-  for (;;) {
-    const rows = yield* sql`FETCH ${sql.literal(String(LOAD_PAGE))} FROM catalogue_load`
-    for (const row of rows) {
-      if (!isLoadRow(row)) return yield* Effect.dieMessage(`catalogue row ${String(row["id"])} is not (id, item, price_cents)`)
-      entries.push(entryOf(storedItem(row.item, row.id), Number(row.priceCents), row.item, interner))
+export const readItems = Effect.flatMap(CatalogueRepo, (repo) =>
+  repo.inSnapshot(Effect.gen(function*() {
+    const interner = new Interner()
+    const entries: Array<Entry> = []
+    const state = yield* repo.readState
+    yield* repo.openItems
+    for (;;) {
+      const rows = yield* repo.fetchItems
+      for (const row of rows) entries.push(entryOf(storedItem(row.item, row.id), Number(row.priceCents), row.item, interner))
+      if (rows.length < LOAD_PAGE) break
+      yield* Effect.yieldNow()
     }
-    if (rows.length < LOAD_PAGE) break
-    yield* Effect.yieldNow()
-  }
-  return { state, entries, interner }
-}))
+    return { state, entries, interner }
+  })))
 
 /** Whether every seq after `cursor` through `head` is a remembered upsert of `epoch`. */
 const rememberedAll = (remembered: ReadonlyMap<number, Remembered>, cursor: number, head: number, epoch: number) => {
@@ -109,60 +76,54 @@ export const replayLog = (options: {
   readonly remembered: ReadonlyMap<number, Remembered>
   readonly interner: Interner
 }) =>
-  inSnapshot(Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    const { cursor, epoch, interner, remembered } = options
-    const state = yield* readState
-    if (state.epoch !== epoch || state.prunedThrough > cursor || state.head < cursor) return undefined
-    if (rememberedAll(remembered, cursor, state.head, epoch)) {
-      // each change after the cursor is an upsert this process logged (seqs are unique): nothing to
-      // read (reading a million log rows back waited 5 s on PostgreSQL)
-      const entries = Array.from(options.entries)
-      for (let seq = cursor + 1; seq <= state.head; seq++) entries.push(remembered.get(seq)!.entry)
-      return { state, entries }
-    }
-    const byId = new Map<string, Entry>()
-    for (const entry of options.entries) byId.set(entry.id, entry)
-    let at = cursor
-    while (at < state.head) {
-      const rows = yield* sql`
-        SELECT seq, epoch, op, item_id AS "itemId" FROM catalogue_changes
-        WHERE seq > ${at} AND seq <= ${state.head} ORDER BY seq LIMIT ${REPLAY_PAGE}`
-      if (rows.length === 0) return undefined
-      const changes = rows.map((row) => {
-        if (!isLogRow(row)) throw new Error(`change log row ${String(row["seq"])} is not (seq, epoch, op, item_id)`)
-        const seq = Number(row.seq)
-        const mine = row.op === "upsert" ? remembered.get(seq) : undefined
-        return {
-          seq,
-          epoch: row.epoch,
-          op: row.op,
-          itemId: row.itemId,
-          entry: mine?.epoch === row.epoch && mine.entry.id === row.itemId ? mine.entry : undefined
-        }
-      })
-      // the texts of the upserts another process or path wrote
-      const unknown = changes.filter((c) => c.op === "upsert" && c.entry === undefined).map((c) => c.seq)
-      const texts = new Map<number, string>()
-      if (unknown.length > 0) {
-        for (const row of yield* sql`SELECT seq, item FROM catalogue_changes WHERE seq IN ${sql.in(unknown)}`) {
-          if (!isTextRow(row)) throw new Error(`change log row ${String(row["seq"])} has no item`)
-          texts.set(Number(row.seq), row.item)
-        }
+  Effect.flatMap(CatalogueRepo, (repo) =>
+    repo.inSnapshot(Effect.gen(function*() {
+      const { cursor, epoch, interner, remembered } = options
+      const state = yield* repo.readState
+      if (state.epoch !== epoch || state.prunedThrough > cursor || state.head < cursor) return undefined
+      if (rememberedAll(remembered, cursor, state.head, epoch)) {
+        // each change after the cursor is an upsert this process logged (seqs are unique): nothing to
+        // read (reading a million log rows back waited 5 s on PostgreSQL)
+        const entries = Array.from(options.entries)
+        for (let seq = cursor + 1; seq <= state.head; seq++) entries.push(remembered.get(seq)!.entry)
+        return { state, entries }
       }
-      for (const change of changes) {
-        if (change.seq !== at + 1 || change.epoch !== epoch) return undefined
-        at = change.seq
-        if (change.op === "remove") {
-          byId.delete(change.itemId)
-          continue
+      const byId = new Map<string, Entry>()
+      for (const entry of options.entries) byId.set(entry.id, entry)
+      let at = cursor
+      while (at < state.head) {
+        const rows = yield* repo.logBetween(at, state.head, REPLAY_PAGE)
+        if (rows.length === 0) return undefined
+        const changes = rows.map((row) => {
+          const seq = Number(row.seq)
+          const mine = row.op === "upsert" ? remembered.get(seq) : undefined
+          return {
+            seq,
+            epoch: row.epoch,
+            op: row.op,
+            itemId: row.itemId,
+            entry: mine?.epoch === row.epoch && mine.entry.id === row.itemId ? mine.entry : undefined
+          }
+        })
+        // the texts of the upserts another process or path wrote
+        const unknown = changes.filter((c) => c.op === "upsert" && c.entry === undefined).map((c) => c.seq)
+        const texts = new Map<number, string>()
+        if (unknown.length > 0) {
+          for (const row of yield* repo.logTexts(unknown)) texts.set(Number(row.seq), row.item)
         }
-        const text = texts.get(change.seq)
-        const entry = change.entry ?? (text === undefined ? undefined : loggedEntry(storedItem(text, change.itemId), text, interner))
-        if (entry === undefined) return undefined
-        byId.set(change.itemId, entry)
+        for (const change of changes) {
+          if (change.seq !== at + 1 || change.epoch !== epoch) return undefined
+          at = change.seq
+          if (change.op === "remove") {
+            byId.delete(change.itemId)
+            continue
+          }
+          const text = texts.get(change.seq)
+          const entry = change.entry ?? (text === undefined ? undefined : loggedEntry(storedItem(text, change.itemId), text, interner))
+          if (entry === undefined) return undefined
+          byId.set(change.itemId, entry)
+        }
+        yield* Effect.yieldNow()
       }
-      yield* Effect.yieldNow()
-    }
-    return { state, entries: Array.from(byId.values()) }
-  }))
+      return { state, entries: Array.from(byId.values()) }
+    })))

@@ -3,18 +3,17 @@
  * reserved connection) reconciles the supplier's snapshot with the items table, then applies the
  * supplier's changes as they come, all through the change log. Followers wait for the lock.
  */
-import { SqlClient } from "@effect/sql"
 import { Chunk, Effect, Layer, Option, Stream } from "effect"
 import { Settings } from "../Config.js"
 import { Fibers } from "../Ops/Fibers.js"
 import { collectStartupGarbage } from "../Ops/Heap.js"
 import { Readiness } from "../Ops/Readiness.js"
 import { Supplier } from "../Providers/Supplier.js"
-import { ChangeLog, CHANGES_CHANNEL } from "./ChangeLog.js"
+import { ChangeLog } from "./ChangeLog.js"
 import { CatalogueEngine } from "./Engine.js"
 import { NewItems } from "./NewItems.js"
+import { CatalogueRepo } from "./Repo.js"
 
-const LEADER_LOCK_KEY = 7_311_002
 const FOLLOWER_RETRY = "2 seconds"
 const LOCK_CHECK = "5 seconds"
 const CHANGE_BATCH = 500
@@ -29,7 +28,7 @@ const pruneIntervalMs = (retentionHours: number) => Math.min(60_000, Math.max(1_
 const PROGRESS_EVERY_MS = 5_000
 
 export const SyncLive = Layer.scopedDiscard(Effect.gen(function*() {
-  const sql = yield* SqlClient.SqlClient
+  const repo = yield* CatalogueRepo
   const settings = yield* Settings
   const fibers = yield* Fibers
   const supplier = yield* Supplier
@@ -94,17 +93,13 @@ export const SyncLive = Layer.scopedDiscard(Effect.gen(function*() {
     // a first reconciliation's garbage is collected with the load that follows it here (the engine's)
     const engineLoadsNext = !engine.isSynced()
     // every process's engine wakes: the first reconciliation's end is when it loads the catalogue
-    yield* sql`UPDATE catalogue_state SET reconciled_at = now() RETURNING pg_notify(${CHANGES_CHANNEL}, head_seq::text)`
+    yield* repo.markReconciled
     yield* Effect.logInfo("catalogue reconciled with the supplier").pipe(Effect.annotateLogs({ listings, changes: logged }))
     if (!engineLoadsNext) yield* collectStartupGarbage("catalogue reconciled")
   })
 
   /** Deletes changes older than the retention and records how far the log is pruned. */
-  const prune = sql`
-    WITH gone AS (
-      DELETE FROM catalogue_changes WHERE created_at < now() - make_interval(secs => ${settings.feedRetentionHours * 3600})
-      RETURNING seq)
-    UPDATE catalogue_state SET pruned_through = GREATEST(pruned_through, (SELECT coalesce(max(seq), 0) FROM gone))`
+  const prune = repo.pruneLog(settings.feedRetentionHours * 3600)
 
   const lead = (beat: Effect.Effect<void>) =>
     Effect.gen(function*() {
@@ -124,21 +119,18 @@ export const SyncLive = Layer.scopedDiscard(Effect.gen(function*() {
   /** Holds the advisory lock on a reserved connection while leading; checks the connection lives. */
   const leadWhenElected = (beat: Effect.Effect<void>) =>
     Effect.scoped(Effect.gen(function*() {
-      const connection = yield* sql.reserve
-      // A session lock outlives the scope on a pooled connection: let it go before the connection does.
-      yield* Effect.addFinalizer(() => Effect.ignore(connection.executeValues("SELECT pg_advisory_unlock_all()", [])))
+      const connection = yield* repo.leaderConnection
       for (;;) {
-        const rows = yield* connection.executeValues("SELECT pg_try_advisory_lock($1)", [LEADER_LOCK_KEY])
-        if (rows[0]?.[0] === true) break
+        if (yield* connection.tryLock) break
         yield* beat
         yield* Effect.sleep(FOLLOWER_RETRY)
       }
       yield* Effect.logInfo("supplier sync: this process leads")
-      const keepLock = Effect.forever(Effect.zipRight(Effect.sleep(LOCK_CHECK), connection.executeValues("SELECT 1", [])))
+      const keepLock = Effect.forever(Effect.zipRight(Effect.sleep(LOCK_CHECK), connection.check))
       yield* Effect.raceFirst(lead(beat), keepLock)
     }))
 
   // The embedded database belongs to one process, which is then always the leader.
   const embedded = Option.isNone(settings.databaseUrl)
   yield* fibers.supervise("catalogue-sync", (beat) => embedded ? lead(beat) : leadWhenElected(beat))
-}))
+})).pipe(Layer.provide(CatalogueRepo.Default))
