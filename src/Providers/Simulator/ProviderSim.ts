@@ -6,13 +6,13 @@
  * order book lives in the database, as a real provider's would on its side: placing the same
  * request id twice is one order, and a restarted process finds its orders where they were.
  */
-import { SqlClient } from "@effect/sql"
-import { Clock, Effect, Layer, Option, Schema } from "effect"
+import { Clock, Effect, Layer, Option } from "effect"
 import { createHash } from "node:crypto"
 import { Settings } from "../../Config.js"
 import type { FailureCode } from "../../Domain/Purchase.js"
 import { type OrderRequest, type OrderStatus, PurchaseProvider, type Reversal } from "../PurchaseProvider.js"
 import { prng } from "./Listings.js"
+import { type NewOrder, type OrderRow, SimulatorRepo } from "./Repo.js"
 
 type Outcome = "completed" | "failed" | "reverted"
 
@@ -79,25 +79,8 @@ const plan = (request: OrderRequest, scale: number, buySyncWaitMs: number): Plan
   }
 }
 
-const OrderRow = Schema.Struct({
-  requestId: Schema.String,
-  outcome: Schema.Literal("completed", "failed", "reverted"),
-  failureCode: Schema.NullOr(Schema.String),
-  acknowledgedAt: Schema.NullOr(Schema.DateFromSelf),
-  topupUntil: Schema.NullOr(Schema.DateFromSelf),
-  offerAt: Schema.NullOr(Schema.DateFromSelf),
-  decisionAt: Schema.DateFromSelf,
-  reversalAt: Schema.NullOr(Schema.DateFromSelf),
-  tradeOfferId: Schema.NullOr(Schema.String)
-})
-const decodeOrderRows = Schema.decodeUnknown(Schema.Array(OrderRow))
-
-const ORDER_COLUMNS = `request_id AS "requestId", outcome, failure_code AS "failureCode", acknowledged_at AS "acknowledgedAt",
-  topup_until AS "topupUntil", offer_at AS "offerAt", decision_at AS "decisionAt", reversal_at AS "reversalAt",
-  trade_offer_id AS "tradeOfferId"`
-
 /** What an order reports at `now`. */
-const statusAt = (order: typeof OrderRow.Type, now: number): OrderStatus => {
+const statusAt = (order: OrderRow, now: number): OrderStatus => {
   const reached = (d: Date | null) => d !== null && d.getTime() <= now
   const decided = reached(order.decisionAt)
   const reversed = order.reversalAt !== null && reached(order.reversalAt)
@@ -124,21 +107,19 @@ const statusAt = (order: typeof OrderRow.Type, now: number): OrderStatus => {
 export const ProviderSimLive = Layer.effect(
   PurchaseProvider,
   Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
+    const repo = yield* SimulatorRepo
     const settings = yield* Settings
     const buySyncWaitMs = settings.buySyncWaitSeconds * 1000
 
     const orderStatus = (requestId: string) =>
       Effect.gen(function*() {
-        const rows = yield* sql`SELECT ${sql.literal(ORDER_COLUMNS)} FROM sim_provider_orders WHERE request_id = ${requestId}`.pipe(
-          Effect.flatMap(decodeOrderRows)
-        )
-        const order = Option.getOrThrowWith(Option.fromNullable(rows[0]), () => new Error(`unknown provider order ${requestId}`))
+        const found = yield* repo.findOrder(requestId)
+        const order = Option.getOrThrowWith(found, () => new Error(`unknown provider order ${requestId}`))
         return statusAt(order, yield* Clock.currentTimeMillis)
       }).pipe(Effect.orDie, Effect.withSpan("ProviderSim.orderStatus"))
 
     /** The order the simulator makes of a request placed at `now`: its plan's outcome and times. */
-    const orderOf = (request: OrderRequest, now: number) => {
+    const orderOf = (request: OrderRequest, now: number): NewOrder => {
       const p = plan(request, settings.simTimeScale, buySyncWaitMs)
       const at = (ms: number) => new Date(now + ms)
       const ack = p.topUpMs + p.ackMs
@@ -161,25 +142,14 @@ export const ProviderSimLive = Layer.effect(
     }
 
     /**
-     * Writes the orders and reads them back in one statement. An order placed before is read by the
-     * same statement, unless it was placed concurrently (committed after the statement's snapshot):
-     * then it is read on its own.
+     * Places the orders and reads them back in one statement (SimulatorRepo.placeOrders); an order
+     * placed concurrently by another statement is read on its own.
      */
     const placeOrders = (requests: ReadonlyArray<OrderRequest>) =>
       Effect.gen(function*() {
         if (requests.length === 0) return []
         const now = yield* Clock.currentTimeMillis
-        const rows = yield* sql`
-        WITH placed AS (
-          INSERT INTO sim_provider_orders ${sql.insert(requests.map((request) => orderOf(request, now)))}
-          ON CONFLICT (request_id) DO NOTHING
-          RETURNING ${sql.literal(ORDER_COLUMNS)})
-        SELECT * FROM placed
-        UNION ALL
-        SELECT ${sql.literal(ORDER_COLUMNS)} FROM sim_provider_orders
-        WHERE request_id IN ${sql.in(requests.map((r) => r.requestId))} AND request_id NOT IN (SELECT "requestId" FROM placed)`.pipe(
-          Effect.flatMap(decodeOrderRows)
-        )
+        const rows = yield* repo.placeOrders(requests.map((request) => orderOf(request, now)))
         const byRequest = new Map(rows.map((order) => [order.requestId, order]))
         const readAt = yield* Clock.currentTimeMillis
         return yield* Effect.forEach(requests, (request) => {
@@ -190,4 +160,4 @@ export const ProviderSimLive = Layer.effect(
 
     return { placeOrders, orderStatus }
   })
-)
+).pipe(Layer.provide(SimulatorRepo.Default))

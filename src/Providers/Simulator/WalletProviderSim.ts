@@ -7,12 +7,12 @@
  * active or disabled, and make a payment to it, which arrives as a signed callback to the service's
  * callback endpoint, retried until it is answered 2xx, as a real provider does.
  */
-import { SqlClient, SqlSchema } from "@effect/sql"
-import { Context, Duration, Effect, Either, FiberSet, Layer, Schedule, Schema } from "effect"
+import { Context, Duration, Effect, Either, FiberSet, Layer, Option, Schedule, Schema } from "effect"
 import { createHash, createHmac, randomBytes, randomUUID, timingSafeEqual } from "node:crypto"
 import { Settings } from "../../Config.js"
 import { bscAddress, type Network, tronAddress } from "../../Domain/WalletAddress.js"
 import { type PaymentNotice, type ProviderWallet, WalletProvider, WalletProviderUnavailable } from "../WalletProvider.js"
+import { SimulatorRepo, type SimWalletRow } from "./Repo.js"
 
 export const SIM_WALLET_PROVIDER = "walletpay"
 /** Where the simulator posts payment callbacks, on the merchant API listener (Http.ts). */
@@ -25,19 +25,6 @@ const BIND_DELAY_MS = 1_000
 /** Whether the simulator loses the answer to a creation for this merchant and network (once). */
 export const losesCreationAnswer = (merchantId: string, network: Network): boolean =>
   createHash("sha256").update(`${merchantId}:${network}`).digest()[0]! % 10 === 0
-
-const SimRow = Schema.Struct({
-  providerWalletId: Schema.String,
-  network: Schema.Literal("tron", "bsc"),
-  address: Schema.String,
-  memo: Schema.NullOr(Schema.String),
-  status: Schema.Literal("active", "disabled"),
-  bindsAt: Schema.Union(Schema.DateFromSelf, Schema.DateFromString),
-  responseLost: Schema.Boolean
-})
-const decodeRows = Schema.decodeUnknown(Schema.Array(SimRow))
-const simColumns = `provider_wallet_id AS "providerWalletId", network, address, memo, status,
-  binds_at AS "bindsAt", response_lost AS "responseLost"`
 
 const CallbackBody = Schema.Struct({
   transfer_id: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200)),
@@ -62,29 +49,20 @@ export class WalletProviderSim extends Context.Tag("WalletProviderSim")<WalletPr
 }>() {}
 
 export const WalletProviderSimLive = Layer.scopedContext(Effect.gen(function*() {
-  const sql = yield* SqlClient.SqlClient
+  const repo = yield* SimulatorRepo
   const settings = yield* Settings
   const callbacks = yield* FiberSet.make()
   let available = true
 
-  yield* sql`INSERT INTO sim_wallet_provider_secret (secret) VALUES (${randomBytes(32).toString("base64url")}) ON CONFLICT DO NOTHING`
-  const { secret } = yield* SqlSchema.single({
-    Request: Schema.Void,
-    Result: Schema.Struct({ secret: Schema.String }),
-    execute: () => sql`SELECT secret FROM sim_wallet_provider_secret`
-  })(undefined)
+  yield* repo.insertSecret(randomBytes(32).toString("base64url"))
+  const { secret } = yield* repo.readSecret
   const signatureOf = (timestamp: string, body: string) => createHmac("sha256", secret).update(`${timestamp}.${body}`).digest("hex")
 
   const unavailable = Effect.fail(new WalletProviderUnavailable({ detail: "the wallet provider is unavailable (test mode)", maybeReached: false }))
 
-  const rowByKey = (key: string) =>
-    sql`SELECT ${sql.literal(simColumns)} FROM sim_wallet_provider_wallets WHERE idempotency_key = ${key}`.pipe(
-      Effect.flatMap(decodeRows),
-      Effect.map((rows) => rows[0]),
-      Effect.orDie
-    )
+  const rowByKey = (key: string) => repo.findWallet(key).pipe(Effect.map(Option.getOrUndefined), Effect.orDie)
 
-  const walletAt = (row: typeof SimRow.Type, now: number): ProviderWallet =>
+  const walletAt = (row: SimWalletRow, now: number): ProviderWallet =>
     row.bindsAt.getTime() <= now
       ? { providerWalletId: row.providerWalletId, state: "bound", address: row.address, memo: row.memo, status: row.status }
       : { providerWalletId: row.providerWalletId, state: "pending", address: null, memo: null, status: row.status }
@@ -95,17 +73,19 @@ export const WalletProviderSimLive = Layer.scopedContext(Effect.gen(function*() 
       // the provider has the request from here on, whatever becomes of its answer
       const account = createHash("sha256").update(`walletpay:${request.idempotencyKey}`).digest()
       const bindDelayMs = Math.round(BIND_DELAY_MS * settings.simTimeScale)
-      yield* sql`
-        INSERT INTO sim_wallet_provider_wallets (idempotency_key, provider_wallet_id, merchant_id, network, address, binds_at)
-        VALUES (${request.idempotencyKey}, ${`wp_${account.subarray(20, 32).toString("hex")}`}, ${request.merchantId},
-                ${request.network}, ${request.network === "tron" ? tronAddress(account) : bscAddress(account)},
-                now() + make_interval(secs => ${bindDelayMs / 1000}))
-        ON CONFLICT (idempotency_key) DO NOTHING`.pipe(Effect.orDie)
+      yield* repo.insertWallet({
+        idempotencyKey: request.idempotencyKey,
+        providerWalletId: `wp_${account.subarray(20, 32).toString("hex")}`,
+        merchantId: request.merchantId,
+        network: request.network,
+        address: request.network === "tron" ? tronAddress(account) : bscAddress(account),
+        bindSeconds: bindDelayMs / 1000
+      }).pipe(Effect.orDie)
       const row = (yield* rowByKey(request.idempotencyKey))!
       const wait = row.bindsAt.getTime() - Date.now()
       if (wait > 0) yield* Effect.sleep(Duration.millis(wait))
       if (losesCreationAnswer(request.merchantId, request.network) && !row.responseLost) {
-        yield* sql`UPDATE sim_wallet_provider_wallets SET response_lost = true WHERE idempotency_key = ${request.idempotencyKey}`.pipe(Effect.orDie)
+        yield* repo.markResponseLost(request.idempotencyKey).pipe(Effect.orDie)
         return yield* new WalletProviderUnavailable({ detail: "the wallet provider's answer was lost (test mode)", maybeReached: true })
       }
       // bound once the wait is over (a timer may fire a hair before the wall clock says so)
@@ -138,9 +118,9 @@ export const WalletProviderSimLive = Layer.scopedContext(Effect.gen(function*() 
     })
 
   const setStatus = (idempotencyKey: string, status: "active" | "disabled") =>
-    sql`UPDATE sim_wallet_provider_wallets SET status = ${status} WHERE idempotency_key = ${idempotencyKey} RETURNING 1`.pipe(
+    repo.setWalletStatus(idempotencyKey, status).pipe(
       Effect.orDie,
-      Effect.flatMap((rows) => (rows.length === 0 ? Effect.fail(new SimWalletNotFound()) : Effect.void))
+      Effect.flatMap((found) => (found ? Effect.void : Effect.fail(new SimWalletNotFound())))
     )
 
   const callbackUrl = `http://${settings.host === "0.0.0.0" || settings.host === "::" ? "127.0.0.1" : settings.host}:${settings.port}${WALLET_CALLBACK_PATH}`
@@ -191,4 +171,4 @@ export const WalletProviderSimLive = Layer.scopedContext(Effect.gen(function*() 
       pay
     })
   )
-}))
+})).pipe(Layer.provide(SimulatorRepo.Default))
