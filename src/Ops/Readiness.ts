@@ -1,6 +1,6 @@
 /** Readiness checks: each feature registers what must hold before the process takes traffic. */
-import { SqlClient } from "@effect/sql"
 import { Deferred, Effect } from "effect"
+import { OpsRepo } from "./Repo.js"
 
 export interface ReadinessReport {
   readonly ready: boolean
@@ -9,11 +9,11 @@ export interface ReadinessReport {
 
 export class Readiness extends Effect.Service<Readiness>()("Readiness", {
   effect: Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
+    const repo = yield* OpsRepo
     const checks = new Map<string, Effect.Effect<boolean>>()
 
     // The database layer is built only after migrations ran, so a reachable database means both.
-    checks.set("database", sql`SELECT 1`.pipe(Effect.as(true), Effect.timeout("2 seconds"), Effect.orElseSucceed(() => false)))
+    checks.set("database", repo.ping.pipe(Effect.as(true), Effect.timeout("2 seconds"), Effect.orElseSucceed(() => false)))
     checks.set("migrations", Effect.succeed(true))
 
     const register = (name: string, check: Effect.Effect<boolean>) =>
@@ -44,5 +44,6 @@ export class Readiness extends Effect.Service<Readiness>()("Readiness", {
     })
 
     return { register, report, markServing, awaitServing, markDraining } as const
-  })
+  }),
+  dependencies: [OpsRepo.Default]
 }) {}
