@@ -1,5 +1,5 @@
 /**
- * The realtime catalogue feed (CONTRACT 3) on @effect/platform's request.upgrade. Authentication
+ * The realtime catalogue feed (CONTRACT 3), upgraded by WebSocketUpgrades.ts. Authentication
  * and query errors are ordinary HTTP answers before the upgrade. Each client resumes from a dump's
  * cursor: changes after it are read from memory or the log, then the client joins the live set,
  * where each engine batch is serialised once, framed once, and the same bytes are written to every
@@ -8,7 +8,7 @@
  *
  * Data frames are written to the upgraded socket directly: the WebSocket server runs without
  * permessage-deflate, so `ws` writes each of its own frames (pongs, close) synchronously and whole,
- * and frames never interleave. Closing goes through the socket writer, so `ws` does the handshake.
+ * and frames never interleave. Closing goes through `ws`, which does the close handshake.
  *
  * A little over 300 lines: the handshake, the catch-up and the live fan-out share one client
  * record and its close rules; apart, each would restate them.
@@ -25,6 +25,7 @@ import { bearerToken } from "../Merchants/Keys.js"
 import { Merchants } from "../Merchants/Merchants.js"
 import { Fibers } from "../Ops/Fibers.js"
 import { Metrics } from "../Ops/Metrics.js"
+import { WebSocketUpgrades } from "../WebSocketUpgrades.js"
 import { CatalogueEngine, type EngineEvent } from "./Engine.js"
 
 export const STREAM_PATH = `${API_PREFIX}/items/stream`
@@ -135,6 +136,7 @@ export const StreamLive = Layer.unwrapScoped(Effect.gen(function*() {
   const fibers = yield* Fibers
   const metrics = yield* Metrics
   const feedClients = yield* FeedClients
+  const upgrades = yield* WebSocketUpgrades
   const { connected } = feedClients
   const live = new Set<Client>()
 
@@ -280,14 +282,17 @@ export const StreamLive = Layer.unwrapScoped(Effect.gen(function*() {
       )
     }
     // what `ws` would refuse with a bare 400 of its own, refused here in the Error shape
+    const notAnUpgrade = Errors.errorResponse(new Errors.InvalidQuery({ message: "a WebSocket upgrade (RFC 6455, version 13) is required" }), headers)
     if (
       (request.headers["upgrade"] ?? "").toLowerCase() !== "websocket" || request.headers["sec-websocket-version"] !== "13" ||
       !/^[A-Za-z0-9+/]{22}==$/.test(request.headers["sec-websocket-key"] ?? "")
     ) {
-      return Errors.errorResponse(new Errors.InvalidQuery({ message: "a WebSocket upgrade (RFC 6455, version 13) is required" }), headers)
+      return notAnUpgrade
     }
-    const socket = yield* request.upgrade
-    const write = yield* socket.writer
+    const upgrade = yield* Effect.either(upgrades.upgrade)
+    if (upgrade._tag === "Left") return notAnUpgrade
+    const connection = upgrade.right
+    const write = (event: Socket.CloseEvent) => connection.close(event.code, event.reason ?? "")
     const client: Client = {
       merchantId: authenticated.merchant.id,
       key: bearerToken(request.headers["authorization"]),
@@ -314,11 +319,9 @@ export const StreamLive = Layer.unwrapScoped(Effect.gen(function*() {
       )
     )
     connected.add(client)
-    yield* socket.runRaw(() => Effect.void, {
-      // upgraded once shutdown began: going away at once
-      onOpen: Effect.suspend(() => feedClients.closing() ? client.close(feedClients.goingAway()) : Effect.asVoid(Effect.fork(run)))
-    }).pipe(
-      Effect.catchAll((error) => Effect.logDebug("feed client closed", error)),
+    // upgraded once shutdown began: going away at once; the session fiber ends with this one
+    yield* Effect.zipRight(feedClients.closing() ? client.close(feedClients.goingAway()) : Effect.fork(run), connection.closed).pipe(
+      Effect.tap((closed) => Effect.logDebug("feed client closed", closed)),
       Effect.ensuring(Effect.sync(() => {
         connected.delete(client)
         live.delete(client)
