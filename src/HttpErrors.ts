@@ -4,7 +4,17 @@
  * details, a known path with another method as 405, unknown routes as 404, and defects as a bare
  * 500 in the spec's shape (spec 4.3, 7; CONTRACT 6).
  */
-import { HttpApi, HttpApiBuilder, HttpApiError, HttpServerError, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import {
+  HttpApi,
+  HttpApiBuilder,
+  type HttpApiEndpoint,
+  HttpApiError,
+  type HttpApiGroup,
+  type HttpMethod,
+  HttpServerError,
+  HttpServerRequest,
+  HttpServerResponse
+} from "@effect/platform"
 import { NodeHttpServerRequest } from "@effect/platform-node"
 import { Cause, Effect, Either, Option, type ParseResult, Schema, type SchemaAST } from "effect"
 import { API_PREFIX, MerchantApi } from "./Api.js"
@@ -20,12 +30,19 @@ export const DOCS_PATH = "/docs" as const
 
 // ---- the routes, and what each field fails as ----------------------------------------------------
 
+/** An endpoint of the contract as HttpApi.reflect gives it, with its group. */
+export interface ContractEndpoint {
+  readonly group: HttpApiGroup.HttpApiGroup.AnyWithProps
+  readonly endpoint: HttpApiEndpoint.HttpApiEndpoint<string, HttpMethod.HttpMethod>
+  /** The statuses of its successes. */
+  readonly successStatuses: ReadonlySet<number>
+}
+
 export interface Route {
   readonly method: string
   readonly path: string
-  /** The contract's names of the endpoint (raw routes have none). */
-  readonly group: string | undefined
-  readonly endpoint: string | undefined
+  /** The contract's endpoint (raw routes have none). */
+  readonly contract: ContractEndpoint | undefined
   /** Decodes a query as HttpApi does (the endpoint's URL parameters; none: any query). */
   readonly decodeQuery: (query: unknown) => Either.Either<unknown, ParseResult.ParseError>
   /** Body, query and path fields whose failures have their own code. */
@@ -52,8 +69,7 @@ const publicRoutes = (): ReadonlyArray<Route> => {
   const raw = (method: string, path: string): Route => ({
     method,
     path,
-    group: undefined,
-    endpoint: undefined,
+    contract: undefined,
     decodeQuery: anyQuery,
     fieldErrors: new Map(),
     pathParams: new Set(),
@@ -68,7 +84,7 @@ const publicRoutes = (): ReadonlyArray<Route> => {
   ]
   HttpApi.reflect(MerchantApi, {
     onGroup: () => undefined,
-    onEndpoint: ({ endpoint, group }) => {
+    onEndpoint: ({ endpoint, group, successes }) => {
       const params = fieldsOf(endpoint.pathSchema)
       const body = fieldsOf(endpoint.payloadSchema)
       const fieldErrors = new Map<string, Errors.ApiErrorConstructor>()
@@ -76,8 +92,7 @@ const publicRoutes = (): ReadonlyArray<Route> => {
       routes.push({
         method: endpoint.method,
         path: endpoint.path,
-        group: group.identifier,
-        endpoint: endpoint.name,
+        contract: { group, endpoint, successStatuses: new Set(successes.keys()) },
         decodeQuery: Option.match(endpoint.urlParamsSchema, { onNone: () => anyQuery, onSome: (schema) => Schema.decodeUnknownEither(schema) }),
         fieldErrors,
         pathParams: new Set(params.map(([name]) => name)),
@@ -118,49 +133,68 @@ const routeOf = (request: HttpServerRequest.HttpServerRequest): Route | undefine
 
 // ---- responses -----------------------------------------------------------------------------------
 
-const decodeFailure = (request: HttpServerRequest.HttpServerRequest, route: Route | undefined, error: HttpApiError.HttpApiDecodeError) => {
-  const issue = error.issues[0]
+/**
+ * The error a request that failed to decode gets (`issues` as HttpApiDecodeError has them,
+ * `message` when there are none): its first failing field's own error, else INVALID_QUERY.
+ */
+export const decodeFailure = (
+  method: string,
+  route: Route | undefined,
+  issues: ReadonlyArray<ParseResult.ArrayFormatterIssue>,
+  message: string
+): Errors.ApiError => {
+  const issue = issues[0]
   const field = issue !== undefined && issue.path.length > 0 ? String(issue.path[0]) : undefined
-  const message = Errors.boundedMessage(
-    issue === undefined
-      ? error.message
-      : Errors.issueText(issue, "request")
-  )
-  const forField = field !== undefined ? route?.fieldErrors.get(field) : request.method === "GET" ? undefined : route?.bodyError
-  return forField !== undefined ? new forField({ message }) : new Errors.InvalidQuery({ message })
+  const text = Errors.boundedMessage(issue === undefined ? message : Errors.issueText(issue, "request"))
+  const forField = field !== undefined ? route?.fieldErrors.get(field) : method === "GET" ? undefined : route?.bodyError
+  return forField !== undefined ? new forField({ message: text }) : new Errors.InvalidQuery({ message: text })
 }
 
-/** A body that is not JSON: RFC 9457 problem details, with the spec's error object beside them. */
-const malformedBody = (detail: string) =>
-  HttpServerResponse.unsafeJson({
-    type: "about:blank",
-    title: "Bad Request",
-    status: 400,
-    detail,
-    error: { code: "MERCHANT_MALFORMED_JSON", message: detail }
-  }, { status: 400, contentType: "application/problem+json" })
+/** An answer's status, Content-Type and body, for either path (HttpServerResponse or node's response). */
+export interface WireAnswer {
+  readonly status: number
+  readonly contentType: string
+  readonly body: string
+}
+
+/** An error of the contract as HttpApi encodes it. */
+export const errorAnswer = (error: Errors.ApiError): WireAnswer => ({ ...Errors.errorWire(error), contentType: "application/json" })
+
+/** RFC 9457 problem details, with the spec's error object beside them. */
+const problemAnswer = (status: number, title: string, code: string, detail: string): WireAnswer => ({
+  status,
+  contentType: "application/problem+json",
+  body: JSON.stringify({ type: "about:blank", title, status, detail, error: { code, message: detail } })
+})
+
+/** A body that is not JSON. */
+export const malformedBody = (detail: string): WireAnswer => problemAnswer(400, "Bad Request", "MERCHANT_MALFORMED_JSON", detail)
+
+/** What a body JSON.parse refused is told (the platform's RequestError has no description of its own). */
+export const NOT_JSON = "request body is not valid JSON"
 
 /**
  * A body refused as it was read (RequestBody.ts): too large is 413 (the rest of the body is read
  * and dropped, so that the client, still sending, reads the answer); a deep value is its field's
  * error, as any value of a wrong type is (CONTRACT 6); the rest is not JSON.
  */
-const bodyProblemResponse = (route: Route | undefined, problem: BodyProblem) => {
+export const bodyProblemAnswer = (route: Route | undefined, problem: BodyProblem): WireAnswer => {
   const message = bodyProblemMessage(problem)
-  if (problem._tag === "TooLarge") {
-    return HttpServerResponse.unsafeJson({
-      type: "about:blank",
-      title: "Content Too Large",
-      status: 413,
-      detail: message,
-      error: { code: "MERCHANT_BODY_TOO_LARGE", message }
-    }, { status: 413, contentType: "application/problem+json" })
-  }
+  if (problem._tag === "TooLarge") return problemAnswer(413, "Content Too Large", "MERCHANT_BODY_TOO_LARGE", message)
   const forField = problem._tag === "TooDeep"
     ? (problem.field !== undefined ? route?.fieldErrors.get(problem.field) : route?.bodyError)
     : undefined
-  return forField !== undefined ? Errors.errorResponse(new forField({ message })) : malformedBody(message)
+  return forField !== undefined ? errorAnswer(new forField({ message })) : malformedBody(message)
 }
+
+/** A defect's answer: a bare 500 in the spec's shape. */
+export const INTERNAL_ERROR: WireAnswer = {
+  status: 500,
+  contentType: "application/json",
+  body: Errors.errorBody("MERCHANT_INTERNAL_ERROR", "Internal error. The request may be retried; for purchases keep the same custom_id.")
+}
+
+const responseOf = (answer: WireAnswer) => HttpServerResponse.text(answer.body, { status: answer.status, contentType: answer.contentType })
 
 const hasNoBody = (request: HttpServerRequest.HttpServerRequest) =>
   request.headers["transfer-encoding"] === undefined && (request.headers["content-length"] ?? "0").trim() === "0"
@@ -187,10 +221,7 @@ const routeNotFound = (request: HttpServerRequest.HttpServerRequest) => {
   )
 }
 
-export const internalError = HttpServerResponse.text(
-  Errors.errorBody("MERCHANT_INTERNAL_ERROR", "Internal error. The request may be retried; for purchases keep the same custom_id."),
-  { status: 500, contentType: "application/json" }
-)
+export const internalError = responseOf(INTERNAL_ERROR)
 
 const isRequestError = (u: unknown): u is HttpServerError.RequestError => HttpServerError.isServerError(u) && u._tag === "RequestError"
 
@@ -207,18 +238,18 @@ export const SpecErrors = HttpApiBuilder.middleware(MerchantApi, (app) =>
       const error: unknown = failure ?? defect
       const route = routeOf(request)
       const problem = bodyProblemOf(NodeHttpServerRequest.toIncomingMessage(request))
-      if (problem !== undefined) return Effect.succeed(bodyProblemResponse(route, problem))
+      if (problem !== undefined) return Effect.succeed(responseOf(bodyProblemAnswer(route, problem)))
       if (error instanceof HttpApiError.HttpApiDecodeError) {
         // an empty body is no JSON at all (CONTRACT 6), not a body missing its fields (unless a path
         // parameter failed: a body-less POST such as a wallet's reconcile)
         const field = error.issues[0]?.path[0]
         const failsPathParam = field !== undefined && route?.pathParams.has(String(field)) === true
         if ((request.method === "POST" || request.method === "PUT") && hasNoBody(request) && !failsPathParam) {
-          return Effect.succeed(malformedBody("request body is empty: a JSON object is expected"))
+          return Effect.succeed(responseOf(malformedBody("request body is empty: a JSON object is expected")))
         }
-        return Effect.succeed(Errors.errorResponse(decodeFailure(request, route, error)))
+        return Effect.succeed(Errors.errorResponse(decodeFailure(request.method, route, error.issues, error.message)))
       }
-      if (isRequestError(error)) return Effect.succeed(malformedBody(error.description ?? "request body is not valid JSON"))
+      if (isRequestError(error)) return Effect.succeed(responseOf(malformedBody(error.description ?? NOT_JSON)))
       if (HttpServerError.isServerError(error) && error._tag === "RouteNotFound") return Effect.succeed(routeNotFound(request))
       if (failure === undefined && defect !== undefined) return Effect.as(logFault("unhandled defect", cause), internalError)
       return Effect.failCause(cause)

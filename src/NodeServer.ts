@@ -24,7 +24,7 @@ export interface RequestOptions {
 
 /** Answers a request itself and returns true, or returns false having done nothing (FastLane.ts). */
 export interface FastHandler {
-  readonly handle: (request: GuardedRequest, response: SlottedResponse<GuardedRequest>, fallback: (request?: IncomingMessage) => void) => boolean
+  readonly handle: (request: GuardedRequest, response: SlottedResponse<GuardedRequest>) => boolean
 }
 
 /** The Effect app's node handler (`NodeHttpServer.makeHandler`). */
@@ -69,7 +69,7 @@ export const requestListener =
   (request: GuardedRequest, response: SlottedResponse<GuardedRequest>) => {
     drain.admit(response)
     prepareRequest(request, options)
-    const handled = fast !== undefined && fast.handle(request, response, (passed = request) => app(passed, response))
+    const handled = fast !== undefined && fast.handle(request, response)
     drain.track(response)
     if (!handled) app(request, response)
   }

@@ -31,12 +31,6 @@ const problems = new WeakMap<IncomingMessage, BodyProblem>()
 /** What was wrong with the request's body, once it was read; undefined when nothing was. */
 export const bodyProblemOf = (request: IncomingMessage): BodyProblem | undefined => problems.get(request)
 
-/** A request made from another one's body (the fast lane's replay) shares its problem. */
-export const shareBodyProblem = (from: IncomingMessage, to: IncomingMessage): void => {
-  const problem = problems.get(from)
-  if (problem !== undefined) problems.set(to, problem)
-}
-
 export const bodyProblemMessage = (problem: BodyProblem): string => {
   switch (problem._tag) {
     case "TooLarge":

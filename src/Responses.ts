@@ -80,8 +80,9 @@ export const makeResponses = (server: string, metrics: Metrics, routes: Readonly
   )
 
   /**
-   * A JSON answer written straight on node's response (the fast lane), with the same id and count;
-   * `route` is the template the request matched (its label), known to the caller.
+   * A JSON answer written straight on node's response (the fast handler), with the same id and
+   * count; `route` is the template the request matched (its label), known to the caller. An
+   * `x-request-id` in `headers` is the one the caller has already told (a logged failure's).
    */
   const writeJson = (
     request: IncomingMessage,
@@ -90,12 +91,13 @@ export const makeResponses = (server: string, metrics: Metrics, routes: Readonly
     started: number,
     status: number,
     headers: Record<string, string>,
-    body: string | BodyBytes
+    body: string | BodyBytes,
+    contentType = "application/json"
   ) => {
     const incomingId = request.headers["x-request-id"]
     const bytes = typeof body === "string" ? Buffer.from(body) : body.bytes
     response.writeHead(status, {
-      "content-type": "application/json",
+      "content-type": contentType,
       "content-length": bytes.length,
       "x-request-id": requestIdOf(typeof incomingId === "string" ? incomingId : undefined),
       ...headers

@@ -5,8 +5,8 @@ import { MerchantApi } from "../Api.js"
 import { decodeCursor, encodeCursor } from "../Domain/Cursor.js"
 import { FeedNotReady, InvalidQuery } from "../Domain/Errors.js"
 import { centsCeil, centsFloor } from "../Domain/Money.js"
-import { type FastBody, fastGet, type FastRoute } from "../FastLane.js"
-import { ListParams, SearchParams } from "./Api.js"
+import { type FastBody, type FastGet, fastGet } from "../FastRoutes.js"
+import { CatalogueApi, ListParams, SearchParams } from "./Api.js"
 import { CatalogueDump } from "./Dump.js"
 import { CatalogueEngine } from "./Engine.js"
 import { type Entry, jsonListLength, writeJsonList } from "./Entry.js"
@@ -147,11 +147,14 @@ const searchPage = (engine: CatalogueEngine, q: typeof SearchParams.Type): PageP
  * `/items` and `/items/search` in the fast lane: the same bodies as the handlers below, built once
  * per query and index version. A prepared query's page builder is its cache key (it is kept per URL).
  */
-export const CatalogueFastRoutes = Effect.map(CatalogueEngine, (engine): ReadonlyArray<FastRoute> => {
+export const CatalogueFastRoutes = Effect.map(CatalogueEngine, (engine): ReadonlyArray<FastGet> => {
   const cached = makePageCache(engine)
   return [
-    fastGet("catalogue", "listItems", (q) => engine.isLoaded() ? Either.getOrUndefined(Either.map(listRequest(engine, q), cached)) : undefined),
-    fastGet("catalogue", "searchItems", (q) => engine.isLoaded() ? cached(() => searchPage(engine, q)) : undefined)
+    fastGet(
+      { group: CatalogueApi, urlParams: ListParams },
+      (q) => engine.isLoaded() ? Either.getOrUndefined(Either.map(listRequest(engine, q), cached)) : undefined
+    ),
+    fastGet({ group: CatalogueApi, urlParams: SearchParams }, (q) => engine.isLoaded() ? cached(() => searchPage(engine, q)) : undefined)
   ]
 })
 

@@ -1,11 +1,11 @@
 import { HttpApiBuilder } from "@effect/platform"
-import { Effect, Either, Option, Schema } from "effect"
+import { Effect, Option, Runtime, Schema } from "effect"
 import { MerchantApi } from "../Api.js"
 import { DirectReads } from "../Db/Database.js"
 import { usd } from "../Domain/Money.js"
-import { fastGet, type FastRoute } from "../FastLane.js"
+import { type FastGet, fastGet } from "../FastRoutes.js"
 import { BALANCE_SQL, BalanceRow, Ledger } from "../Ledger/Ledger.js"
-import type { Balance } from "./Api.js"
+import { type Balance, BalanceApi } from "./Api.js"
 import { CurrentMerchant } from "./Authentication.js"
 
 /** The response of GET /balance, in the order of the `Balance` schema. */
@@ -32,34 +32,32 @@ export const BalanceHttp = HttpApiBuilder.group(MerchantApi, "balance", (handler
     return handlers.handle("getBalance", () => getBalance(ledger))
   }))
 
-const decodeBalanceRow = Schema.decodeUnknownEither(BalanceRow)
-
-/** An answer the fast lane leaves to the handler. */
-const NOT_ANSWERED = Promise.resolve(undefined)
+const decodeBalanceRow = Schema.decodeUnknownSync(BalanceRow)
 
 /**
- * GET /balance in the fast lane. On PostgreSQL: the same statement and body as the handler, read
- * straight on the pool; a failed read or a missing row goes back to the handler, which answers it.
- * On PGlite: the balance kept in memory (Ledger/BalanceCache.ts), when one is; otherwise the
- * handler reads it (and keeps it for the next request).
+ * GET /balance's fast handler. On PostgreSQL: the same statement and body as the handler, read
+ * straight on the pool (a row that is missing or does not decode fails, as the handler's read
+ * does: 500). On PGlite: the balance kept in memory (Ledger/BalanceCache.ts), when one is;
+ * otherwise the handler's own read (which keeps it for the next request).
  */
 export const BalanceFastRoutes = Effect.gen(function*() {
   const reads = yield* DirectReads
   const ledger = yield* Ledger
+  const run = Runtime.runPromise(yield* Effect.runtime<never>())
   return Option.match(reads, {
-    onNone: (): ReadonlyArray<FastRoute> => [
-      fastGet("balance", "getBalance", () => (merchant) => {
+    onNone: (): ReadonlyArray<FastGet> => [
+      fastGet({ group: BalanceApi }, () => (merchant) => {
         const kept = ledger.keptBalance(merchant.id)
-        return kept === undefined ? NOT_ANSWERED : JSON.stringify(balanceOf(kept))
+        if (kept !== undefined) return JSON.stringify(balanceOf(kept))
+        return run(Effect.provideService(getBalance(ledger), CurrentMerchant, merchant)).then((balance) => JSON.stringify(balance))
       })
     ],
-    onSome: (read): ReadonlyArray<FastRoute> => [
-      fastGet("balance", "getBalance", () => (merchant) =>
-        read(BALANCE_SQL, [merchant.id]).then((rows) =>
-          rows.length === 1
-            ? Either.getOrUndefined(Either.map(decodeBalanceRow(rows[0]), (row) => JSON.stringify(balanceOf(row))))
-            : undefined
-        ))
+    onSome: (read): ReadonlyArray<FastGet> => [
+      fastGet({ group: BalanceApi }, () => (merchant) =>
+        read(BALANCE_SQL, [merchant.id]).then((rows) => {
+          if (rows.length !== 1) throw new Error("no balance row")
+          return JSON.stringify(balanceOf(decodeBalanceRow(rows[0])))
+        }))
     ]
   })
 })

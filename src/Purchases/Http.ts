@@ -1,14 +1,14 @@
 import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Effect, Either, Option, Runtime, Schema } from "effect"
+import { Effect, Either, Option, Runtime } from "effect"
 import { MerchantApi } from "../Api.js"
 import { Settings } from "../Config.js"
 import { MAX_DELIVERY_MINUTES } from "../Domain/CatalogItem.js"
-import { errorWire, InvalidMaxPrice, PurchaseNotFound, SteamIdMismatch } from "../Domain/Errors.js"
+import { type ApiError, InvalidMaxPrice, PurchaseNotFound, SteamIdMismatch } from "../Domain/Errors.js"
 import { exactForCents, topLevelNumberText } from "../Domain/Money.js"
 import { parseTradeUrl } from "../Domain/TradeUrl.js"
-import type { FastPostRoute } from "../FastLane.js"
+import { fastPost } from "../FastRoutes.js"
 import { CurrentMerchant } from "../Merchants/Authentication.js"
-import { BuyRequest, PurchaseCreated, type PurchaseListQuery, type PurchaseRejected } from "./Api.js"
+import { BuyRequest, PurchaseCreated, type PurchaseListQuery, type PurchaseRejected, PurchasesApi } from "./Api.js"
 import { BuyByName } from "./BuyByName.js"
 import { BuyEngine } from "./BuyEngine.js"
 import type { Recipient } from "./BuyStatements.js"
@@ -42,49 +42,41 @@ const exactMaxPrice = (parsed: number, body: string): number | undefined => {
   return value > 0 ? value : undefined
 }
 
+const invalidMaxPrice = () => new InvalidMaxPrice({ message: "max_price: max_price must be greater than 0" })
+
 /** The handlers' exactMaxPrice: the body's text is read again (the request keeps it). */
 const maxPriceOf = (parsed: number) =>
   Effect.flatMap(
     Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => Effect.orElseSucceed(request.text, () => "")),
     (text) => {
       const value = exactMaxPrice(parsed, text)
-      return value === undefined ? new InvalidMaxPrice({ message: "max_price: max_price must be greater than 0" }) : Effect.succeed(value)
+      return value === undefined ? invalidMaxPrice() : Effect.succeed(value)
     }
   )
 
-const decodeBuyRequest = Schema.decodeUnknownEither(BuyRequest)
-const encodePurchaseCreated = Schema.encodeEither(PurchaseCreated)
-
 /**
- * POST /buy in the fast lane: a body that decodes as the endpoint's does, for an active merchant,
- * bought by the buy engine as the handler buys, and answered as the handler answers: the 201 of
- * the purchase created or repeated, or the engine's refusal (each declared on the endpoint) with
- * its spec body. A body the handler would refuse before buying (its validation) goes to the
- * handler, which answers it.
+ * POST /buy's fast handler: the payload decoded as the endpoint decodes it, then what the handler
+ * does, in its order: max_price exactly as written, the recipient, the buy engine's buy; its
+ * refusals (each declared on the endpoint) are the contract's errors, answered with its bytes.
  */
 export const PurchasesFastRoutes = Effect.gen(function*() {
   const engine = yield* BuyEngine
   const run = Runtime.runPromise(yield* Effect.runtime<never>())
-  const route: FastPostRoute = {
-    group: "purchases",
-    endpoint: "buy",
-    answer: async (body, merchant, text) => {
-      const payload = Either.getOrUndefined(decodeBuyRequest(body))
-      if (payload === undefined) return undefined
-      const maxPrice = exactMaxPrice(payload.max_price, text)
-      if (maxPrice === undefined) return undefined
-      const recipient = Either.getOrUndefined(recipientOf(payload.target_trade_url, payload.target_steam_id))
-      if (recipient === undefined) return undefined
-      const outcome = await run(
-        Effect.either(engine.buy({ merchantId: merchant.id, itemId: payload.item_id, maxPrice, customId: payload.custom_id, recipient }))
-      )
-      // a refusal is answered here, not bought again by the handler (the engine ran it once)
-      if (outcome._tag === "Left") return errorWire(outcome.left)
-      const encoded = Either.getOrThrow(encodePurchaseCreated(purchaseCreated(outcome.right.purchase, outcome.right.balanceCents)))
-      return { status: 201, body: JSON.stringify(encoded) }
-    }
-  }
-  return [route]
+  return [
+    fastPost(
+      { group: PurchasesApi, payload: BuyRequest, success: PurchaseCreated, status: 201 },
+      async (payload, merchant, text): Promise<Either.Either<typeof PurchaseCreated.Type, ApiError>> => {
+        const maxPrice = exactMaxPrice(payload.max_price, text)
+        if (maxPrice === undefined) return Either.left(invalidMaxPrice())
+        const recipient = recipientOf(payload.target_trade_url, payload.target_steam_id)
+        if (Either.isLeft(recipient)) return Either.left(recipient.left)
+        const outcome = await run(
+          Effect.either(engine.buy({ merchantId: merchant.id, itemId: payload.item_id, maxPrice, customId: payload.custom_id, recipient: recipient.right }))
+        )
+        return Either.map(outcome, (bought) => purchaseCreated(bought.purchase, bought.balanceCents))
+      }
+    )
+  ]
 })
 
 const FAILED_MESSAGE = "The purchase was rejected; see failure. A refund is not implied: check refunded_amount."

@@ -1,9 +1,9 @@
 /**
  * POST /buy in the fast lane (src/FastLane.ts, bought by Purchases/BuyEngine.ts) over real
  * sockets, on either database. A cached key's buy is answered there, and must answer exactly as
- * HttpApi does: a purchase, a repeated custom_id, the buy engine's refusals and an inactive
- * merchant's. A body the handler's validation refuses is passed on to HttpApi with the same bytes.
- * Each answer changes nothing it should not and costs one rate-limit token.
+ * HttpApi does: a purchase, a repeated custom_id, the buy engine's refusals, the validation's
+ * refusals and an inactive merchant's. Each answer changes nothing it should not and costs one
+ * rate-limit token. (fast-handler-parity.test.ts compares each refusal's bytes with HttpApi's.)
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { PurchaseCreated } from "../../src/Purchases/Api.js"
@@ -127,7 +127,7 @@ describe("POST /buy in the fast lane", () => {
     expect(cents((await balanceOf(m.apiKey)).available)).toBe(cents(101.47) - cents(item.price))
   })
 
-  it("answers the buy's refusals in the fast lane with HttpApi's bytes, passes invalid bodies on: nothing changed, one token each", async () => {
+  it("answers the buy's refusals and invalid bodies in the fast lane with HttpApi's bytes: nothing changed, one token each", async () => {
     const m = await warmMerchant()
     const owned = items[4]!
     await bought(server, m, buyBody({ itemId: owned.id, maxPrice: 1000, customId: "taken" }))
@@ -138,22 +138,22 @@ describe("POST /buy in the fast lane", () => {
     const soldItem = { item_id: owned.id }
     const abovePrice = { item_id: items[5]!.id, max_price: items[5]!.price - 0.01 }
     const beyondBalance = { item_id: mostExpensive.id, max_price: mostExpensive.price }
-    // [what, the request, status, code, answered in the fast lane (the buy engine refused it)]
+    // [what, the request, status, code, answered in the fast lane (every refusal of a cached key is)]
     const refusals: Array<[string, (key: string) => Promise<JsonResponse>, number, string, boolean]> = [
       ["an unknown item", (key) => buy(key, unknownItem), 404, "MERCHANT_ITEM_NOT_FOUND", true],
       ["an item already sold", (key) => buy(key, soldItem), 409, "MERCHANT_ITEM_UNAVAILABLE", true],
       ["a price above max_price", (key) => buy(key, abovePrice), 409, "MERCHANT_PRICE_CHANGED", true],
       ["a custom_id used for another item", (key) => buy(key, { item_id: items[6]!.id, custom_id: "taken" }), 409, "MERCHANT_DUPLICATE_CUSTOM_ID", true],
       ["a balance below the live price", (key) => buy(key, beyondBalance), 402, "MERCHANT_INSUFFICIENT_BALANCE", true],
-      ["a bad trade URL", (key) => buy(key, { target_trade_url: "https://example.com/" }), 400, "MERCHANT_INVALID_TRADE_URL", false],
+      ["a bad trade URL", (key) => buy(key, { target_trade_url: "https://example.com/" }), 400, "MERCHANT_INVALID_TRADE_URL", true],
       [
         "a SteamID64 that is not the trade URL's",
         (key) => buy(key, { item_id: items[7]!.id, target_steam_id: "76561197960265729" }),
         400,
         "MERCHANT_STEAM_ID_MISMATCH",
-        false
+        true
       ],
-      ["a body that is not JSON", (key) => server.api("/buy", { method: "POST", key, body: "{\"item_id\": " }), 400, "MERCHANT_MALFORMED_JSON", false]
+      ["a body that is not JSON", (key) => server.api("/buy", { method: "POST", key, body: "{\"item_id\": " }), 400, "MERCHANT_MALFORMED_JSON", true]
     ]
     let fast = 0
     for (const [what, request, status, code, inFastLane] of refusals) {

@@ -1,7 +1,6 @@
-import { IncomingMessage } from "node:http"
 import { Socket } from "node:net"
 import { describe, expect, it } from "vitest"
-import { bodyProblemOf, GuardedRequest, shareBodyProblem } from "../../src/RequestBody.js"
+import { bodyProblemOf, GuardedRequest } from "../../src/RequestBody.js"
 
 const LIMIT = 4 * 1024 * 1024
 
@@ -15,7 +14,7 @@ const read = async (chunks: ReadonlyArray<Buffer>) => {
   for (const chunk of chunks) expect(request.push(chunk)).toBe(true)
   request.push(null)
   await ended
-  return { body: Buffer.concat(received).toString("utf8"), problem: bodyProblemOf(request), request }
+  return { body: Buffer.concat(received).toString("utf8"), problem: bodyProblemOf(request) }
 }
 
 describe("request bodies checked as they are read", () => {
@@ -45,11 +44,8 @@ describe("request bodies checked as they are read", () => {
 
   it("past the limit the rest is dropped as it comes, and the request still ends with the body", async () => {
     const mebibyte = Buffer.alloc(1024 * 1024, 0x61)
-    const { body, problem, request } = await read(Array.from({ length: LIMIT / mebibyte.length + 2 }, () => mebibyte))
+    const { body, problem } = await read(Array.from({ length: LIMIT / mebibyte.length + 2 }, () => mebibyte))
     expect([body, problem]).toEqual(["", { _tag: "TooLarge", limit: LIMIT }])
-    const replay = new IncomingMessage(new Socket())
-    shareBodyProblem(request, replay)
-    expect(bodyProblemOf(replay)).toEqual({ _tag: "TooLarge", limit: LIMIT })
     // exactly the limit is fine
     const full = Buffer.alloc(LIMIT, 0x20)
     expect((await read([full])).problem).toBeUndefined()
