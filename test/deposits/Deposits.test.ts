@@ -46,6 +46,19 @@ const books = (merchantId: string) =>
     return { available, entries: Number(row!.entries), events: Number(row!.events) }
   })
 
+/** A purchase's debit as the buy's statement writes it (Purchases/BuyStatements.ts): only if available covers it, with its ledger row. */
+const purchaseDebit = (merchantId: string, cents: number, purchaseId: string) =>
+  Effect.flatMap(PgClient.PgClient, (sql) =>
+    sql`
+      WITH debit AS (
+        UPDATE balances SET available_cents = available_cents - ${cents}, on_hold_cents = on_hold_cents + ${cents},
+               total_spent_cents = total_spent_cents + ${cents}, updated_at = now()
+        WHERE merchant_id = ${merchantId} AND available_cents >= ${cents} RETURNING available_cents),
+      debit_entry AS (
+        INSERT INTO ledger_entries (merchant_id, kind, amount_cents, available_after_cents, reference_id)
+        SELECT ${merchantId}, 'purchase_debit', ${-cents}, available_cents, ${purchaseId} FROM debit)
+      SELECT 1`)
+
 const creditedCents = (usdt: number) => Number(settle(toUnits(usdt, 6)!).creditedCents)
 
 layer(DepositsTest, { timeout: 60_000, excludeTestServices: true })("deposits and the ledger", (it) => {
@@ -129,7 +142,7 @@ layer(DepositsTest, { timeout: 60_000, excludeTestServices: true })("deposits an
       yield* deposits.credit({ merchantId, network: "tron", amount: 100 })
       const funded = (yield* books(merchantId)).available
       const purchaseId = crypto.randomUUID()
-      yield* sql`WITH ${ledger.purchaseDebitSteps(merchantId, 1_234, purchaseId)} SELECT 1`
+      yield* purchaseDebit(merchantId, 1_234, purchaseId)
       expect(yield* books(merchantId)).toMatchObject({ available: funded - 1_234, entries: 2 })
       const onHold = () => sql<{ n: string }>`SELECT on_hold_cents AS n FROM balances WHERE merchant_id = ${merchantId}`
       expect(Number((yield* onHold())[0]!.n)).toBe(1_234)
@@ -145,7 +158,7 @@ layer(DepositsTest, { timeout: 60_000, excludeTestServices: true })("deposits an
 
       // a debit larger than what is available changes nothing
       const tooDear = crypto.randomUUID()
-      yield* sql`WITH ${ledger.purchaseDebitSteps(merchantId, funded + 1, tooDear)} SELECT 1`
+      yield* purchaseDebit(merchantId, funded + 1, tooDear)
       expect(yield* books(merchantId)).toMatchObject({ available: funded, entries: 3 })
     }))
 })
