@@ -1,13 +1,15 @@
 /**
  * The outbox of webhook events (CONTRACT 4). `enqueue` must run inside the transaction of the state
  * change it reports, so an event exists exactly when its change does. The body is stored as the
- * exact bytes every attempt and replay will send.
+ * exact bytes every attempt and replay will send. A statement that writes its events together with
+ * its change (a buy, the worker's first steps) takes them prepared from here and writes the rows
+ * itself (OutboxRepo.ts says where).
  */
-import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import { randomUUID } from "node:crypto"
 import { Settings } from "../Config.js"
 import type { EventType } from "../Domain/EventType.js"
+import { OutboxRepo } from "./OutboxRepo.js"
 
 export interface NewEvent {
   readonly merchantId: string
@@ -26,6 +28,23 @@ export interface PreparedEvent {
   readonly body: string
 }
 
+/** An event whose body ends with balance_after, which only the statement that writes it knows. */
+export interface EventWithBalanceAfter extends NewEvent {
+  readonly id: string
+  readonly createdAt: Date
+  /** When its first attempt is due. */
+  readonly dueAt: Date
+  /** The body before and after balance_after's amount, which the statement writes as `cents / 100`. */
+  readonly head: string
+  readonly tail: string
+}
+
+/** Events prepared for a statement that writes several at once, and the wait before each one's first attempt. */
+export interface PreparedEvents {
+  readonly rows: ReadonlyArray<NewEvent & PreparedEvent>
+  readonly firstDelaySeconds: number
+}
+
 /**
  * An event's id, time and body, for a statement that writes it together with its state change
  * (`enqueue` writes it on its own).
@@ -40,7 +59,7 @@ export const prepare = (event: NewEvent): PreparedEvent => {
 
 export class Outbox extends Effect.Service<Outbox>()("Outbox", {
   effect: Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
+    const repo = yield* OutboxRepo
     // the retry schedule's first value: the wait before an event's first attempt
     const firstDelayMs = ((yield* Settings).webhookRetrySchedule[0] ?? 0) * 1000
     const dueAt = (createdAt: Date) => new Date(createdAt.getTime() + firstDelayMs)
@@ -48,50 +67,35 @@ export class Outbox extends Effect.Service<Outbox>()("Outbox", {
     /** Writes one event; returns its event_id. Call inside the state change's transaction. */
     const enqueue = (event: NewEvent) =>
       Effect.gen(function*() {
-        const { id, createdAt, body } = prepare(event)
-        yield* sql`INSERT INTO webhook_events (id, merchant_id, event_type, order_id, body, created_at, next_attempt_at)
-                   VALUES (${id}, ${event.merchantId}, ${event.type}, ${event.orderId}, ${body}, ${createdAt}, ${dueAt(createdAt)})`
+        const { body, createdAt, id } = prepare(event)
+        yield* repo.insertEvent({ id, merchantId: event.merchantId, type: event.type, orderId: event.orderId, body, createdAt, dueAt: dueAt(createdAt) })
         return id
-      })
+      }).pipe(Effect.catchTag("ParseError", Effect.die))
 
     /**
-     * Writes an event as the step `event` of the caller's statement (WITH ...), together with the
-     * state change it reports (only if the statement's CTE `from` has a row: the change happened),
-     * for a change whose resulting balance only that statement knows: the CTE `from`'s
-     * `available_cents` becomes the data's last field, balance_after.
+     * An event whose data's last field is balance_after, for a statement that writes it with the
+     * change whose resulting balance only that statement knows.
      */
-    const stepWithBalanceAfter = (event: NewEvent, from: string) => {
+    const withBalanceAfter = (event: NewEvent): EventWithBalanceAfter => {
       const prepared = prepare({ ...event, data: { ...event.data, balance_after: BALANCE_MARK } })
       const mark = prepared.body.lastIndexOf(JSON.stringify(BALANCE_MARK))
-      const head = prepared.body.slice(0, mark)
-      const tail = prepared.body.slice(mark + JSON.stringify(BALANCE_MARK).length)
-      // the amount as JSON.stringify writes cents / 100: no trailing zeros, no exponent
-      return sql`
-        event AS (
-          INSERT INTO webhook_events (id, merchant_id, event_type, order_id, body, created_at, next_attempt_at)
-          SELECT ${prepared.id}, ${event.merchantId}, ${event.type}, ${event.orderId},
-            ${head} || trim_scale(available_cents::numeric / 100)::text || ${tail}, ${prepared.createdAt},
-            ${dueAt(prepared.createdAt)}
-          FROM ${sql(from)})`
+      return {
+        ...event,
+        id: prepared.id,
+        createdAt: prepared.createdAt,
+        dueAt: dueAt(prepared.createdAt),
+        head: prepared.body.slice(0, mark),
+        tail: prepared.body.slice(mark + JSON.stringify(BALANCE_MARK).length)
+      }
     }
 
-    /**
-     * Writes several events as the step `events` of the caller's statement (WITH ...): each only if
-     * the statement's CTE `from` has a row whose `id` is the event's order id (its change happened).
-     */
-    const stepsByOrder = (events: ReadonlyArray<NewEvent & { readonly orderId: string }>, from: string) => {
-      const prepared = events.map(prepare)
-      return sql`
-        events AS (
-          INSERT INTO webhook_events (id, merchant_id, event_type, order_id, body, created_at, next_attempt_at)
-          SELECT e.id, e.merchant_id, e.event_type, e.order_id, e.body, e.created_at, e.created_at + make_interval(secs => ${firstDelayMs / 1000})
-          FROM unnest(${prepared.map((p) => p.id)}::uuid[], ${events.map((e) => e.merchantId)}::uuid[],
-                      ${events.map((e) => e.type)}::text[], ${events.map((e) => e.orderId)}::uuid[],
-                      ${prepared.map((p) => p.body)}::text[], ${prepared.map((p) => p.createdAt.toISOString())}::timestamptz[])
-            AS e(id, merchant_id, event_type, order_id, body, created_at)
-          WHERE e.order_id IN (SELECT id FROM ${sql(from)}))`
-    }
+    /** Events for a statement that writes them together with the changes they report. */
+    const prepareAll = (events: ReadonlyArray<NewEvent>): PreparedEvents => ({
+      rows: events.map((event) => ({ ...event, ...prepare(event) })),
+      firstDelaySeconds: firstDelayMs / 1000
+    })
 
-    return { enqueue, stepWithBalanceAfter, stepsByOrder } as const
-  })
+    return { enqueue, withBalanceAfter, prepareAll } as const
+  }),
+  dependencies: [OutboxRepo.Default]
 }) {}
