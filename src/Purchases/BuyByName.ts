@@ -11,8 +11,7 @@
  * within what is left of its budget, or closes it. Each attempt is bought holding the record
  * locked as its owner, so two processes never try items of one cycle at once.
  */
-import { SqlClient } from "@effect/sql"
-import { Cause, Data, Effect, Exit, Fiber, Option, Schema } from "effect"
+import { Cause, Data, Effect, Exit, Fiber, Option } from "effect"
 import { CatalogueEngine } from "../Catalogue/Engine.js"
 import { Settings } from "../Config.js"
 import { isConnectionLossCause } from "../Db/ConnectionLoss.js"
@@ -21,9 +20,10 @@ import { centsFloor } from "../Domain/Money.js"
 import { Fibers } from "../Ops/Fibers.js"
 import { BuyEngine } from "./BuyEngine.js"
 import type { Recipient } from "./BuyStatements.js"
-import { PurchaseHandover } from "./Handover.js"
+import { CyclesRepo } from "./CyclesRepo.js"
 import { Purchases } from "./Purchases.js"
-import { decodeRows, purchaseColumns, type PurchaseRow } from "./Rows.js"
+import { PurchasesRepo } from "./Repo.js"
+import type { PurchaseRow } from "./Rows.js"
 
 const MAX_ATTEMPTS = 5
 /** Items that vanished between the index and the lock do not count as attempts, up to this many. */
@@ -64,28 +64,15 @@ interface Progress {
 
 const fresh: Progress = { attempts: 0, tried: new Set(), last: undefined, pending: undefined }
 
-/** A running cycle whose process died, as the recovery claims it. */
-const AbandonedCycle = Schema.Struct({
-  merchantId: Schema.String,
-  customId: Schema.String,
-  marketHashName: Schema.NullOr(Schema.String),
-  tradeUrl: Schema.String,
-  steamId: Schema.String,
-  maxPrice: Schema.NullOr(Schema.String),
-  estimatedTime: Schema.NullOr(Schema.Number),
-  deadline: Schema.NullOr(Schema.DateFromSelf)
-})
-const decodeAbandoned = Schema.decodeUnknown(Schema.Array(AbandonedCycle))
-
 export class BuyByName extends Effect.Service<BuyByName>()("BuyByName", {
   scoped: Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
     const settings = yield* Settings
     const engine = yield* CatalogueEngine
     const purchases = yield* Purchases
     const buyEngine = yield* BuyEngine
     const fibers = yield* Fibers
-    const owner = (yield* PurchaseHandover).owner
+    const cyclesRepo = yield* CyclesRepo
+    const purchasesRepo = yield* PurchasesRepo
     const cycles = yield* Effect.scope
 
     /**
@@ -100,21 +87,19 @@ export class BuyByName extends Effect.Service<BuyByName>()("BuyByName", {
      */
     const rejected = (row: PurchaseRow) => row.status === "failed" && !row.acknowledged && row.tradeOfferId === null && row.completedAt === null
 
-    const record = (request: BuyByNameRequest) => sql`merchant_id = ${request.merchantId} AND custom_id = ${request.customId}`
+    const record = (request: BuyByNameRequest) => ({ merchantId: request.merchantId, customId: request.customId })
 
     /** The cycle's record, locked, if this process still runs it: taken in each attempt's transaction. */
     const holdRecord = (request: BuyByNameRequest) =>
-      sql`SELECT 1 FROM purchase_requests WHERE ${record(request)} AND cycle_state = 'running' AND cycle_owner = ${owner}
-          FOR UPDATE`.pipe(
+      cyclesRepo.hold(record(request)).pipe(
         Effect.orDie,
-        Effect.flatMap((rows) => rows.length === 0 ? Effect.fail(new CycleLost()) : Effect.void)
+        Effect.flatMap((held) => held ? Effect.void : Effect.fail(new CycleLost()))
       )
 
     const renewLease = (request: BuyByNameRequest) =>
       Effect.forever(Effect.zipRight(
         Effect.sleep(RENEW_EVERY),
-        sql`UPDATE purchase_requests SET cycle_lease_until = now() + make_interval(secs => ${CYCLE_LEASE_SECONDS})
-            WHERE ${record(request)} AND cycle_owner = ${owner}`.pipe(Effect.ignoreLogged)
+        cyclesRepo.renewLease({ ...record(request), leaseSeconds: CYCLE_LEASE_SECONDS }).pipe(Effect.ignoreLogged)
       ))
 
     /**
@@ -125,10 +110,10 @@ export class BuyByName extends Effect.Service<BuyByName>()("BuyByName", {
      */
     const settle = (request: BuyByNameRequest, exit: Exit.Exit<unknown, unknown>) =>
       Exit.isInterrupted(exit) || (Exit.isFailure(exit) && isConnectionLossCause(exit.cause))
-        ? sql`UPDATE purchase_requests SET cycle_lease_until = now() WHERE ${record(request)} AND cycle_owner = ${owner}`
+        ? cyclesRepo.giveUp(record(request))
         : Exit.isFailure(exit) && Option.exists(Cause.failureOption(exit.cause), (error) => error instanceof CycleLost)
         ? Effect.void
-        : sql`UPDATE purchase_requests SET cycle_state = 'done', cycle_lease_until = NULL WHERE ${record(request)} AND cycle_owner = ${owner}`
+        : cyclesRepo.close(record(request))
 
     /** Runs a cycle from where it stands until it is answered or the budget ends. */
     const cycle = (request: BuyByNameRequest, deadline: number, from: Progress): Effect.Effect<ByNameOutcome, ByNameError | CycleLost> =>
@@ -184,9 +169,7 @@ export class BuyByName extends Effect.Service<BuyByName>()("BuyByName", {
           error._tag === "NoItemsFound" || error._tag === "InsufficientBalance"
             ? Effect.gen(function*() {
               const any = yield* purchases.latestByCustomId(request.merchantId, request.customId)
-              if (Option.isNone(any)) {
-                yield* sql`DELETE FROM purchase_requests WHERE ${record(request)} AND cycle_owner = ${owner}`
-              }
+              if (Option.isNone(any)) yield* cyclesRepo.remove(record(request))
             }).pipe(Effect.orDie)
             : Effect.void
         ),
@@ -220,14 +203,17 @@ export class BuyByName extends Effect.Service<BuyByName>()("BuyByName", {
     const buy = (request: BuyByNameRequest) =>
       Effect.gen(function*() {
         const deadline = Date.now() + settings.byNameBudgetSeconds * 1000
-        const inserted = yield* sql`
-          INSERT INTO purchase_requests (merchant_id, custom_id, kind, market_hash_name, target_trade_url, target_steam_id, cycle_state,
-                                         max_price, estimated_time, cycle_deadline, cycle_owner, cycle_lease_until)
-          VALUES (${request.merchantId}, ${request.customId}, 'by_name', ${request.marketHashName}, ${request.recipient.tradeUrl},
-                  ${request.recipient.steamId}, 'running', ${String(request.maxPrice)}, ${request.estimatedTime}, ${new Date(deadline)},
-                  ${owner}, now() + make_interval(secs => ${CYCLE_LEASE_SECONDS}))
-          ON CONFLICT (merchant_id, custom_id) DO NOTHING RETURNING custom_id`.pipe(Effect.orDie)
-        if (inserted.length === 0) return yield* repeat(request)
+        const inserted = yield* cyclesRepo.insert({
+          ...record(request),
+          marketHashName: request.marketHashName,
+          tradeUrl: request.recipient.tradeUrl,
+          steamId: request.recipient.steamId,
+          maxPrice: String(request.maxPrice),
+          estimatedTime: request.estimatedTime,
+          deadline: new Date(deadline),
+          leaseSeconds: CYCLE_LEASE_SECONDS
+        }).pipe(Effect.orDie)
+        if (!inserted) return yield* repeat(request)
         const fiber = yield* Effect.forkIn(cycle(request, deadline, fresh), cycles)
         return yield* Fiber.join(fiber).pipe(Effect.catchTag("CycleLost", () => Effect.fail(lost())))
       }).pipe(Effect.withSpan("BuyByName.buy"))
@@ -235,8 +221,7 @@ export class BuyByName extends Effect.Service<BuyByName>()("BuyByName", {
     /** Where an abandoned cycle stood: its attempts so far, the latest one unless the provider rejected it. */
     const progressOf = (merchantId: string, customId: string) =>
       Effect.map(
-        sql`SELECT ${purchaseColumns(sql)} FROM purchases WHERE merchant_id = ${merchantId} AND custom_id = ${customId}
-            ORDER BY attempt`.pipe(Effect.flatMap(decodeRows), Effect.orDie),
+        purchasesRepo.attempts({ merchantId, customId }).pipe(Effect.orDie),
         (rows): Progress => {
           const latest = rows[rows.length - 1]
           return {
@@ -251,15 +236,7 @@ export class BuyByName extends Effect.Service<BuyByName>()("BuyByName", {
 
     /** Takes over running cycles whose process died, and carries each on (or closes it) in this process's scope. */
     const recover = Effect.gen(function*() {
-      const claimed = yield* sql`
-        UPDATE purchase_requests SET cycle_owner = ${owner}, cycle_lease_until = now() + make_interval(secs => ${CYCLE_LEASE_SECONDS})
-        WHERE (merchant_id, custom_id) IN (
-          SELECT merchant_id, custom_id FROM purchase_requests
-          WHERE cycle_state = 'running' AND (cycle_lease_until IS NULL OR cycle_lease_until < now())
-          ORDER BY cycle_lease_until NULLS FIRST LIMIT ${RECOVERY_BATCH} FOR UPDATE SKIP LOCKED)
-        RETURNING merchant_id AS "merchantId", custom_id AS "customId", market_hash_name AS "marketHashName",
-                  target_trade_url AS "tradeUrl", target_steam_id AS "steamId", max_price AS "maxPrice",
-                  estimated_time AS "estimatedTime", cycle_deadline AS "deadline"`.pipe(Effect.flatMap(decodeAbandoned))
+      const claimed = yield* cyclesRepo.claimAbandoned({ limit: RECOVERY_BATCH, leaseSeconds: CYCLE_LEASE_SECONDS })
       for (const row of claimed) {
         const request: BuyByNameRequest = {
           merchantId: row.merchantId,
@@ -285,5 +262,5 @@ export class BuyByName extends Effect.Service<BuyByName>()("BuyByName", {
 
     return { buy } as const
   }),
-  dependencies: [Purchases.Default, BuyEngine.Default]
+  dependencies: [Purchases.Default, BuyEngine.Default, CyclesRepo.Default, PurchasesRepo.Default]
 }) {}

@@ -30,7 +30,8 @@ import { makeBuyQueue } from "./BuyQueue.js"
 import { type Bought, type BuyByIdRequest, type BuyItemInput, BuyStatements } from "./BuyStatements.js"
 import { PurchaseHandover } from "./Handover.js"
 import { pipelinedBatch } from "./PipelinedBuys.js"
-import { Purchases, type RequestRow } from "./Purchases.js"
+import { Purchases } from "./Purchases.js"
+import type { RequestRow } from "./Repo.js"
 import type { PurchaseRow } from "./Rows.js"
 
 export type CreateOutcome =

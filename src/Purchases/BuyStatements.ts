@@ -5,17 +5,22 @@
  * `purchase.created` event, and reserves the item, in one statement. Their texts and parameters
  * are `compile`d for the pipelined driver and the benches' bare baseline, and run through
  * SqlClient by the other driver: one text either way.
+ *
+ * The buy statement writes tables of four features, and its whole text is here, each piece named
+ * by the feature whose table it writes: a buy is one round trip, so its pieces cannot be statements
+ * of their features' repositories. What those features keep: the ledger's other changes
+ * (Ledger/Repo.ts), the outbox's bodies (Webhooks/Outbox.ts prepares this one's), the logging of
+ * the reservation after the commit (Catalogue/ChangeLogRepo.ts).
  */
 import { SqlClient } from "@effect/sql"
 import { Effect, Either, type ParseResult, Schema } from "effect"
 import { randomUUID } from "node:crypto"
-import { ChangeLog } from "../Catalogue/ChangeLog.js"
 import { CatalogItem } from "../Domain/CatalogItem.js"
 import { Int8 } from "../Domain/Db.js"
 import { InsufficientBalance, ItemNotFound, ItemUnavailable, PriceChanged } from "../Domain/Errors.js"
 import { compareCents } from "../Domain/Money.js"
-import { Ledger } from "../Ledger/Ledger.js"
-import { Outbox } from "../Webhooks/Outbox.js"
+import { BalanceCache } from "../Ledger/BalanceCache.js"
+import { type EventWithBalanceAfter, Outbox } from "../Webhooks/Outbox.js"
 import { LEASE_SECONDS, PurchaseHandover } from "./Handover.js"
 import { decodeRows, purchaseColumns, purchaseEventData, type PurchaseRow } from "./Rows.js"
 
@@ -108,8 +113,7 @@ export const compareText = (a: string, b: string) => a < b ? -1 : a > b ? 1 : 0
 export class BuyStatements extends Effect.Service<BuyStatements>()("BuyStatements", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const ledger = yield* Ledger
-    const changeLog = yield* ChangeLog
+    const balances = yield* BalanceCache
     const outbox = yield* Outbox
     const handover = yield* PurchaseHandover
 
@@ -128,6 +132,71 @@ export class BuyStatements extends Effect.Service<BuyStatements>()("BuyStatement
     const deleteRequest = (input: BuyByIdRequest) =>
       sql`DELETE FROM purchase_requests WHERE merchant_id = ${input.merchantId} AND custom_id = ${input.customId}`
 
+    // The buy statement's pieces, each named by the feature whose tables it writes. They make one
+    // statement, so that a buy is one round trip; each is done only if the CTE `debit` has a row.
+
+    /**
+     * Ledger (balances, ledger_entries): the debit of the price if available covers it (available
+     * shrinks, on_hold and total_spent grow), and its ledger row. The CTE `debit` returns
+     * available_cents after it; it is empty, and nothing changed, when available is below the price.
+     * Announced to the Ledger's BalanceCache (PGlite) as the statement is made.
+     */
+    const debitSteps = (merchantId: string, cents: number, purchaseId: string) => {
+      balances.changedNow(merchantId)
+      return sql`
+      debit AS (
+        UPDATE balances SET available_cents = available_cents - ${cents}, on_hold_cents = on_hold_cents + ${cents},
+               total_spent_cents = total_spent_cents + ${cents}, updated_at = now()
+        WHERE merchant_id = ${merchantId} AND available_cents >= ${cents} RETURNING available_cents),
+      debit_entry AS (
+        INSERT INTO ledger_entries (merchant_id, kind, amount_cents, available_after_cents, reference_id)
+        SELECT ${merchantId}, 'purchase_debit', ${-cents}, available_cents, ${purchaseId} FROM debit)`
+    }
+
+    /** Purchases (purchases): the purchase, leased to this process's worker; the CTE `inserted`. */
+    const purchaseStep = (input: BuyItemInput, row: LockedItem, purchaseId: string) => {
+      const item = row.item
+      return sql`
+      inserted AS (
+        INSERT INTO purchases (id, merchant_id, custom_id, attempt, item_id, market_hash_name, image_url, exterior, float,
+          delivery_type, estimated_delivery_minutes, price_cents, provider_price_cents, sim, target_trade_url, target_steam_id,
+          provider_request_id, lease_owner, lease_until)
+        SELECT ${purchaseId}, ${input.merchantId}, ${input.customId}, ${input.attempt}, ${input.itemId}, ${item.market_hash_name},
+          ${item.image_url}, ${item.exterior}, ${item.float}, ${item.delivery_type}, ${item.estimated_delivery_minutes},
+          ${row.priceCents}, ${row.providerPriceCents}, ${row.sim}, ${input.recipient.tradeUrl}, ${input.recipient.steamId},
+          ${randomUUID()}, ${handover.owner}, now() + make_interval(secs => ${LEASE_SECONDS})
+        FROM debit
+        RETURNING ${purchaseColumns(sql)}, next_step_at <= now() AS "dueNow")`
+    }
+
+    /**
+     * Webhooks (webhook_events): the outbox row of `purchase.created`, its body prepared by
+     * Outbox.ts but for balance_after, the debit's available_cents written as JSON.stringify writes
+     * cents / 100 (no trailing zeros, no exponent).
+     */
+    const eventStep = (event: EventWithBalanceAfter) =>
+      sql`
+      event AS (
+        INSERT INTO webhook_events (id, merchant_id, event_type, order_id, body, created_at, next_attempt_at)
+        SELECT ${event.id}, ${event.merchantId}, ${event.type}, ${event.orderId},
+          ${event.head} || trim_scale(available_cents::numeric / 100)::text || ${event.tail}, ${event.createdAt},
+          ${event.dueAt}
+        FROM debit)`
+
+    /**
+     * Catalogue (catalogue_items, catalogue_reservations): the item taken out of the live
+     * catalogue; the CTE `reserved` is the item if it was active. Its removal is not logged here but
+     * queued, so the buy takes no lock that other merchants' buys wait for; the catalogue logs it
+     * after the commit (ChangeLog.logReservations).
+     */
+    const reservationSteps = (itemId: string) =>
+      sql`
+      reserved AS (
+        UPDATE catalogue_items SET status = 'reserved', updated_at = now()
+        WHERE id = ${itemId} AND status = 'active' AND EXISTS (SELECT 1 FROM debit) RETURNING id),
+      queued AS (
+        INSERT INTO catalogue_reservations (item_id) SELECT id FROM reserved)`
+
     /**
      * The debit and its ledger row, the purchase, `purchase.created` and the reservation, as one
      * statement. So the merchant's balance row, which orders the merchant's buys, is held for this
@@ -139,16 +208,15 @@ export class BuyStatements extends Effect.Service<BuyStatements>()("BuyStatement
      */
     const buyStatement = (input: BuyItemInput, row: LockedItem, undoRequestUnlessBought = false) => {
       const purchaseId = randomUUID()
-      const item = row.item
-      const created = {
+      const created = outbox.withBalanceAfter({
         merchantId: input.merchantId,
-        type: "purchase.created" as const,
+        type: "purchase.created",
         orderId: purchaseId,
         data: purchaseEventData({
           id: purchaseId,
           customId: input.customId,
           status: "created",
-          marketHashName: item.market_hash_name,
+          marketHashName: row.item.market_hash_name,
           priceCents: row.priceCents,
           targetSteamId: input.recipient.steamId,
           tradeOfferId: null,
@@ -157,21 +225,12 @@ export class BuyStatements extends Effect.Service<BuyStatements>()("BuyStatement
           failureMessage: null,
           refundedCents: null
         })
-      }
+      })
       return sql`
-        WITH ${ledger.purchaseDebitSteps(input.merchantId, row.priceCents, purchaseId)},
-        inserted AS (
-          INSERT INTO purchases (id, merchant_id, custom_id, attempt, item_id, market_hash_name, image_url, exterior, float,
-            delivery_type, estimated_delivery_minutes, price_cents, provider_price_cents, sim, target_trade_url, target_steam_id,
-            provider_request_id, lease_owner, lease_until)
-          SELECT ${purchaseId}, ${input.merchantId}, ${input.customId}, ${input.attempt}, ${input.itemId}, ${item.market_hash_name},
-            ${item.image_url}, ${item.exterior}, ${item.float}, ${item.delivery_type}, ${item.estimated_delivery_minutes},
-            ${row.priceCents}, ${row.providerPriceCents}, ${row.sim}, ${input.recipient.tradeUrl}, ${input.recipient.steamId},
-            ${randomUUID()}, ${handover.owner}, now() + make_interval(secs => ${LEASE_SECONDS})
-          FROM debit
-          RETURNING ${purchaseColumns(sql)}, next_step_at <= now() AS "dueNow"),
-        ${outbox.stepWithBalanceAfter(created, "debit")},
-        ${changeLog.reservationSteps(input.itemId, sql`EXISTS (SELECT 1 FROM debit)`)},
+        WITH ${debitSteps(input.merchantId, row.priceCents, purchaseId)},
+        ${purchaseStep(input, row, purchaseId)},
+        ${eventStep(created)},
+        ${reservationSteps(input.itemId)},
         bought AS (
           SELECT inserted.*, debit.available_cents AS "balanceAfterCents", EXISTS (SELECT 1 FROM reserved) AS reserved
           FROM inserted, debit)
@@ -199,5 +258,5 @@ export class BuyStatements extends Effect.Service<BuyStatements>()("BuyStatement
 
     return { insertRequest, lockItems, deleteRequest, buyStatement, buyItem } as const
   }),
-  dependencies: [Ledger.Default, Outbox.Default, ChangeLog.Default, PurchaseHandover.Default]
+  dependencies: [BalanceCache.Default, Outbox.Default, PurchaseHandover.Default]
 }) {}

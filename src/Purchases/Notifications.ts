@@ -1,26 +1,22 @@
 /**
  * Purchase change notifications: every transaction that changes purchases sends
- * pg_notify('purchase_changed', ids) (their ids, comma-separated), delivered at commit to every
- * process; here they fan out, one id at a time, to
+ * pg_notify('purchase_changed', ids) (their ids, comma-separated: `PurchasesRepo.notifying`),
+ * delivered at commit to every process; here they fan out, one id at a time, to
  * in-process waiters (buy-sync, buy-by-name) and wake the purchase worker: each one is a step's
  * end with its next schedule, which may give it work. A step of this process's own worker, which
  * knows the schedule it wrote, does not wake it.
  */
-import { SqlClient, type Statement } from "@effect/sql"
-import { PgClient } from "@effect/sql-pg"
 import { Effect, PubSub, Queue, Stream } from "effect"
 import { LISTENING } from "../Db/Listen.js"
 import { Fibers } from "../Ops/Fibers.js"
-
-export const PURCHASE_CHANGED = "purchase_changed"
+import { PurchasesRepo } from "./Repo.js"
 
 /** How long a change announced by `changingHere` may take to commit; an entry older than that (its transaction rolled back) wakes the worker again. */
 const HERE_EXPIRY_MS = 10_000
 
 export class PurchaseNotifications extends Effect.Service<PurchaseNotifications>()("PurchaseNotifications", {
   scoped: Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    const pg = yield* PgClient.PgClient
+    const repo = yield* PurchasesRepo
     const fibers = yield* Fibers
     const changes = yield* PubSub.unbounded<string>()
     const work = yield* Queue.sliding<void>(1)
@@ -33,7 +29,7 @@ export class PurchaseNotifications extends Effect.Service<PurchaseNotifications>
     }
 
     yield* fibers.supervise("purchase-notifications", (beat) =>
-      pg.listen(PURCHASE_CHANGED).pipe(Stream.runForEach((payload) =>
+      repo.changes.pipe(Stream.runForEach((payload) =>
         Effect.suspend(() => {
           // (re)listening: another process's changes meanwhile went unheard; the worker looks again
           if (payload === LISTENING) return Effect.zipRight(Queue.offer(work, undefined), beat)
@@ -59,20 +55,13 @@ export class PurchaseNotifications extends Effect.Service<PurchaseNotifications>
         here.set(purchaseId, now + HERE_EXPIRY_MS)
       })
 
-    /**
-     * The notification as an SQL expression, to put in a statement of the transaction that changes
-     * the purchase (it is sent at commit; no round trip of its own). `purchaseIds`: an id, or an
-     * expression of several, comma-separated (one notification for a statement's purchases).
-     */
-    const notifying = (purchaseIds: string | Statement.Fragment) => sql`pg_notify(${PURCHASE_CHANGED}, ${purchaseIds})`
-
     /** A subscription to changed purchase ids (scoped). */
     const subscribe = PubSub.subscribe(changes)
 
     /** Completes when some purchase changed (the worker's wake-up). */
     const awaitWork = Queue.take(work)
 
-    return { notifying, subscribe, awaitWork, changingHere } as const
+    return { subscribe, awaitWork, changingHere } as const
   }),
-  dependencies: [Fibers.Default]
+  dependencies: [PurchasesRepo.Default, Fibers.Default]
 }) {}

@@ -9,9 +9,8 @@
  * without a claim. The first steps of new purchases are taken together: what is handed over within
  * HANDOVER_GATHER is placed with the provider in one call and moved to processing in one statement.
  * A step's end tells the claimer when that purchase is next due, so its own notification does not
- * wake the claimer to query what it already knows. The statements are in WorkerStatements.ts.
+ * wake the claimer to query what it already knows. The statements are in WorkerRepo.ts.
  */
-import { SqlClient, type Statement } from "@effect/sql"
 import { Effect, FiberSet, Layer, Option, Queue, Schema } from "effect"
 import { logFault } from "../Db/ConnectionLoss.js"
 import { SimHints } from "../Domain/CatalogItem.js"
@@ -26,7 +25,7 @@ import { Outbox } from "../Webhooks/Outbox.js"
 import { PurchaseHandover } from "./Handover.js"
 import { PurchaseNotifications } from "./Notifications.js"
 import { purchaseEventData, type PurchaseRow } from "./Rows.js"
-import { CLAIM_BATCH, makeWorkerStatements } from "./WorkerStatements.js"
+import { CLAIM_BATCH, WorkerRepo } from "./WorkerRepo.js"
 
 /** A purchase's test-mode hints, as written from the item's (checked on write). */
 const decodeSimHints = Schema.decodeUnknownSync(Schema.parseJson(SimHints))
@@ -46,7 +45,6 @@ const IDLE_WAIT_MS = 5_000
 const REVERSAL_WATCH_SLACK_MS = 60_000
 
 export const PurchaseWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
-  const sql = yield* SqlClient.SqlClient
   const provider = yield* PurchaseProvider
   const ledger = yield* Ledger
   const outbox = yield* Outbox
@@ -54,12 +52,12 @@ export const PurchaseWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
   const fibers = yield* Fibers
   const metrics = yield* Metrics
   const handover = yield* PurchaseHandover
-  const statements = yield* makeWorkerStatements(handover.owner)
+  const repo = yield* WorkerRepo
 
   // Added first, so run last: once this process's steps are stopped (shutdown), what it still
   // holds is let go and announced, for another process to claim at once instead of when the
   // leases run out. Anything a stopped step began was rolled back; its provider request id stays.
-  yield* Effect.addFinalizer(() => statements.releaseAll.pipe(Effect.timeout("2 seconds"), Effect.ignoreLogged))
+  yield* Effect.addFinalizer(() => repo.releaseAll.pipe(Effect.timeout("2 seconds"), Effect.ignoreLogged))
 
   // The claimer's schedule: when it wakes from idling (-Infinity while it claims), and the earliest
   // next look that this process's steps scheduled since its last claim began.
@@ -85,51 +83,51 @@ export const PurchaseWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
   const requestIdOf = (row: PurchaseRow) =>
     row.providerRequestId !== null
       ? Effect.succeed(row.providerRequestId)
-      : Effect.map(statements.assignRequestId(row.id), ({ requestId }) => requestId)
+      : Effect.map(repo.assignRequestId(row.id), ({ requestId }) => requestId)
 
   /** When to look at an order again: when the provider says it changes, or in a second while in flight. */
   const nextStepAfter = (status: OrderStatus, inFlight: boolean) => status.nextChangeAt ?? (inFlight ? new Date(Date.now() + 1_000) : null)
 
   /** Applies what the provider reports, in order, in one transaction; schedules the next look. */
   const apply = (id: string, status: OrderStatus) =>
-    sql.withTransaction(Effect.gen(function*() {
-      const owned = yield* statements.lockOwned(id)
+    repo.withTransaction(Effect.gen(function*() {
+      const owned = yield* repo.lockOwned(id)
       if (Option.isNone(owned)) return null
       let row: PurchaseRow = owned.value
-      const update = (set: Statement.Fragment) =>
-        Effect.map(statements.updateReturning(id, set), (updated) => {
+      /** A state change of the purchase, read back. */
+      const update = <E>(change: Effect.Effect<PurchaseRow, E>) =>
+        Effect.map(change, (updated) => {
           row = updated
         })
 
       // created → processing once the provider has the order (spec 3.1: acquiring the item upstream)
       if (row.status === "created") {
-        yield* update(sql`status = 'processing'`)
+        yield* update(repo.toProcessing(id))
         yield* emit(row, "purchase.processing")
       }
 
       if (status.waitingTopUp && !row.topupWaiting && !row.acknowledged) {
-        yield* update(sql`topup_waiting = true`)
+        yield* update(repo.waitingTopUp(id))
       }
       if (status.acknowledged && !row.acknowledged) {
-        yield* update(sql`acknowledged_at = now(), topup_waiting = false`)
+        yield* update(repo.acknowledge(id))
       }
       if (status.tradeOffer !== undefined && row.tradeOfferId === null) {
         const nextStatus = row.status === "processing" ? "sent_to_steam" : row.status
-        yield* update(sql`trade_offer_id = ${status.tradeOffer.id}, trade_offer_url = ${status.tradeOffer.url},
-                          status = ${nextStatus}`)
+        yield* update(repo.tradeOfferSent(id, status.tradeOffer, nextStatus))
         if (nextStatus === "sent_to_steam") yield* emit(row, "purchase.sent_to_steam")
       }
       const inFlight = row.status === "processing" || row.status === "sent_to_steam"
       if (inFlight && status.outcome._tag === "completed") {
-        yield* update(sql`status = 'completed', completed_at = now()`)
+        yield* update(repo.complete(id))
         yield* ledger.settlePurchase(row.merchantId, row.priceCents)
         yield* emit(row, "purchase.completed")
       } else if (inFlight && status.outcome._tag === "failed") {
         const failure = status.outcome
-        yield* update(sql`status = 'failed', failure_code = ${failure.code}, failure_message = ${failure.message}`)
+        yield* update(repo.fail(id, failure.code, failure.message))
         if (failure.refundable) {
           const after = yield* ledger.refundPurchase(row.merchantId, row.priceCents, row.id, true)
-          yield* update(sql`refunded_cents = ${row.priceCents}`)
+          yield* update(repo.refunded(id, row.priceCents))
           yield* emit(row, "purchase.failed")
           if (Option.isSome(after)) yield* emit(row, "purchase.refunded", { refundedCents: row.priceCents, balanceAfterCents: after.value })
         } else {
@@ -151,8 +149,7 @@ export const PurchaseWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
         const after = reversal === "REVERTED_BY_SELLER"
           ? yield* ledger.refundPurchase(row.merchantId, row.priceCents, row.id, false)
           : Option.none<number>()
-        yield* update(sql`status = 'failed', failure_code = ${reversal}, failure_message = ${message},
-                          refunded_cents = ${refunded}, watch_until = NULL`)
+        yield* update(repo.revert(id, reversal, message, refunded))
         yield* emit(row, "purchase.reverted")
         if (Option.isSome(after)) yield* emit(row, "purchase.refunded", { refundedCents: row.priceCents, balanceAfterCents: after.value })
       }
@@ -163,7 +160,7 @@ export const PurchaseWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
       // notifying also when only the schedule changed: every claimer recomputes when to wake
       const nextStep = nextStepAfter(status, stillInFlight)
       yield* notifications.changingHere(id)
-      yield* statements.release(id, nextStep, watchUntil)
+      yield* repo.release(id, nextStep, watchUntil)
       return nextStep
     })).pipe(Effect.flatMap(dueBy))
 
@@ -184,7 +181,7 @@ export const PurchaseWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
         orderId: row.id,
         data: purchaseEventData({ ...row, status: "processing" })
       }))
-      const moved = yield* statements.moveToProcessing(taken.map(({ row }, i) => ({ id: row.id, dueAt: nextSteps[i]! })), events)
+      const moved = yield* repo.moveToProcessing(taken.map(({ row }, i) => ({ id: row.id, dueAt: nextSteps[i]! })), outbox.prepareAll(events))
       for (let i = 0; i < taken.length; i++) if (moved.has(taken[i]!.row.id)) yield* dueBy(nextSteps[i]!)
       return moved
     })
@@ -269,7 +266,7 @@ export const PurchaseWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
     Effect.forever(Effect.gen(function*() {
       // what this claim sees due need not be remembered from earlier steps
       dueHere = Number.POSITIVE_INFINITY
-      const claimed = yield* statements.claim
+      const claimed = yield* repo.claim
       yield* beat
       if (claimed.purchases.length > 0) yield* stepInTurn(claimed.purchases)
       // A full batch may have left more due work: claim again at once. A partial one (or none)
@@ -290,9 +287,12 @@ export const PurchaseWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
   const queueDepth = metrics.gauge({ name: "purchase_worker_queue_depth", help: "In-flight purchases due for a worker step" })
   yield* metrics.onScrape(
     Effect.gen(function*() {
-      const counts = yield* statements.countByStatus
+      const counts = yield* repo.countByStatus
       for (const s of PurchaseStatus.literals) byStatus.set({ status: s }, counts.find((c) => c.status === s)?.n ?? 0)
-      queueDepth.set(yield* statements.countDue)
+      queueDepth.set(yield* repo.countDue)
     }).pipe(Effect.orDie)
   )
-}))
+})).pipe(
+  // built in the app's layers, so that its repository's PurchaseHandover (the owner it leases as) is the buys'
+  Layer.provide(WorkerRepo.Default)
+)

@@ -1,17 +1,17 @@
 /**
- * The purchase worker's SQL (Worker.ts), every row decoded through its schema: the claim of due
- * purchases with when the next one falls due, the lock of a purchase this process still leases,
- * its updates read back, a step's release, the first step of many purchases in one statement,
- * and the counts /metrics shows.
+ * The SQL of the purchase worker (Worker.ts), every row decoded through its schema: the claim of
+ * due purchases with when the next one falls due, the lock of a purchase this process still
+ * leases, its state changes read back, a step's release, the first step of many purchases in one
+ * statement, and the counts /metrics shows. What this process leases is `PurchaseHandover.owner`'s.
  */
 import { SqlClient, SqlSchema, type Statement } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
 import { randomUUID } from "node:crypto"
 import { CountRow, rowsOf } from "../Domain/Db.js"
-import type { NewEvent } from "../Webhooks/Outbox.js"
-import { Outbox } from "../Webhooks/Outbox.js"
-import { LEASE_SECONDS } from "./Handover.js"
-import { PurchaseNotifications } from "./Notifications.js"
+import type { FailureCode, PurchaseStatus } from "../Domain/Purchase.js"
+import type { PreparedEvents } from "../Webhooks/Outbox.js"
+import { LEASE_SECONDS, PurchaseHandover } from "./Handover.js"
+import { PurchasesRepo } from "./Repo.js"
 import { purchaseColumns, PurchaseRow } from "./Rows.js"
 
 /** Purchases a claim leases at once. */
@@ -28,16 +28,16 @@ const ClaimRow = Schema.Union(
 
 const OwnedRow = Schema.Struct({ ...PurchaseRow.fields, leaseOwner: Schema.NullOr(Schema.String) })
 
-export const makeWorkerStatements = (owner: string) =>
-  Effect.gen(function*() {
+export class WorkerRepo extends Effect.Service<WorkerRepo>()("WorkerRepo", {
+  effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const notifications = yield* PurchaseNotifications
-    const outbox = yield* Outbox
+    const { notifying } = yield* PurchasesRepo
+    const owner = (yield* PurchaseHandover).owner
     const purchaseRows = rowsOf(PurchaseRow)
 
     /** Lets go of every purchase this process leases and announces them (shutdown). */
     const releaseAll = sql`UPDATE purchases SET lease_owner = NULL, lease_until = NULL WHERE lease_owner = ${owner}
-                           RETURNING ${notifications.notifying(sql`id::text`)}`
+                           RETURNING ${notifying(sql`id::text`)}`
 
     /**
      * Leases up to CLAIM_BATCH due purchases and reads them in the same round trip, with when the
@@ -91,6 +91,35 @@ export const makeWorkerStatements = (owner: string) =>
         Effect.flatMap((rows) => rows.length === 1 ? Effect.succeed(rows[0]!) : Effect.dieMessage(`purchase ${id} is gone`))
       )
 
+    // a purchase's state changes, each read back
+    /** created → processing: the provider has the order. */
+    const toProcessing = (id: string) => updateReturning(id, sql`status = 'processing'`)
+    /** The provider waits for its balance to be topped up. */
+    const waitingTopUp = (id: string) => updateReturning(id, sql`topup_waiting = true`)
+    /** The provider accepted the order. */
+    const acknowledge = (id: string) => updateReturning(id, sql`acknowledged_at = now(), topup_waiting = false`)
+    /** The trade offer sent, with the status it moves the purchase to. */
+    const tradeOfferSent = (id: string, offer: { readonly id: string; readonly url: string }, status: PurchaseStatus) =>
+      updateReturning(
+        id,
+        sql`trade_offer_id = ${offer.id}, trade_offer_url = ${offer.url},
+            status = ${status}`
+      )
+    /** Delivered. */
+    const complete = (id: string) => updateReturning(id, sql`status = 'completed', completed_at = now()`)
+    /** Failed, with the provider's code and message. */
+    const fail = (id: string, code: FailureCode, message: string) =>
+      updateReturning(id, sql`status = 'failed', failure_code = ${code}, failure_message = ${message}`)
+    /** The amount refunded. */
+    const refunded = (id: string, cents: number) => updateReturning(id, sql`refunded_cents = ${cents}`)
+    /** A completed trade reversed: failed with the reversal's code, what was refunded (null: left to review), no longer watched. */
+    const revert = (id: string, code: FailureCode, message: string, refundedCents: number | null) =>
+      updateReturning(
+        id,
+        sql`status = 'failed', failure_code = ${code}, failure_message = ${message},
+            refunded_cents = ${refundedCents}, watch_until = NULL`
+      )
+
     /** The provider request id of a purchase written before that was recorded: given once, kept. */
     const assignRequestId = SqlSchema.single({
       Request: Schema.String,
@@ -110,16 +139,16 @@ export const makeWorkerStatements = (owner: string) =>
 
     /** A step's end for one purchase, announced. */
     const release = (id: string, nextStep: Date | null, watchUntil: Date | null) =>
-      sql`UPDATE purchases SET ${released(nextStep, watchUntil)} WHERE id = ${id} RETURNING ${notifications.notifying(id)}`
+      sql`UPDATE purchases SET ${released(nextStep, watchUntil)} WHERE id = ${id} RETURNING ${notifying(id)}`
 
     /**
-     * Created purchases this worker leases moved to processing with their events, released and
-     * scheduled at `dueAt` (one per id), in one statement; the ids it moved.
+     * Created purchases this worker leases moved to processing with their `purchase.processing`
+     * events, released and scheduled at `dueAt` (one per id), in one statement; the ids it moved.
+     * The events are the outbox's rows (Webhooks: webhook_events, bodies prepared by Outbox.ts),
+     * written here so that each exists exactly when its purchase moved: only those whose order id
+     * the CTE `moved` has.
      */
-    const moveToProcessing = (
-      moves: ReadonlyArray<{ readonly id: string; readonly dueAt: Date }>,
-      events: ReadonlyArray<NewEvent & { readonly orderId: string }>
-    ) =>
+    const moveToProcessing = (moves: ReadonlyArray<{ readonly id: string; readonly dueAt: Date }>, events: PreparedEvents) =>
       sql`
         WITH next AS (
           SELECT * FROM unnest(${moves.map(({ id }) => id)}::uuid[], ${moves.map(({ dueAt }) => dueAt.toISOString())}::timestamptz[])
@@ -128,30 +157,56 @@ export const makeWorkerStatements = (owner: string) =>
           UPDATE purchases SET status = 'processing', ${released(sql`next.due_at`, null)}
           FROM next WHERE purchases.id = next.id AND purchases.lease_owner = ${owner} AND purchases.status = 'created'
           RETURNING purchases.id),
-        ${outbox.stepsByOrder(events, "moved")}
-        SELECT moved.id, (SELECT ${notifications.notifying(sql`string_agg(id::text, ',')`)} FROM moved) FROM moved`.pipe(
+        events AS (
+          INSERT INTO webhook_events (id, merchant_id, event_type, order_id, body, created_at, next_attempt_at)
+          SELECT e.id, e.merchant_id, e.event_type, e.order_id, e.body, e.created_at, e.created_at + make_interval(secs => ${events.firstDelaySeconds})
+          FROM unnest(${events.rows.map((e) => e.id)}::uuid[], ${events.rows.map((e) => e.merchantId)}::uuid[],
+                      ${events.rows.map((e) => e.type)}::text[], ${events.rows.map((e) => e.orderId)}::uuid[],
+                      ${events.rows.map((e) => e.body)}::text[], ${events.rows.map((e) => e.createdAt.toISOString())}::timestamptz[])
+            AS e(id, merchant_id, event_type, order_id, body, created_at)
+          WHERE e.order_id IN (SELECT id FROM moved))
+        SELECT moved.id, (SELECT ${notifying(sql`string_agg(id::text, ',')`)} FROM moved) FROM moved`.pipe(
         rowsOf(Schema.Struct({ id: Schema.String })),
         Effect.map((rows) => new Set(rows.map((row) => row.id)))
       )
 
-    const countByStatus = sql`SELECT status, count(*) AS n FROM purchases GROUP BY status`.pipe(
-      rowsOf(Schema.Struct({ status: Schema.String, ...CountRow.fields }))
-    )
-    const countDue = sql`SELECT count(*) AS n FROM purchases
-                         WHERE status IN ('created', 'processing', 'sent_to_steam') AND next_step_at <= now()`.pipe(
-      rowsOf(CountRow),
-      Effect.map((rows) => rows[0]?.n ?? 0)
-    )
+    const countRows = SqlSchema.findAll({
+      Request: Schema.Void,
+      Result: Schema.Struct({ status: Schema.String, ...CountRow.fields }),
+      execute: () => sql`SELECT status, count(*) AS n FROM purchases GROUP BY status`
+    })
+    /** Purchases by status. */
+    const countByStatus = countRows(undefined)
+
+    const dueRows = SqlSchema.findAll({
+      Request: Schema.Void,
+      Result: CountRow,
+      execute: () =>
+        sql`SELECT count(*) AS n FROM purchases
+            WHERE status IN ('created', 'processing', 'sent_to_steam') AND next_step_at <= now()`
+    })
+    /** In-flight purchases due for a step. */
+    const countDue = Effect.map(dueRows(undefined), (rows) => rows[0]?.n ?? 0)
 
     return {
+      withTransaction: sql.withTransaction,
       releaseAll,
       claim,
       lockOwned,
-      updateReturning,
+      toProcessing,
+      waitingTopUp,
+      acknowledge,
+      tradeOfferSent,
+      complete,
+      fail,
+      refunded,
+      revert,
       assignRequestId,
       release,
       moveToProcessing,
       countByStatus,
       countDue
     } as const
-  })
+  }),
+  dependencies: [PurchasesRepo.Default, PurchaseHandover.Default]
+}) {}

@@ -8,17 +8,20 @@ import { SqlClient } from "@effect/sql"
 import { expect, layer } from "@effect/vitest"
 import { Effect, Layer, Option } from "effect"
 import { PurchaseNotifications } from "../../src/Purchases/Notifications.js"
+import { PurchasesRepo } from "../../src/Purchases/Repo.js"
 import { DatabaseTest } from "../support/database-layer.js"
 
-const NotificationsTest = Layer.provideMerge(PurchaseNotifications.Default, DatabaseTest)
+const NotificationsTest = Layer.provideMerge(Layer.merge(PurchaseNotifications.Default, PurchasesRepo.Default), DatabaseTest)
+
+/** Sends the notification of these ids, as a statement that changes them does (PurchasesRepo.notifying). */
+const notify = (ids: string) => Effect.flatMap(Effect.all([SqlClient.SqlClient, PurchasesRepo]), ([sql, repo]) => sql`SELECT ${repo.notifying(ids)}`)
 
 /** Waits until the process listens (its LISTEN connection is set up a moment after the layer is). */
 const listening = Effect.scoped(Effect.gen(function*() {
   const notifications = yield* PurchaseNotifications
-  const sql = yield* SqlClient.SqlClient
   const subscription = yield* notifications.subscribe
   for (;;) {
-    yield* sql`SELECT ${notifications.notifying("probe")}`
+    yield* notify("probe")
     const got = yield* subscription.take.pipe(Effect.timeoutOption("200 millis"))
     if (Option.isSome(got)) return
   }
@@ -28,11 +31,10 @@ layer(NotificationsTest, { timeout: 60_000, excludeTestServices: true })("purcha
   it.effect("a notification of several ids reaches subscribers as each id, in order", () =>
     Effect.scoped(Effect.gen(function*() {
       const notifications = yield* PurchaseNotifications
-      const sql = yield* SqlClient.SqlClient
       yield* listening
       const subscription = yield* notifications.subscribe
-      yield* sql`SELECT ${notifications.notifying("a1,b2,c3")}`
-      yield* sql`SELECT ${notifications.notifying("d4")}`
+      yield* notify("a1,b2,c3")
+      yield* notify("d4")
       const seen: Array<string> = []
       for (let i = 0; i < 4; i++) {
         seen.push(yield* subscription.take.pipe(Effect.timeoutFail({ duration: "10 seconds", onTimeout: () => new Error(`got ${seen}`) })))
@@ -43,16 +45,15 @@ layer(NotificationsTest, { timeout: 60_000, excludeTestServices: true })("purcha
   it.effect("wakes the worker unless every id of the notification is this process's own change", () =>
     Effect.gen(function*() {
       const notifications = yield* PurchaseNotifications
-      const sql = yield* SqlClient.SqlClient
       yield* listening
       // drain any wake-up left by earlier notifications
       yield* notifications.awaitWork.pipe(Effect.timeoutOption("300 millis"))
       yield* notifications.changingHere("own-1")
       yield* notifications.changingHere("own-2")
-      yield* sql`SELECT ${notifications.notifying("own-1,own-2")}`
+      yield* notify("own-1,own-2")
       expect(yield* notifications.awaitWork.pipe(Effect.timeoutOption("1 second"))).toEqual(Option.none())
       yield* notifications.changingHere("own-3")
-      yield* sql`SELECT ${notifications.notifying("own-3,other")}`
+      yield* notify("own-3,other")
       expect(Option.isSome(yield* notifications.awaitWork.pipe(Effect.timeoutOption("10 seconds")))).toBe(true)
     }))
 })

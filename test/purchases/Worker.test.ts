@@ -20,6 +20,7 @@ import { BuyStatements } from "../../src/Purchases/BuyStatements.js"
 import { PurchaseHandover } from "../../src/Purchases/Handover.js"
 import { PurchaseNotifications } from "../../src/Purchases/Notifications.js"
 import { Purchases } from "../../src/Purchases/Purchases.js"
+import { PurchasesRepo } from "../../src/Purchases/Repo.js"
 import { PurchaseWorkerLive } from "../../src/Purchases/Worker.js"
 import { Outbox } from "../../src/Webhooks/Outbox.js"
 import { DatabaseTest } from "../support/database-layer.js"
@@ -66,6 +67,7 @@ const WorkerTest = PurchaseWorkerLive.pipe(
     CatalogueReservations.Default,
     Metrics.Default,
     PurchaseNotifications.Default,
+    PurchasesRepo.Default,
     ProviderTest
   )),
   Layer.provideMerge(Layer.mergeAll(SettingsTest, Fibers.Default, Layer.succeed(DirectTransactions, Option.none()))),
