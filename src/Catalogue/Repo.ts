@@ -5,8 +5,8 @@
  * log's pruning, and the sync leader's lock.
  */
 import { SqlClient, SqlSchema } from "@effect/sql"
-import { PgClient } from "@effect/sql-pg"
 import { Effect, Schema } from "effect"
+import { DbNotifications } from "../Db/Notifications.js"
 import { Int8 } from "../Domain/Db.js"
 import { guardOf } from "../Domain/Guard.js"
 import { CHANGES_CHANNEL } from "./ChangeLog.js"
@@ -48,7 +48,7 @@ const checked = <A extends Row>(is: (row: unknown) => row is A, problem: (row: R
 export class CatalogueRepo extends Effect.Service<CatalogueRepo>()("CatalogueRepo", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const pg = yield* PgClient.PgClient
+    const notifications = yield* DbNotifications
 
     /** The engine's epoch, the log's head and pruned point, and whether the supplier sync has reconciled once. */
     const readState = SqlSchema.single({
@@ -105,7 +105,7 @@ export class CatalogueRepo extends Effect.Service<CatalogueRepo>()("CatalogueRep
     })
 
     /** A notification at each commit that logged changes or ended a reconciliation: LISTEN on CHANGES_CHANNEL. */
-    const changeNotifications = pg.listen(CHANGES_CHANNEL)
+    const changeNotifications = notifications.listen(CHANGES_CHANNEL)
 
     /** Records that the supplier sync has reconciled the catalogue; every process's engine is woken. */
     const markReconciled = sql`UPDATE catalogue_state SET reconciled_at = now() RETURNING pg_notify(${CHANGES_CHANNEL}, head_seq::text)`

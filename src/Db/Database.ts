@@ -13,6 +13,7 @@ import { PgliteProtocol } from "./BinaryStatement.js"
 import { lockDataDir } from "./DataDirLock.js"
 import { listenOnOwnConnection } from "./Listen.js"
 import { migrate } from "./Migrations.js"
+import { DbNotifications } from "./Notifications.js"
 import * as Pglite from "./Pglite.js"
 import { pipelined, type PipelinedStatement } from "./Pipeline.js"
 
@@ -162,11 +163,9 @@ const postgresql = (url: string) =>
     }))
     const read: DirectRead = (text, values) => pool.query(text, [...values]).then((result) => result.rows)
     return Layer.mergeAll(
-      // its LISTEN replaced by one that fails when its connection is lost (Listen.ts)
-      Layer.tap(
-        PgClient.layerFromPool({ acquire: Effect.succeed(pool), applicationName: "merchant-purchasing-service" }),
-        (context) => Effect.sync(() => Object.assign(Context.get(context, PgClient.PgClient), { listen: listenOnOwnConnection(pool) }))
-      ),
+      PgClient.layerFromPool({ acquire: Effect.succeed(pool), applicationName: "merchant-purchasing-service" }),
+      // LISTEN on a connection of its own that fails when it is lost (Listen.ts)
+      Layer.succeed(DbNotifications, { listen: listenOnOwnConnection(pool) }),
       Layer.succeed(DirectReads, Option.some(read)),
       Layer.succeed(DirectTransactions, Option.some(directTransaction(pool))),
       Layer.succeed(PgliteProtocol, Option.none())
@@ -197,7 +196,7 @@ const migrated = Layer.effectDiscard(migrate.pipe(
  * transactions (PostgreSQL) or the embedded database's raw statements (PGlite).
  */
 export const DatabaseLive: Layer.Layer<
-  SqlClient.SqlClient | PgClient.PgClient | DirectReads | DirectTransactions | PgliteProtocol,
+  SqlClient.SqlClient | PgClient.PgClient | DbNotifications | DirectReads | DirectTransactions | PgliteProtocol,
   unknown,
   Settings
 > = Layer.provideMerge(migrated, client)

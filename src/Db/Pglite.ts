@@ -14,6 +14,7 @@ import { fileURLToPath, pathToFileURL } from "node:url"
 import { Worker } from "node:worker_threads"
 import { PgliteProtocol, type TextRows } from "./BinaryStatement.js"
 import { LISTENING } from "./Listen.js"
+import { DbNotifications } from "./Notifications.js"
 import type { PgliteError, PgliteMessage, PgliteReply, PgliteRequest, PgliteWorkerData } from "./PgliteWorker.js"
 
 const PgJson = Statement.custom<Statement.Custom<"PgJson", unknown>>("PgJson")
@@ -210,11 +211,15 @@ export const make = (dataDir: string) =>
       listen,
       notify: (channel: string, payload: string) => client`SELECT pg_notify(${channel}, ${payload})`.pipe(Effect.asVoid)
     })
-    return { pg, protocol }
+    return { pg, protocol, listen }
   })
 
 export const layer = (dataDir: string) =>
   Layer.scopedContext(
-    Effect.map(make(dataDir), ({ pg, protocol }) =>
-      Context.make(PgClient.PgClient, pg).pipe(Context.add(SqlClient.SqlClient, pg), Context.add(PgliteProtocol, Option.some(protocol))))
+    Effect.map(make(dataDir), ({ listen, pg, protocol }) =>
+      Context.make(PgClient.PgClient, pg).pipe(
+        Context.add(SqlClient.SqlClient, pg),
+        Context.add(PgliteProtocol, Option.some(protocol)),
+        Context.add(DbNotifications, { listen })
+      ))
   ).pipe(Layer.provide(Reactivity.layer))

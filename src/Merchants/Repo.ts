@@ -4,8 +4,8 @@
  * tells every process of a change of a merchant's keys or status.
  */
 import { SqlClient, SqlSchema } from "@effect/sql"
-import { PgClient } from "@effect/sql-pg"
 import { Effect, Option, Schema } from "effect"
+import { DbNotifications } from "../Db/Notifications.js"
 import { Timestamp } from "../Domain/Db.js"
 import { MerchantId, MerchantStatus } from "../Domain/Merchant.js"
 
@@ -34,7 +34,7 @@ const NewApiKey = Schema.Struct({ id: Schema.String, merchantId: Schema.String, 
 export class MerchantsRepo extends Effect.Service<MerchantsRepo>()("MerchantsRepo", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const pg = yield* PgClient.PgClient
+    const notifications = yield* DbNotifications
     const merchantColumns = sql`
       id, name, status, webhook_url AS "webhookUrl", legacy_trc20 AS "legacyTrc20", legacy_bep20 AS "legacyBep20",
       created_at AS "createdAt", updated_at AS "updatedAt"`
@@ -176,7 +176,7 @@ export class MerchantsRepo extends Effect.Service<MerchantsRepo>()("MerchantsRep
     })
 
     /** The payloads of the notifications, this process's too, as they arrive (LISTEN on its own connection). */
-    const authChanges = pg.listen(AUTH_CHANGED_CHANNEL)
+    const authChanges = notifications.listen(AUTH_CHANGED_CHANNEL)
 
     return {
       withTransaction: sql.withTransaction,

@@ -6,8 +6,8 @@
  * records CyclesRepo.ts's.
  */
 import { SqlClient, SqlSchema, type Statement } from "@effect/sql"
-import { PgClient } from "@effect/sql-pg"
 import { Effect, Schema } from "effect"
+import { DbNotifications } from "../Db/Notifications.js"
 import { PurchaseStatus } from "../Domain/Purchase.js"
 import { purchaseColumns, PurchaseRow } from "./Rows.js"
 
@@ -41,7 +41,7 @@ const PageRequest = Schema.Struct({
 export class PurchasesRepo extends Effect.Service<PurchasesRepo>()("PurchasesRepo", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const pg = yield* PgClient.PgClient
+    const notifications = yield* DbNotifications
     const columns = purchaseColumns(sql)
 
     /** The merchant's purchase of an id. */
@@ -104,7 +104,7 @@ export class PurchasesRepo extends Effect.Service<PurchasesRepo>()("PurchasesRep
     const notifying = (purchaseIds: string | Statement.Fragment) => sql`pg_notify(${PURCHASE_CHANGED}, ${purchaseIds})`
 
     /** The payloads of purchase_changed (ids, comma-separated), and LISTENING each time the connection listens anew. */
-    const changes = pg.listen(PURCHASE_CHANGED)
+    const changes = notifications.listen(PURCHASE_CHANGED)
 
     return { byId, latestByCustomId, attempts, request, page, notifying, changes } as const
   })

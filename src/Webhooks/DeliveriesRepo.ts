@@ -6,9 +6,9 @@
  * round trip.
  */
 import { SqlClient, SqlError, SqlSchema } from "@effect/sql"
-import { PgClient } from "@effect/sql-pg"
 import { Effect, Option, Schema } from "effect"
 import { DirectTransactions } from "../Db/Database.js"
+import { DbNotifications } from "../Db/Notifications.js"
 import { CountRow, Int8, Numeric, rowsOf } from "../Domain/Db.js"
 
 export const DUE_CHANNEL = "webhook_events_due"
@@ -184,7 +184,7 @@ const EventState = Schema.Struct({ id: Schema.String, status: Schema.String, lea
 export class WebhookDeliveriesRepo extends Effect.Service<WebhookDeliveriesRepo>()("WebhookDeliveriesRepo", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const pg = yield* PgClient.PgClient
+    const notifications = yield* DbNotifications
     // PostgreSQL: transactions of prepared statements in one round trip; PGlite serves one process
     const direct = yield* DirectTransactions
 
@@ -293,7 +293,7 @@ export class WebhookDeliveriesRepo extends Effect.Service<WebhookDeliveriesRepo>
       WHERE delivery_status IN ('pending', 'sending') AND next_attempt_at <= now()`.pipe(rowsOf(Schema.Struct({ due: Int8, oldest: Schema.NullOr(Numeric) })))
 
     /** A notification whenever events fall due (written, released, replayed, recovered): LISTEN on DUE_CHANNEL. */
-    const dueNotifications = pg.listen(DUE_CHANNEL)
+    const dueNotifications = notifications.listen(DUE_CHANNEL)
 
     return { claim, record, release, requeue, findEvent, requeueFailed, backlog, dueNotifications } as const
   })
