@@ -78,7 +78,7 @@ let serviceStarts = 0
 const ADMIN_TOKEN = "adm_bench_token_0123456789abcdef"
 const API = "/api/v1/merchant"
 const PG_SERVER_URL = process.env.BENCH_PG_URL ?? "postgres://postgres@127.0.0.1:5432/postgres"
-/** src/Catalogue/Sync.ts LEADER_LOCK_KEY */
+/** the sync leader's advisory lock key (src/Catalogue/Repo.ts) */
 const LEADER_LOCK_KEY = 7_311_002
 
 // ---- options -------------------------------------------------------------------------------------

@@ -42,13 +42,13 @@ const TAIL_BATCH = 200
  * The longest the event loop applies changes without a break. A slice is applied whole (the
  * cursor moves with it) and published as one batch. 200 changes at a time held the event loop for
  * up to 80 ms at 2,500,000 items (about 400 µs a change), 500 for 74 ms at 1,000,000
- * (bench/RESULTS-archive.md); a small catalogue applies a whole read in one slice.
+ * (bench/catalogue, 2026-11); a small catalogue applies a whole read in one slice.
  */
 const SLICE_MS = 10
 /**
  * The tail is woken by pg_notify; this slow poll is only a safety net (a notification lost while
  * the LISTEN connection was down). Every poll is a query: at 1 s, the three idle polls of a process
- * (this, the reservations', the worker's) were half its CPU with nothing to do (bench/RESULTS-archive.md).
+ * (this, the reservations', the worker's) were half its CPU with nothing to do (measured 2026-11).
  */
 const POLL_INTERVAL = "5 seconds"
 /** Recent changes kept in memory for resuming clients; older ones are read from the log. */

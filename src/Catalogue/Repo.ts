@@ -1,5 +1,5 @@
 /**
- * The SQL of the catalogue engine and the supplier sync (the change log's writes are ChangeLog.ts's,
+ * The SQL of the catalogue engine and the supplier sync (the change log's writes are ChangeLogRepo.ts's,
  * the bulk writes of new items NewItemsRepo.ts's): the state row, the items at the log's head in
  * one snapshot, the log after a cursor and its notification; the end of a reconciliation, the
  * log's pruning, and the sync leader's lock.

@@ -1,5 +1,5 @@
 /**
- * Logging purchases' reservations. A buy queues its item's removal (ChangeLog.reservationSteps)
+ * Logging purchases' reservations. A buy queues its item's removal (its statement's reservation piece, Purchases/BuyStatements.ts)
  * instead of appending it to the change log in its own transaction, and announces it once
  * committed; this process's `catalogue-reservations` fiber then logs what is queued, in batches.
  * The fiber also looks every POLL_INTERVAL for reservations a process that died before logging

@@ -47,7 +47,7 @@ export type CreateError = Refusal | DuplicateCustomId | Conflict
  * batch's first round trip (records, item locks) overlaps the last one's second (buys, COMMIT),
  * and where they share a merchant it waits on that balance row inside PostgreSQL only. At 16
  * clients two gave more buys a second than one, at the same p99 or better; three gave no more
- * than two (bench/diagnostics/ab.mjs, bench/RESULTS-archive.md).
+ * than two (A/B runs of bench/purchases, 2026-11-29).
  */
 const BATCHES_IN_FLIGHT = 2
 const BATCH_MAX = 32
