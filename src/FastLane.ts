@@ -89,18 +89,19 @@ export const makeFastLane = (responses: Responses, gets: ReadonlyArray<FastGet>,
     /**
      * An unexpected failure once the request is this handler's: 500 in the spec's shape, logged as
      * the HttpApi path logs a defect (a lost database connection as a warning), with the answer's
-     * request id. An answer already begun can only be cut.
+     * request id. An answer already begun (or that cannot be written) can only be cut. Never throws.
      */
     const fail = (request: IncomingMessage, response: Response, path: string, started: number, headers: Record<string, string>, error: unknown) => {
       failures.inc()
       const incomingId = request.headers["x-request-id"]
       const requestId = requestIdOf(typeof incomingId === "string" ? incomingId : undefined)
       runFork(logFault("unhandled defect", causeOf(error)).pipe(Effect.annotateLogs({ request_id: requestId, route: path })))
-      if (response.headersSent) {
-        response.destroy()
-        return
+      try {
+        if (!response.headersSent) return sendAnswer(request, response, path, started, { ...headers, "x-request-id": requestId }, INTERNAL_ERROR)
+      } catch {
+        // nothing more can be told: the connection goes
       }
-      sendAnswer(request, response, path, started, { ...headers, "x-request-id": requestId }, INTERNAL_ERROR)
+      response.destroy()
     }
 
     /** Sends what `answer` comes to, or the failure it meets. */
