@@ -34,7 +34,6 @@ import { WebhooksHttp } from "./Webhooks/Http.js"
 import { WebSocketUpgrades } from "./WebSocketUpgrades.js"
 
 // the ops listener's server (Ops/Server.ts imports it from here)
-export { makeNodeServer } from "./NodeServer.js"
 
 const ApiLive = HttpApiBuilder.api(MerchantApi).pipe(
   Layer.provide([BalanceHttp, DepositsHttp, CatalogueHttp, PurchasesHttp, WebhooksHttp, CabinetSignInHttp, CabinetHttp]),

@@ -127,30 +127,3 @@ export const serveNode = <E, R, App extends HttpApp.Default<unknown, unknown>>(
     server.on("request", requestListener(options, drain, handler, undefined))
     return yield* Effect.acquireRelease(listen(server, options.port, options.host), () => closeThroughDrain(drain, 0))
   })
-
-/**
- * The ops listener's server as @effect/platform-node's `NodeHttpServer.layer` takes it, until
- * Ops/Server.ts serves through `serveNode`: its requests are prepared by a listener of its own,
- * added before the platform's, and its `close` (the platform's, at the scope's end) drains.
- */
-export class DrainingServer extends Server<typeof GuardedRequest, typeof SlottedResponse> {
-  private readonly drain: ServerDrain
-  constructor(options: RequestOptions & DrainOptions) {
-    super({ IncomingMessage: GuardedRequest, ServerResponse: SlottedResponse })
-    this.keepAliveTimeout = 65_000
-    this.headersTimeout = 66_000
-    this.drain = makeServerDrain(this, options)
-    this.on("request", (request, response) => {
-      this.drain.admit(response)
-      prepareRequest(request, options)
-      this.drain.track(response)
-    })
-  }
-  override close(callback?: (error?: Error) => void): this {
-    this.drain.closeListener(0, (error) => callback?.(error))
-    return this
-  }
-}
-
-/** The ops listener's server (Ops/Server.ts), for `NodeHttpServer.layer`. */
-export const makeNodeServer = (options: RequestOptions & DrainOptions) => new DrainingServer(options)

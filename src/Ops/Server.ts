@@ -1,10 +1,10 @@
 /** The ops listener (CONTRACT 2): health, readiness, metrics, supervised fibers and the admin API. */
-import { HttpRouter, HttpServer, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { Cause, Chunk, Effect, Layer } from "effect"
 import { Settings } from "../Config.js"
 import { errorBody } from "../Domain/Errors.js"
-import { makeNodeServer } from "../Http.js"
+import { serveNode } from "../NodeServer.js"
 import { ADMIN_BODY_MAX_BYTES } from "../RequestBody.js"
 import { makeResponses } from "../Responses.js"
 import { ADMIN_ROUTE_PATHS, AdminApp } from "./Admin.js"
@@ -75,16 +75,11 @@ export const OpsServerLive = Layer.unwrapScoped(Effect.gen(function*() {
     ...ADMIN_ROUTE_PATHS,
     ADMIN_OPENAPI_PATH
   ]
-  return HttpServer.serve(app, makeResponses("ops", metrics, routes).middleware).pipe(
-    HttpServer.withLogAddress,
-    Layer.provide(NodeHttpServer.layer(() =>
-      makeNodeServer({
-        shutdownGraceSeconds: settings.shutdownGraceSeconds,
-        bodyMaxBytes: ADMIN_BODY_MAX_BYTES,
-        jsonBodyPrefixes: ["/admin/"]
-      }), {
-      port: settings.opsPort,
-      host: settings.opsHost
-    }))
-  )
+  return Layer.scopedDiscard(serveNode(app, makeResponses("ops", metrics, routes).middleware, {
+    shutdownGraceSeconds: settings.shutdownGraceSeconds,
+    bodyMaxBytes: ADMIN_BODY_MAX_BYTES,
+    jsonBodyPrefixes: ["/admin/"],
+    port: settings.opsPort,
+    host: settings.opsHost
+  })).pipe(Layer.provide(NodeHttpServer.layerContext))
 }))
