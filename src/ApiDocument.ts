@@ -7,7 +7,7 @@
  * failures are answered with the per-field codes.
  */
 import { OPERATIONS, PARAMETERS, TAGS, webhooks } from "./ApiReference.js"
-import { API_BODY_MAX_BYTES } from "./RequestBody.js"
+import { API_BODY_MAX_BYTES } from "./Domain/BodyLimits.js"
 
 type Json = { [key: string]: unknown }
 const isObject = (u: unknown): u is Json => typeof u === "object" && u !== null && !Array.isArray(u)

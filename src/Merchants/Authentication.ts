@@ -160,8 +160,8 @@ export class Authenticator extends Effect.Service<Authenticator>()("Authenticato
       })
 
     /**
-     * Gives back the token an authenticated request took, for a request the fast lane passes on
-     * to HttpApi after all: that path authenticates again, and one request costs one token.
+     * Gives back the token an authenticated request took: the cabinet's step-up has a limit of its
+     * own (Cabinet/Http.ts), so guessing codes leaves the merchant's API rate limit alone.
      */
     const giveBack = (merchantId: string) => perMerchant.giveBack(merchantId)
 

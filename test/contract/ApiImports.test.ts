@@ -30,9 +30,7 @@ const isContract = (file: string) => /^src\/(\w+\/)?Api\.ts$/.test(file) || file
 /** What a contract may load besides contracts and Domain/, and why. */
 const ALSO_ALLOWED: ReadonlyMap<string, string> = new Map([
   ["src/ApiDocument.ts", "the OpenAPI documents' completion: plain JSON transforms"],
-  ["src/ApiReference.ts", "the OpenAPI documents' reference texts"],
-  // its API_BODY_MAX_BYTES is named in the 413 description (ApiDocument.ts); the constant belongs in Domain/
-  ["src/RequestBody.ts", "the body limits (a node module, no service)"]
+  ["src/ApiReference.ts", "the OpenAPI documents' reference texts"]
 ])
 
 const isAllowed = (file: string) => isContract(file) || file.startsWith("src/Domain/") || ALSO_ALLOWED.has(file)
