@@ -17,9 +17,6 @@ import { bearerToken } from "./Keys.js"
 import { Merchants } from "./Merchants.js"
 import { makeTokenBuckets } from "./RateLimiter.js"
 
-// re-exported for the handlers and the server, which import them from here; contracts import Api.ts
-export { Authentication, CabinetSession, CurrentMerchant, KeyOrSession, SESSION_COOKIE } from "./Api.js"
-
 /** One message for every authentication failure, so the bodies are byte-identical. */
 const KEY_MISSING_MESSAGE = "A valid API key is required: send Authorization: Bearer <API_KEY>."
 

@@ -6,7 +6,7 @@ import { usd } from "../Domain/Money.js"
 import { type FastGet, fastGet } from "../FastRoutes.js"
 import { BALANCE_SQL, BalanceRow, Ledger } from "../Ledger/Ledger.js"
 import { type Balance, BalanceApi } from "./Api.js"
-import { CurrentMerchant } from "./Authentication.js"
+import { CurrentMerchant } from "./Api.js"
 
 /** The response of GET /balance, in the order of the `Balance` schema. */
 const balanceOf = (row: BalanceRow): typeof Balance.Type => ({

@@ -7,7 +7,7 @@ import { type ApiError, InvalidMaxPrice, PurchaseNotFound, SteamIdMismatch } fro
 import { exactForCents, topLevelNumberText } from "../Domain/Money.js"
 import { parseTradeUrl } from "../Domain/TradeUrl.js"
 import { fastPost } from "../FastRoutes.js"
-import { CurrentMerchant } from "../Merchants/Authentication.js"
+import { CurrentMerchant } from "../Merchants/Api.js"
 import { BuyRequest, PurchaseCreated, type PurchaseListQuery, type PurchaseRejected, PurchasesApi } from "./Api.js"
 import { BuyByName } from "./BuyByName.js"
 import { BuyEngine } from "./BuyEngine.js"

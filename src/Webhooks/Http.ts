@@ -1,7 +1,7 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
 import { MerchantApi } from "../Api.js"
-import { CurrentMerchant } from "../Merchants/Authentication.js"
+import { CurrentMerchant } from "../Merchants/Api.js"
 import type { WebhookEventQuery } from "./Api.js"
 import { WebhookEvents } from "./Events.js"
 
