@@ -7,20 +7,12 @@ import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
 import { DbNotifications } from "../Db/Notifications.js"
 import { Timestamp } from "../Domain/Db.js"
-import { MerchantId, MerchantStatus } from "../Domain/Merchant.js"
+import { Merchant, MerchantId, MerchantStatus } from "../Domain/Merchant.js"
 
 const AUTH_CHANGED_CHANNEL = "merchant_auth_changed"
 
-export const MerchantRow = Schema.Struct({
-  id: MerchantId,
-  name: Schema.String,
-  status: MerchantStatus,
-  webhookUrl: Schema.NullOr(Schema.String),
-  legacyTrc20: Schema.NullOr(Schema.String),
-  legacyBep20: Schema.NullOr(Schema.String),
-  createdAt: Timestamp,
-  updatedAt: Timestamp
-})
+/** A merchant's row: the domain's Merchant, its times as the driver gives them. */
+export const MerchantRow = Schema.Struct({ ...Merchant.fields, createdAt: Timestamp, updatedAt: Timestamp })
 
 const NewMerchant = Schema.Struct({
   id: Schema.String,
