@@ -13,9 +13,8 @@
  * id is decided by one rule (`createByIdIn`): the idempotency record first; a custom_id already
  * taken answers its first purchase, or is a duplicate (spec 4.4).
  *
- * A little over 300 lines: the queue, the two drivers and the queued buys share one answer per
- * buy (its Deferred, its after-commit work, the counters); the statements and the pipelined batch
- * are in BuyStatements.ts and PipelinedBuys.ts, the queue in BuyQueue.ts.
+ * The queue and its batches are in BuyBatches.ts, the statements in BuyStatements.ts, the
+ * pipelined batch in PipelinedBuys.ts.
  */
 import { SqlClient, SqlError } from "@effect/sql"
 import { Deferred, Effect, Exit, FiberSet, Option } from "effect"
@@ -26,7 +25,7 @@ import { compareCents } from "../Domain/Money.js"
 import { BalanceCache } from "../Ledger/BalanceCache.js"
 import { Fibers } from "../Ops/Fibers.js"
 import { Metrics } from "../Ops/Metrics.js"
-import { makeBuyQueue } from "./BuyQueue.js"
+import { makeBuyBatches, type QueuedBuy } from "./BuyBatches.js"
 import { type Bought, type BuyByIdRequest, type BuyItemInput, BuyStatements } from "./BuyStatements.js"
 import { PurchaseHandover } from "./Handover.js"
 import { pipelinedBatch } from "./PipelinedBuys.js"
@@ -50,7 +49,6 @@ export type CreateError = Refusal | DuplicateCustomId | Conflict
  * than two (A/B runs of bench/purchases, 2026-11-29).
  */
 const BATCHES_IN_FLIGHT = 2
-const BATCH_MAX = 32
 
 /** A span without its call site: capturing one (a stack trace) cost 1.7 % of a buy's CPU, tracer or not. */
 const HOT_SPAN = { captureStackTrace: false } as const
@@ -70,26 +68,6 @@ const mapSqlErrors = <A, E, R>(effect: Effect.Effect<A, E | SqlError.SqlError, R
       : isConflict(e)
       ? Effect.fail(new Conflict({ message: "A concurrent update conflicted; retry once with the same custom_id." }))
       : Effect.die(e))
-
-/** A queued buy: what it may not share a batch with, and how each driver runs and answers it. */
-interface Unit {
-  readonly merchantId: string
-  readonly customId: string
-  readonly itemId: string
-  /** A buy by id, which the pipelined driver may buy, and how it answers one it bought. */
-  readonly byId: Option.Option<{ readonly input: BuyByIdRequest; readonly bought: (bought: Bought) => Effect.Effect<void> }>
-  /** Runs in a transaction of its own and answers. */
-  readonly alone: Effect.Effect<void>
-  /** Runs in a savepoint of the current transaction; `settle` answers once the batch's commit is known. */
-  readonly inBatch: Effect.Effect<void>
-  /** True if it created a purchase. */
-  readonly settle: (batch: Exit.Exit<void, Conflict>) => Effect.Effect<boolean>
-  /** Answers with a defect if nothing answered it (the engine stopped). */
-  readonly abandon: Effect.Effect<void>
-}
-
-/** Whether two buys may share a batch: the buy statements assume the item and the record are theirs alone. */
-const compatible = (a: Unit, b: Unit) => a.itemId !== b.itemId && (a.merchantId !== b.merchantId || a.customId !== b.customId)
 
 export class BuyEngine extends Effect.Service<BuyEngine>()("BuyEngine", {
   scoped: Effect.gen(function*() {
@@ -179,7 +157,7 @@ export class BuyEngine extends Effect.Service<BuyEngine>()("BuyEngine", {
             return Effect.as(Deferred.done(done, exit), created)
           })
         const inTransaction = mapSqlErrors<A, E, never>(sql.withTransaction(work))
-        const unit: Unit = {
+        const unit: QueuedBuy = {
           ...keys,
           byId: direct === undefined ? Option.none() : Option.some({
             input: direct.input,
@@ -203,26 +181,12 @@ export class BuyEngine extends Effect.Service<BuyEngine>()("BuyEngine", {
         return [unit, done] as const
       })
 
-    const queue = yield* makeBuyQueue<Unit>()
+    const batches = yield* makeBuyBatches
     /** A permit for each batch whose driver runs: BATCHES_IN_FLIGHT at most. */
     const inFlight = yield* Effect.makeSemaphore(BATCHES_IN_FLIGHT)
-    /** Buys taken from the queue that could not join the last batch: the next one starts with them. */
-    let held: Array<Unit> = []
-
-    /** The held buys and everything queued, as a batch and what is held for the next one. */
-    const nextBatch = Effect.map(queue.takeAll, (queued) => {
-      const waiting = [...held, ...queued]
-      const batch: Array<Unit> = []
-      held = []
-      for (const unit of waiting) {
-        if (batch.length === 0 || (batch.length < BATCH_MAX && batch.every((other) => compatible(other, unit)))) batch.push(unit)
-        else held.push(unit)
-      }
-      return batch
-    })
 
     /** PGlite (and any one buy): one SqlClient transaction, a savepoint per buy. Nothing is left. */
-    const sqlClientDriver = (batch: ReadonlyArray<Unit>): Effect.Effect<ReadonlyArray<Unit>> =>
+    const sqlClientDriver = (batch: ReadonlyArray<QueuedBuy>): Effect.Effect<ReadonlyArray<QueuedBuy>> =>
       batch.length === 1 ? Effect.as(batch[0]!.alone, []) : sql.withTransaction(Effect.forEach(batch, (unit) => unit.inBatch, { discard: true })).pipe(
         mapSqlErrors<void, never, never>,
         Effect.exit,
@@ -238,7 +202,7 @@ export class BuyEngine extends Effect.Service<BuyEngine>()("BuyEngine", {
       )
 
     /** PostgreSQL: the buys by id in one pipelined transaction; the rest, and what it did not buy, are left to run alone. */
-    const pipelinedDriver = (transaction: DirectTransaction) => (batch: ReadonlyArray<Unit>): Effect.Effect<ReadonlyArray<Unit>> => {
+    const pipelinedDriver = (transaction: DirectTransaction) => (batch: ReadonlyArray<QueuedBuy>): Effect.Effect<ReadonlyArray<QueuedBuy>> => {
       const byId = batch.filter((unit) => Option.isSome(unit.byId))
       if (byId.length === 0) return Effect.succeed(batch)
       const inputs = byId.map((unit) => Option.getOrThrow(unit.byId).input)
@@ -265,7 +229,7 @@ export class BuyEngine extends Effect.Service<BuyEngine>()("BuyEngine", {
     const driver = Option.match(direct, { onNone: () => sqlClientDriver, onSome: pipelinedDriver })
 
     /** A batch, then what it left, each alone; uninterruptible: a buy under way is finished, even at shutdown. */
-    const runBatch = (batch: ReadonlyArray<Unit>) =>
+    const runBatch = (batch: ReadonlyArray<QueuedBuy>) =>
       Effect.uninterruptible(
         driver(batch).pipe(
           Effect.ensuring(inFlight.release(1)),
@@ -277,7 +241,7 @@ export class BuyEngine extends Effect.Service<BuyEngine>()("BuyEngine", {
     // at shutdown (finalizers run last first): the drainer stops, what is queued is abandoned, the batches under way end
     /** The batches under way, a fiber each: closing the set waits for them (they are uninterruptible). */
     const running = yield* FiberSet.make<void>()
-    yield* Effect.addFinalizer(() => Effect.flatMap(queue.takeAll, (queued) => Effect.forEach([...held, ...queued], (unit) => unit.abandon, { discard: true })))
+    yield* Effect.addFinalizer(() => Effect.flatMap(batches.takeEverything, (left) => Effect.forEach(left, (unit) => unit.abandon, { discard: true })))
     yield* fibers.supervise("purchase-buy-engine", (beat) =>
       Effect.forever(Effect.gen(function*() {
         yield* inFlight.take(1)
@@ -285,17 +249,17 @@ export class BuyEngine extends Effect.Service<BuyEngine>()("BuyEngine", {
           Effect.gen(function*() {
             // with buys held back, a batch starts at once; else the wait takes nothing, so an
             // interrupted one (shutdown) leaves every buy queued for the finalizer to answer
-            if (held.length === 0) yield* Effect.onInterrupt(restore(queue.whenQueued), () => inFlight.release(1))
-            yield* FiberSet.run(running, runBatch(yield* nextBatch))
+            if (!batches.holding()) yield* Effect.onInterrupt(restore(batches.whenQueued), () => inFlight.release(1))
+            yield* FiberSet.run(running, runBatch(yield* batches.next))
           })
         )
         yield* beat
       })))
 
-    const enqueue = <A, E>(made: readonly [Unit, Deferred.Deferred<A, E>]) =>
+    const enqueue = <A, E>(made: readonly [QueuedBuy, Deferred.Deferred<A, E>]) =>
       Effect.suspend(() => {
         pending++
-        return Effect.zipRight(queue.offer(made[0]), Deferred.await(made[1]))
+        return Effect.zipRight(batches.offer(made[0]), Deferred.await(made[1]))
       })
 
     /** /buy and /buy-sync: created (or found) in full whether or not the caller still waits. */
@@ -324,5 +288,13 @@ export class BuyEngine extends Effect.Service<BuyEngine>()("BuyEngine", {
       pending: Effect.sync(() => pending)
     } as const
   }),
-  dependencies: [BuyStatements.Default, Purchases.Default, CatalogueReservations.Default, PurchaseHandover.Default, BalanceCache.Default, Metrics.Default]
+  dependencies: [
+    BuyStatements.Default,
+    Purchases.Default,
+    CatalogueReservations.Default,
+    PurchaseHandover.Default,
+    BalanceCache.Default,
+    Metrics.Default,
+    Fibers.Default
+  ]
 }) {}
