@@ -2,7 +2,7 @@
  * Every setting of the service (CONTRACT section 1), read through effect/Config.
  * Nothing else in the program reads the environment.
  */
-import { Config, ConfigError, Effect, Either, Option, Redacted } from "effect"
+import { Config, ConfigError, ConfigProvider, Effect, Either, Layer, Option, Redacted } from "effect"
 import { httpOrigin } from "./Domain/HttpUrl.js"
 
 const nonNegative = (name: string) =>
@@ -209,4 +209,8 @@ export const AppConfig: Config.Config<AppSettings> = Config.all({
 /** The settings as a service, so layers and tests can read or replace them. */
 export class Settings extends Effect.Service<Settings>()("Settings", {
   effect: AppConfig
-}) {}
+}) {
+  /** Every default but the `overrides` (by variable name), with nothing read from the environment: a test's settings. */
+  static readonly Test = (overrides: Readonly<Record<string, string>> = {}) =>
+    Layer.effect(Settings, Effect.map(Effect.withConfigProvider(AppConfig, ConfigProvider.fromMap(new Map(Object.entries(overrides)))), Settings.make))
+}

@@ -104,5 +104,5 @@ export class CabinetBrakes extends Effect.Service<CabinetBrakes>()("CabinetBrake
 
     return { takePlace, givePlaceBack, forget, takeAddressPlace, giveAddressPlaceBack, limited } as const
   }),
-  dependencies: [CabinetAttemptsRepo.Default]
+  dependencies: [CabinetAttemptsRepo.Default, Fibers.Default, Metrics.Default]
 }) {}

@@ -103,7 +103,8 @@ export class PasswordHasher extends Effect.Service<PasswordHasher>()("PasswordHa
       /** Runs `effect` holding one of the places, or gives None at once when every place is taken. */
       inPlace: <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<Option.Option<A>, E, R> => places.withPermitsIfAvailable(1)(effect)
     } as const
-  })
+  }),
+  dependencies: [Metrics.Default]
 }) {}
 
 // ---- tokens --------------------------------------------------------------------------------------

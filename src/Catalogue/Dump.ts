@@ -270,5 +270,5 @@ export class CatalogueDump extends Effect.Service<CatalogueDump>()("CatalogueDum
       identityStream
     } as const
   }),
-  dependencies: [CatalogueEngine.Default]
+  dependencies: [CatalogueEngine.Default, Fibers.Default, Metrics.Default]
 }) {}

@@ -161,5 +161,5 @@ export class NewItems extends Effect.Service<NewItems>()("NewItems", {
 
     return { prepareNew, writeNew } as const
   }),
-  dependencies: [NewItemsRepo.Default]
+  dependencies: [NewItemsRepo.Default, ChangeLog.Default]
 }) {}

@@ -91,5 +91,5 @@ export class WalletPayments extends Effect.Service<WalletPayments>()("WalletPaym
 
     return { receive } as const
   }),
-  dependencies: [DepositsRepo.Default, WalletRequests.Default]
+  dependencies: [DepositsRepo.Default, WalletRequests.Default, Deposits.Default, Metrics.Default]
 }) {}

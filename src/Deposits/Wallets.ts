@@ -155,5 +155,5 @@ export class Wallets extends Effect.Service<Wallets>()("Wallets", {
 
     return { list, request, reconcile, view } as const
   }),
-  dependencies: [WalletRequests.Default]
+  dependencies: [WalletRequests.Default, Metrics.Default]
 }) {}

@@ -262,5 +262,5 @@ export class BuyByName extends Effect.Service<BuyByName>()("BuyByName", {
 
     return { buy } as const
   }),
-  dependencies: [Purchases.Default, BuyEngine.Default, CyclesRepo.Default, PurchasesRepo.Default]
+  dependencies: [Purchases.Default, BuyEngine.Default, CyclesRepo.Default, PurchasesRepo.Default, CatalogueEngine.Default, Fibers.Default]
 }) {}

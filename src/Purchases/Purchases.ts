@@ -82,5 +82,5 @@ export class Purchases extends Effect.Service<Purchases>()("Purchases", {
 
     return { byId, latestByCustomId, request, availableCents, list, waitFor } as const
   }),
-  dependencies: [PurchasesRepo.Default, Ledger.Default]
+  dependencies: [PurchasesRepo.Default, Ledger.Default, PurchaseNotifications.Default]
 }) {}

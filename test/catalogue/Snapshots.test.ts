@@ -8,19 +8,15 @@
  */
 import { SqlClient } from "@effect/sql"
 import { expect, layer } from "@effect/vitest"
-import { Effect, Layer, Option } from "effect"
+import { Effect, Layer } from "effect"
 import { type CatalogueWrite, ChangeLog, type LoggedUpsert } from "../../src/Catalogue/ChangeLog.js"
 import { type Entry, Interner } from "../../src/Catalogue/Entry.js"
 import { CatalogueRepo } from "../../src/Catalogue/Repo.js"
 import { loggedEntry, readItems, readState, type Remembered, replayLog } from "../../src/Catalogue/Snapshots.js"
-import { DirectTransactions } from "../../src/Db/Database.js"
 import { syntheticListing } from "../../src/Providers/Simulator/Listings.js"
-import { DatabaseTest } from "../support/database-layer.js"
+import { inProcess } from "../support/in-process.js"
 
-const SnapshotsTest = Layer.provideMerge(
-  Layer.merge(ChangeLog.Default, CatalogueRepo.Default),
-  Layer.mergeAll(Layer.succeed(DirectTransactions, Option.none()), DatabaseTest)
-)
+const SnapshotsTest = inProcess(Layer.merge(ChangeLog.Default, CatalogueRepo.Default))
 
 const upserts = (seed: number, from: number, count: number): Array<CatalogueWrite> =>
   Array.from({ length: count }, (_, i) => ({ op: "upsert", listing: syntheticListing(seed, from + i) }))

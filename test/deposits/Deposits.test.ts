@@ -11,14 +11,9 @@ import { Deposits } from "../../src/Deposits/Deposits.js"
 import { settle } from "../../src/Deposits/Fees.js"
 import { toUnits } from "../../src/Domain/Money.js"
 import { Ledger } from "../../src/Ledger/Ledger.js"
-import { DatabaseTest } from "../support/database-layer.js"
-import { SettingsTest } from "../support/in-process.js"
+import { inProcess } from "../support/in-process.js"
 
-const DepositsTest = Deposits.Default.pipe(
-  Layer.provideMerge(Ledger.Default),
-  Layer.provideMerge(SettingsTest),
-  Layer.provideMerge(DatabaseTest)
-)
+const DepositsTest = inProcess(Layer.merge(Deposits.Default, Ledger.Default))
 
 /** A merchant with an empty balance. */
 const newMerchant = Effect.gen(function*() {

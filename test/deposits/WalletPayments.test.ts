@@ -7,15 +7,11 @@ import { PgClient } from "@effect/sql-pg"
 import { expect, layer } from "@effect/vitest"
 import { Effect, Either, Layer } from "effect"
 import { createHash } from "node:crypto"
-import { Deposits } from "../../src/Deposits/Deposits.js"
 import { WalletPayments } from "../../src/Deposits/WalletPayments.js"
 import { WalletRequests } from "../../src/Deposits/WalletRequests.js"
 import { tronAddress } from "../../src/Domain/WalletAddress.js"
-import { Fibers } from "../../src/Ops/Fibers.js"
-import { Metrics } from "../../src/Ops/Metrics.js"
 import { type PaymentNotice, WalletProvider } from "../../src/Providers/WalletProvider.js"
-import { DatabaseTest } from "../support/database-layer.js"
-import { SettingsTest } from "../support/in-process.js"
+import { inProcess } from "../support/in-process.js"
 
 /** The notice the next callback verifies as, or why it does not. */
 let verdict: Either.Either<PaymentNotice, string> = Either.left("nothing scripted")
@@ -26,11 +22,7 @@ const ProviderTest = Layer.succeed(WalletProvider, {
   verifyCallback: () => Effect.sync(() => verdict)
 })
 
-const PaymentsTest = WalletPayments.Default.pipe(
-  Layer.provideMerge(Layer.mergeAll(ProviderTest, Metrics.Default, Deposits.Default, WalletRequests.Default)),
-  Layer.provideMerge(Layer.mergeAll(SettingsTest, Fibers.Default)),
-  Layer.provideMerge(DatabaseTest)
-)
+const PaymentsTest = inProcess(Layer.merge(WalletPayments.Default, WalletRequests.Default).pipe(Layer.provide(ProviderTest)))
 
 const address = tronAddress(createHash("sha256").update("payments").digest())
 const notice = (over: Partial<PaymentNotice>): PaymentNotice => ({

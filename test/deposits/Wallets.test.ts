@@ -7,20 +7,14 @@
  */
 import { PgClient } from "@effect/sql-pg"
 import { expect, layer } from "@effect/vitest"
-import { ConfigProvider, Effect, Either, Layer } from "effect"
+import { Effect, Either, Layer } from "effect"
 import { createHash } from "node:crypto"
-import { AppConfig, Settings } from "../../src/Config.js"
 import { idempotencyKeyOf, WalletRequests } from "../../src/Deposits/WalletRequests.js"
 import { Wallets } from "../../src/Deposits/Wallets.js"
 import type { AuthenticatedMerchant, MerchantId } from "../../src/Domain/Merchant.js"
 import { bscAddress, tronAddress } from "../../src/Domain/WalletAddress.js"
-import { Fibers } from "../../src/Ops/Fibers.js"
-import { Metrics } from "../../src/Ops/Metrics.js"
 import { type ProviderWallet, WalletProvider, WalletProviderUnavailable } from "../../src/Providers/WalletProvider.js"
-import { DatabaseTest } from "../support/database-layer.js"
-
-const settingsWith = (env: Record<string, string>) =>
-  Layer.effect(Settings, Effect.map(Effect.withConfigProvider(AppConfig, ConfigProvider.fromMap(new Map(Object.entries(env)))), Settings.make))
+import { inProcess } from "../support/in-process.js"
 
 /** What the scripted provider answers next; every call is recorded with its key. */
 const script = {
@@ -54,12 +48,7 @@ const bound = (address: string, status: "active" | "disabled" = "active"): Provi
 const pending: ProviderWallet = { providerWalletId: "wp_pending", state: "pending", address: null, memo: null, status: "active" }
 const lost = new WalletProviderUnavailable({ detail: "lost", maybeReached: true })
 
-const walletsWith = (env: Record<string, string>) =>
-  Wallets.Default.pipe(
-    Layer.provideMerge(Layer.mergeAll(ProviderTest, Metrics.Default, WalletRequests.Default)),
-    Layer.provideMerge(Layer.mergeAll(settingsWith(env), Fibers.Default)),
-    Layer.provideMerge(DatabaseTest)
-  )
+const walletsWith = (env: Record<string, string>) => inProcess(Layer.merge(Wallets.Default, WalletRequests.Default).pipe(Layer.provide(ProviderTest)), env)
 const WalletsTest = walletsWith({ WALLET_ISSUANCE_ENABLED: "true" })
 
 /** A bound wallet as saved (made without the provider: these layers' switches forbid creation). */

@@ -8,18 +8,13 @@
  */
 import { SqlClient } from "@effect/sql"
 import { expect, layer } from "@effect/vitest"
-import { ConfigProvider, Effect, Exit, Fiber, Layer } from "effect"
+import { Effect, Exit, Fiber } from "effect"
 import { randomUUID } from "node:crypto"
-import { Settings } from "../../src/Config.js"
 import { type OrderRequest, PurchaseProvider, type PurchaseProviderService } from "../../src/Providers/PurchaseProvider.js"
 import { ProviderSimLive } from "../../src/Providers/Simulator/ProviderSim.js"
-import { DatabaseTest } from "../support/database-layer.js"
+import { inProcess } from "../support/in-process.js"
 
-const SettingsTest = Settings.Default.pipe(
-  Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map([["SIM_TIME_SCALE", "1"], ["BUY_SYNC_WAIT_SECONDS", "30"]]))))
-)
-
-const ProviderTest = Layer.provideMerge(ProviderSimLive, Layer.merge(DatabaseTest, SettingsTest))
+const ProviderTest = inProcess(ProviderSimLive, { SIM_TIME_SCALE: "1", BUY_SYNC_WAIT_SECONDS: "30" })
 
 const order = (token = "abcdEFGH"): OrderRequest => ({
   requestId: randomUUID(),

@@ -5,22 +5,13 @@
  * (repriced items at their new price, delisted ones gone, new listings present).
  */
 import { expect, layer } from "@effect/vitest"
-import { Chunk, ConfigProvider, Effect, Layer, Stream } from "effect"
+import { Chunk, Effect, Layer, Stream } from "effect"
 import { Settings } from "../../src/Config.js"
 import { SupplierSimLive } from "../../src/Providers/Simulator/SupplierSim.js"
 import { Supplier, type SupplierListing } from "../../src/Providers/Supplier.js"
 
-const SettingsTest = Settings.Default.pipe(
-  Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(
-    new Map([
-      ["SIM_CATALOGUE_SIZE", "300"],
-      // 200 changes in each 100 ms tick
-      ["SIM_CHURN_PER_SECOND", "2000"]
-    ])
-  )))
-)
-
-const SupplierTest = Layer.provideMerge(SupplierSimLive, SettingsTest)
+// 200 changes in each 100 ms tick
+const SupplierTest = Layer.provideMerge(SupplierSimLive, Settings.Test({ SIM_CATALOGUE_SIZE: "300", SIM_CHURN_PER_SECOND: "2000" }))
 
 /** The snapshot's listings by id, with their prices. */
 const offered = (snapshot: Stream.Stream<ReadonlyArray<SupplierListing>>) =>

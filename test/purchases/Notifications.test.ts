@@ -9,9 +9,9 @@ import { expect, layer } from "@effect/vitest"
 import { Effect, Layer, Option } from "effect"
 import { PurchaseNotifications } from "../../src/Purchases/Notifications.js"
 import { PurchasesRepo } from "../../src/Purchases/Repo.js"
-import { DatabaseTest } from "../support/database-layer.js"
+import { inProcess } from "../support/in-process.js"
 
-const NotificationsTest = Layer.provideMerge(Layer.merge(PurchaseNotifications.Default, PurchasesRepo.Default), DatabaseTest)
+const NotificationsTest = inProcess(Layer.merge(PurchaseNotifications.Default, PurchasesRepo.Default))
 
 /** Sends the notification of these ids, as a statement that changes them does (PurchasesRepo.notifying). */
 const notify = (ids: string) => Effect.flatMap(Effect.all([SqlClient.SqlClient, PurchasesRepo]), ([sql, repo]) => sql`SELECT ${repo.notifying(ids)}`)

@@ -8,21 +8,14 @@
  */
 import { PgClient } from "@effect/sql-pg"
 import { expect, layer } from "@effect/vitest"
-import { Deferred, Effect, Fiber, Layer, Option, Schedule } from "effect"
+import { Deferred, Effect, Fiber, Layer, Schedule } from "effect"
 import { ChangeLog } from "../../src/Catalogue/ChangeLog.js"
-import { DirectTransactions } from "../../src/Db/Database.js"
-import { Fibers } from "../../src/Ops/Fibers.js"
 import { BuyEngine } from "../../src/Purchases/BuyEngine.js"
 import { PurchaseNotifications } from "../../src/Purchases/Notifications.js"
 import { Purchases } from "../../src/Purchases/Purchases.js"
-import { DatabaseTest } from "../support/database-layer.js"
-import { liveItem, RECIPIENT, SettingsTest } from "../support/in-process.js"
+import { inProcess, liveItem, RECIPIENT } from "../support/in-process.js"
 
-const PurchasesTest = Layer.mergeAll(BuyEngine.Default, Purchases.Default).pipe(
-  Layer.provideMerge(Layer.mergeAll(PurchaseNotifications.Default, ChangeLog.Default)),
-  Layer.provideMerge(Layer.mergeAll(SettingsTest, Fibers.Default, Layer.succeed(DirectTransactions, Option.none()))),
-  Layer.provideMerge(DatabaseTest)
-)
+const PurchasesTest = inProcess(Layer.mergeAll(BuyEngine.Default, Purchases.Default, PurchaseNotifications.Default, ChangeLog.Default))
 
 /** A merchant with `cents` available, credited through a ledger row as a deposit is. */
 const fundedMerchant = (cents: number) =>

@@ -6,25 +6,13 @@
  */
 import { PgClient } from "@effect/sql-pg"
 import { expect, layer } from "@effect/vitest"
-import { Effect, Layer, Option } from "effect"
+import { Effect, Layer } from "effect"
 import { ChangeLog } from "../../src/Catalogue/ChangeLog.js"
-import { CatalogueReservations } from "../../src/Catalogue/Reservations.js"
-import { DirectTransactions } from "../../src/Db/Database.js"
-import { BalanceCache } from "../../src/Ledger/BalanceCache.js"
 import { Ledger } from "../../src/Ledger/Ledger.js"
-import { Fibers } from "../../src/Ops/Fibers.js"
-import { Metrics } from "../../src/Ops/Metrics.js"
 import { type OrderStatus, PurchaseProvider } from "../../src/Providers/PurchaseProvider.js"
 import { BuyEngine } from "../../src/Purchases/BuyEngine.js"
-import { BuyStatements } from "../../src/Purchases/BuyStatements.js"
-import { PurchaseHandover } from "../../src/Purchases/Handover.js"
-import { PurchaseNotifications } from "../../src/Purchases/Notifications.js"
-import { Purchases } from "../../src/Purchases/Purchases.js"
-import { PurchasesRepo } from "../../src/Purchases/Repo.js"
-import { PurchaseWorkerLive } from "../../src/Purchases/Worker.js"
-import { Outbox } from "../../src/Webhooks/Outbox.js"
-import { DatabaseTest } from "../support/database-layer.js"
-import { liveItem, RECIPIENT, SettingsTest } from "../support/in-process.js"
+import { PurchasesLive } from "../../src/Purchases/Layer.js"
+import { inProcess, liveItem, RECIPIENT } from "../support/in-process.js"
 
 /** How the scripted provider ends each item's order. */
 const endings = new Map<string, "completed" | "failed">()
@@ -54,25 +42,8 @@ const ProviderTest = Layer.succeed(PurchaseProvider, {
   orderStatus: (requestId) => Effect.sync(() => statusOf(itemByRequest.get(requestId) ?? null))
 })
 
-// the worker and the buy engine share one handover, ledger, outbox and metrics
-const WorkerTest = PurchaseWorkerLive.pipe(
-  Layer.provideMerge(BuyEngine.DefaultWithoutDependencies),
-  Layer.provideMerge(Layer.mergeAll(Purchases.DefaultWithoutDependencies, BuyStatements.DefaultWithoutDependencies)),
-  Layer.provideMerge(Layer.mergeAll(
-    BalanceCache.Default,
-    Ledger.Default,
-    Outbox.Default,
-    ChangeLog.Default,
-    PurchaseHandover.Default,
-    CatalogueReservations.Default,
-    Metrics.Default,
-    PurchaseNotifications.Default,
-    PurchasesRepo.Default,
-    ProviderTest
-  )),
-  Layer.provideMerge(Layer.mergeAll(SettingsTest, Fibers.Default, Layer.succeed(DirectTransactions, Option.none()))),
-  Layer.provideMerge(DatabaseTest)
-)
+// the purchases feature as the service runs it, with a scripted provider in place of the simulated one
+const WorkerTest = inProcess(Layer.mergeAll(PurchasesLive, Ledger.Default, ChangeLog.Default).pipe(Layer.provide(ProviderTest)))
 
 /**
  * Polls until the purchase is final, and a failed one's refund recorded (the worker runs in the

@@ -1,11 +1,17 @@
-/** What the services tested in process (it.layer) share: default settings, a recipient, a live item. */
-import { ConfigProvider, Effect, Layer, Schema } from "effect"
+/** What the services tested in process (it.layer) share: their outside world, a recipient, a live item. */
+import { Effect, Layer, Schema } from "effect"
 import { ChangeLog } from "../../src/Catalogue/ChangeLog.js"
-import { AppConfig, Settings } from "../../src/Config.js"
+import { Settings } from "../../src/Config.js"
 import { CatalogItemInput } from "../../src/Domain/CatalogItem.js"
+import { DatabaseTest } from "./database-layer.js"
 
-/** The settings with every default (no environment read). */
-export const SettingsTest = Layer.effect(Settings, Effect.map(Effect.withConfigProvider(AppConfig, ConfigProvider.fromMap(new Map())), Settings.make))
+/**
+ * A service (or feature) layer with its outside world for a test: the settings' defaults but
+ * `overrides` (Settings.Test) and a fresh test database. Its neighbours come with it through its
+ * `dependencies`; a test replaces a provider by providing its own stand-in first.
+ */
+export const inProcess = <A, E, R>(layer: Layer.Layer<A, E, R>, overrides: Readonly<Record<string, string>> = {}) =>
+  layer.pipe(Layer.provideMerge(Settings.Test(overrides)), Layer.provideMerge(DatabaseTest))
 
 export const RECIPIENT = {
   tradeUrl: "https://steamcommunity.com/tradeoffer/new/?partner=12345678&token=abcdEFGH",

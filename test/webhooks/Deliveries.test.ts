@@ -9,16 +9,12 @@
  */
 import { PgClient } from "@effect/sql-pg"
 import { expect, layer } from "@effect/vitest"
-import { Effect, Layer, Option } from "effect"
-import { DirectTransactions } from "../../src/Db/Database.js"
+import { Effect } from "effect"
 import { WebhookDeliveries } from "../../src/Webhooks/Deliveries.js"
 import { CLAIM, CLAIM_PLAN } from "../../src/Webhooks/DeliveriesRepo.js"
-import { DatabaseTest } from "../support/database-layer.js"
+import { inProcess } from "../support/in-process.js"
 
-const DeliveriesTest = WebhookDeliveries.Default.pipe(
-  Layer.provideMerge(Layer.succeed(DirectTransactions, Option.none())),
-  Layer.provideMerge(DatabaseTest)
-)
+const DeliveriesTest = inProcess(WebhookDeliveries.Default)
 
 const OTHER_PROCESS = "another-process"
 
