@@ -1,0 +1,27 @@
+/** What the results record about where they were measured: the machine, node, PostgreSQL and the revision. */
+import { execSync } from "node:child_process"
+import { readFileSync } from "node:fs"
+import { cpus, freemem, totalmem } from "node:os"
+import { ROOT, round } from "./basics.mjs"
+import { withAdminClient } from "./postgres.mjs"
+
+export const machineInfo = async () => {
+  const cpuinfo = readFileSync("/proc/cpuinfo", "utf8")
+  const postgres = await withAdminClient((c) => c.query("SHOW server_version")).then((r) => r.rows[0].server_version)
+  let revision = "unknown"
+  try {
+    revision = execSync("git rev-parse --short HEAD", { cwd: ROOT }).toString().trim() +
+      (execSync("git status --porcelain src", { cwd: ROOT }).toString().trim() === "" ? "" : " (src modified)")
+  } catch {
+    // not a git checkout: the revision stays unknown
+  }
+  return {
+    revision,
+    nproc: Number(execSync("nproc").toString().trim()),
+    cpuModel: cpuinfo.match(/model name\s*:\s*(.*)/)?.[1] ?? cpus()[0]?.model,
+    memoryGiB: round(totalmem() / 2 ** 30, 1),
+    freeMemoryGiB: round(freemem() / 2 ** 30, 1),
+    node: process.version,
+    postgres
+  }
+}
