@@ -10,8 +10,9 @@ export const machineInfo = async () => {
   const postgres = await withAdminClient((c) => c.query("SHOW server_version")).then((r) => r.rows[0].server_version)
   let revision = "unknown"
   try {
-    revision = execSync("git rev-parse --short HEAD", { cwd: ROOT }).toString().trim() +
-      (execSync("git status --porcelain src", { cwd: ROOT }).toString().trim() === "" ? "" : " (src modified)")
+    // git's own complaint (outside a checkout) is not the benchmark's output
+    const git = (command) => execSync(command, { cwd: ROOT, stdio: ["ignore", "pipe", "ignore"] }).toString().trim()
+    revision = git("git rev-parse --short HEAD") + (git("git status --porcelain src") === "" ? "" : " (src modified)")
   } catch {
     // not a git checkout: the revision stays unknown
   }
