@@ -33,29 +33,18 @@
  * would on a small host. Before each window the script waits (up to --wait-quiet s) for the
  * machine to be quiet. --service-env starts the service with other settings (e.g.
  * CABINET_PASSWORD_HASH_CONCURRENCY=1), to compare.
+ *
+ * The parts: the reads (reads.mjs), the sign-ins (sign-ins.mjs), the service's memory and counters
+ * (memory.mjs), the summary (summary.mjs).
  */
-import { spawn } from "node:child_process"
-import { randomBytes } from "node:crypto"
-import { mkdtempSync, readFileSync, rmSync } from "node:fs"
-import { request as httpRequest } from "node:http"
+import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import {
-  admin,
-  argOptions,
-  buildIfNeeded,
-  cpuMs,
-  createDatabase,
-  log,
-  machineInfo,
-  mean,
-  percentileSorted,
-  round,
-  sleep,
-  startService,
-  waitQuiet
-} from "../lib/harness.mjs"
-import { openConnection } from "../lib/http-connection.mjs"
+import { admin, argOptions, buildIfNeeded, cpuMs, createDatabase, log, machineInfo, round, startService, waitQuiet } from "../lib/harness.mjs"
+import { heapOf, metric, sampleRss } from "./memory.mjs"
+import { pacedReads, wrk } from "./reads.mjs"
+import { flood } from "./sign-ins.mjs"
+import { printSummary } from "./summary.mjs"
 
 const opts = argOptions(process.argv.slice(2), {
   rate: 200,
@@ -69,168 +58,6 @@ const opts = argOptions(process.argv.slice(2), {
   "service-env": "",
   "wait-quiet": 30
 })
-const SIGN_IN_TIMEOUT_MS = 10_000
-
-// ---- measuring -----------------------------------------------------------------------------------
-
-const rssMb = (pid) => {
-  try {
-    return Number(readFileSync(`/proc/${pid}/status`, "utf8").match(/VmRSS:\s+(\d+)/)[1]) / 1024
-  } catch {
-    return Number.NaN
-  }
-}
-
-/** Samples the process's RSS every 250 ms until `stop()`: the samples (MB). */
-const sampleRss = (pid) => {
-  const samples = []
-  const timer = setInterval(() => samples.push(rssMb(pid)), 250)
-  return { samples, stop: () => clearInterval(timer) }
-}
-
-/**
- * Reads at `rate` a second for `seconds` over `connections` keep-alive connections, one read in
- * flight on each (a read due when none is free is not sent): rate achieved, latencies, answers.
- */
-const pacedReads = async (port, path, apiKey, rate, seconds, connections) => {
-  const headers = { authorization: `Bearer ${apiKey}` }
-  const idle = []
-  for (let i = 0; i < connections; i++) idle.push(await openConnection("127.0.0.1", port))
-  const latencies = []
-  let non2xx = 0, timeouts = 0, errors = 0, skipped = 0, sent = 0
-  const inFlight = new Set()
-  const readOn = (connection) => {
-    const started = performance.now()
-    let timer
-    const read = Promise.race([
-      connection.request("GET", path, headers).then((res) => res.status, () => "error"),
-      new Promise((resolve) => timer = setTimeout(() => resolve("timeout"), SIGN_IN_TIMEOUT_MS))
-    ]).then(async (status) => {
-      clearTimeout(timer)
-      if (status === "timeout" || status === "error") {
-        if (status === "timeout") timeouts++
-        else errors++
-        connection.close()
-        idle.push(await openConnection("127.0.0.1", port))
-      } else {
-        latencies.push(performance.now() - started)
-        if (status !== 200) non2xx++
-        idle.push(connection)
-      }
-      inFlight.delete(read)
-    })
-    inFlight.add(read)
-  }
-  const started = performance.now()
-  while (performance.now() - started < seconds * 1000) {
-    const due = Math.floor(((performance.now() - started) / 1000) * rate)
-    for (; sent < due; sent++) {
-      const connection = idle.pop()
-      if (connection === undefined) skipped++
-      else readOn(connection)
-    }
-    await sleep(5)
-  }
-  const elapsed = (performance.now() - started) / 1000
-  const answeredInWindow = latencies.length
-  await Promise.all(inFlight)
-  for (const connection of idle) connection.close()
-  latencies.sort((a, b) => a - b)
-  return {
-    rate: answeredInWindow / elapsed,
-    requests: latencies.length,
-    non2xx,
-    timeouts,
-    errors,
-    skipped,
-    p50: percentileSorted(latencies, 50),
-    p99: percentileSorted(latencies, 99),
-    max: latencies.at(-1)
-  }
-}
-
-/** wrk's run as a child process (this script goes on meanwhile): rate, requests, non-2xx, socket errors. */
-const wrk = (url, apiKey, seconds) =>
-  new Promise((resolve, reject) => {
-    const child = spawn("wrk", ["-t1", `-c${opts.connections}`, `-d${seconds}s`, "--timeout", "10s", "-H", `Authorization: Bearer ${apiKey}`, url])
-    let out = ""
-    child.stdout.on("data", (c) => out += c)
-    child.stderr.on("data", (c) => out += c)
-    child.once("error", reject)
-    child.once("exit", (code) => {
-      if (code !== 0) return reject(new Error(`wrk failed (${code}): ${out}`))
-      const errors = out.match(/Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/)
-      resolve({
-        rate: Number(out.match(/Requests\/sec:\s+([\d.]+)/)?.[1]),
-        requests: Number(out.match(/(\d+) requests in/)?.[1]),
-        non2xx: Number(out.match(/Non-2xx or 3xx responses: (\d+)/)?.[1] ?? 0),
-        socketErrors: errors === null ? 0 : errors.slice(1, 4).map(Number).reduce((a, b) => a + b, 0),
-        timeouts: errors === null ? 0 : Number(errors[4])
-      })
-    })
-  })
-
-/** One sign-in from `localAddress` on a new connection: its status (or "timeout" / "error") and latency. */
-const signIn = (service, localAddress) =>
-  new Promise((resolve) => {
-    const started = performance.now()
-    const body = JSON.stringify({
-      login: `flood-${randomBytes(6).toString("hex")}@attacker.example`,
-      password: randomBytes(9).toString("base64"),
-      code: String(randomBytes(3).readUIntBE(0, 3) % 1_000_000).padStart(6, "0")
-    })
-    let settled = false
-    const done = (status) => {
-      if (settled) return
-      settled = true
-      resolve({ status, ms: performance.now() - started })
-    }
-    const req = httpRequest({
-      host: "127.0.0.1",
-      port: service.port,
-      localAddress,
-      method: "POST",
-      path: "/cabinet/api/login",
-      agent: false,
-      headers: { origin: service.baseUrl, "content-type": "application/json", "content-length": Buffer.byteLength(body) }
-    }, (res) => {
-      res.resume()
-      res.once("end", () => done(res.statusCode))
-      res.once("error", () => done("error"))
-    })
-    req.setTimeout(SIGN_IN_TIMEOUT_MS, () => {
-      done("timeout")
-      req.destroy()
-    })
-    req.once("error", () => done("error"))
-    req.end(body)
-  })
-
-/** A random loopback address, 127.1.0.1 to 127.254.255.254 (never 127.0.0.1). */
-const randomLoopback = () => {
-  const [a, b, c] = randomBytes(3)
-  return `127.${1 + (a % 254)}.${b}.${1 + (c % 254)}`
-}
-
-/** `rate` sign-ins a second for `seconds`, sent on a 10 ms tick whatever the answers: every answer. */
-const flood = async (service, rate, seconds) => {
-  const pending = []
-  const started = performance.now()
-  let sent = 0
-  while (performance.now() - started < seconds * 1000) {
-    const due = Math.floor(((performance.now() - started) / 1000) * rate)
-    for (; sent < due; sent++) pending.push(signIn(service, opts["one-address"] ? "127.0.0.1" : randomLoopback()))
-    await sleep(10)
-  }
-  return Promise.all(pending)
-}
-
-/** A counter's value in /metrics (its name with any labels); 0 when absent. */
-const metric = async (service, series) => {
-  const text = await fetch(`${service.opsUrl}/metrics`).then((r) => r.text())
-  const line = text.split("\n").find((l) => l.startsWith(`${series} `))
-  return line === undefined ? 0 : Number(line.slice(line.lastIndexOf(" ") + 1))
-}
 
 // ---- the run -------------------------------------------------------------------------------------
 
@@ -251,19 +78,9 @@ const ITEMS = "/api/v1/merchant/items?limit=50"
 
 const reads = (seconds) =>
   opts.saturate
-    ? wrk(`${service.baseUrl}${ITEMS}`, merchant.api_key, seconds)
+    ? wrk(`${service.baseUrl}${ITEMS}`, merchant.api_key, seconds, opts.connections)
     : pacedReads(service.port, ITEMS, merchant.api_key, opts.reads, seconds, opts.connections)
 await reads(3) // warm-up, not measured
-
-/** The service's heap spaces (new, old) and external memory, MB, from /metrics. */
-const heapOf = async () => {
-  const mb = async (series) => round((await metric(service, series)) / 2 ** 20)
-  return {
-    new: await mb(`nodejs_heap_space_size_total_bytes{space="new"}`),
-    old: await mb(`nodejs_heap_space_size_total_bytes{space="old"}`),
-    external: await mb("nodejs_external_memory_bytes")
-  }
-}
 
 /** One window of reads with `during` beside it: the reads' figures, the sign-ins' answers, RSS samples, CPU. */
 const window = async (label, during) => {
@@ -273,7 +90,7 @@ const window = async (label, during) => {
   const [read, signIns] = await Promise.all([reads(opts.duration), during()])
   const cores = (cpuMs(service.child.pid) - cpuBefore) / (opts.duration * 1000)
   rss.stop()
-  const heap = await heapOf()
+  const heap = await heapOf(service)
   const latency = read.p50 === undefined ? "" : `, p50 ${round(read.p50, 2)} ms, p99 ${round(read.p99, 2)} ms, max ${round(read.max, 1)} ms`
   log(
     `  ${label.padEnd(14)} reads ${
@@ -290,45 +107,13 @@ const window = async (label, during) => {
 
 const hashesBefore = await metric(service, "cabinet_password_hashes_total")
 const quietBefore = await window("quiet", async () => [])
-const flooded = await window("sign-in flood", () => flood(service, opts.rate, opts.duration))
+const flooded = await window("sign-in flood", () => flood(service, opts.rate, opts.duration, opts["one-address"]))
 const quietAfter = await window("quiet again", async () => [])
 const hashes = (await metric(service, "cabinet_password_hashes_total")) - hashesBefore
 const refused = {}
 for (const brake of ["login", "address", "capacity"]) refused[brake] = await metric(service, `cabinet_attempts_refused_total{brake="${brake}"}`)
 
-const counts = {}
-for (const { status } of flooded.signIns) counts[status] = (counts[status] ?? 0) + 1
-const latencies = (status) => flooded.signIns.filter((s) => s.status === status).map((s) => s.ms).sort((a, b) => a - b)
-const quietRate = mean([quietBefore.read.rate, quietAfter.read.rate])
-const quietRss = Math.max(...quietBefore.rss)
-const floodRss = Math.max(...flooded.rss)
-const fivexx = Object.entries(counts).filter(([status]) => /^5/.test(status)).reduce((a, [, n]) => a + n, 0)
-const readTimeouts = quietBefore.read.timeouts + flooded.read.timeouts + quietAfter.read.timeouts
-const readsNot200 = quietBefore.read.non2xx + flooded.read.non2xx + quietAfter.read.non2xx
-
-log("\nsummary")
-log(
-  `  reads during the flood / quiet: ${round(flooded.read.rate / quietRate, 3)} (${round(flooded.read.rate)} against ${
-    round(quietRate)
-  }/s, the mean of the quiet windows) — target >= 0.8`
-)
-if (!opts.saturate) {
-  log(`  reads' p99 during the flood ${round(flooded.read.p99, 2)} ms against ${round(quietBefore.read.p99, 2)} and ${round(quietAfter.read.p99, 2)} ms quiet`)
-}
-log(
-  `  RSS: peak ${round(floodRss)} MB during the flood against ${round(quietRss)} MB (the quiet window's peak): ${
-    round(floodRss - quietRss)
-  } MB more — target within 100`
-)
-log(`  sign-ins sent: ${flooded.signIns.length}; answers: ${JSON.stringify(counts)} — target: no 5xx (${fivexx}), no timeouts (${counts.timeout ?? 0})`)
-for (const status of [401, 429]) {
-  const ms = latencies(status)
-  if (ms.length > 0) {
-    log(`  ${status} answered in p50 ${round(percentileSorted(ms, 50), 1)} ms, p99 ${round(percentileSorted(ms, 99), 1)} ms, max ${round(ms.at(-1), 1)} ms`)
-  }
-}
-log(`  password hashes computed: ${hashes} (${round(hashes / opts.duration, 1)}/s); refused unchecked, by brake: ${JSON.stringify(refused)}`)
-log(`  reads not 200: ${readsNot200}, read timeouts: ${readTimeouts}`)
+printSummary(opts, { quietBefore, flooded, quietAfter, hashes, refused })
 
 await service.stop()
 await database?.drop()
