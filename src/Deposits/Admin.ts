@@ -13,8 +13,8 @@ import { AdminApi, AdminConflict, AdminInvalidRequest, IDEMPOTENT_REPLAYED } fro
 import { notFound, storable } from "../Ops/AdminHttp.js"
 import { WalletProviderSim } from "../Providers/Simulator/WalletProviderSim.js"
 import { Deposits } from "./Deposits.js"
-import { idempotencyKeyOf, WalletRequests } from "./WalletRequests.js"
 import { Wallets } from "./Wallets.js"
+import { idempotencyKeyOf, WalletsRepo } from "./WalletsRepo.js"
 
 /** USDT as a decimal text (no exponent), from its micro-units. */
 const usdtText = (amount: number) => {
@@ -27,7 +27,7 @@ const usdtText = (amount: number) => {
 export const AdminDepositsHttp = HttpApiBuilder.group(AdminApi, "deposits", (handlers) =>
   Effect.gen(function*() {
     const deposits = yield* Deposits
-    const requests = yield* WalletRequests
+    const requests = yield* WalletsRepo
     const wallets = yield* Wallets
     const merchants = yield* Merchants
     const sim = yield* WalletProviderSim

@@ -1,7 +1,7 @@
 /**
  * The SQL of deposits (Deposits.ts, WalletPayments.ts): the credited deposits, idempotent on
  * tx_id, with the merchant's legacy addresses they may be sent to, and the wallet provider's
- * payments as recorded, once per transfer id. The deposit wallets' requests are WalletRequests.ts's.
+ * payments as recorded, once per transfer id. The deposit wallets' requests are WalletsRepo.ts's.
  */
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"

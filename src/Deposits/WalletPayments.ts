@@ -11,7 +11,7 @@ import { Metrics } from "../Ops/Metrics.js"
 import { type PaymentNotice, WalletProvider } from "../Providers/WalletProvider.js"
 import { Deposits } from "./Deposits.js"
 import { DepositsRepo } from "./Repo.js"
-import { WalletRequests } from "./WalletRequests.js"
+import { WalletsRepo } from "./WalletsRepo.js"
 
 export class CallbackRejected extends Data.TaggedError("CallbackRejected")<{ readonly reason: string }> {}
 
@@ -21,7 +21,7 @@ export class WalletPayments extends Effect.Service<WalletPayments>()("WalletPaym
   effect: Effect.gen(function*() {
     const repo = yield* DepositsRepo
     const provider = yield* WalletProvider
-    const requests = yield* WalletRequests
+    const requests = yield* WalletsRepo
     const deposits = yield* Deposits
     const metrics = yield* Metrics
     const callbacks = metrics.counter({
@@ -91,5 +91,5 @@ export class WalletPayments extends Effect.Service<WalletPayments>()("WalletPaym
 
     return { receive } as const
   }),
-  dependencies: [DepositsRepo.Default, WalletRequests.Default, Deposits.Default, Metrics.Default]
+  dependencies: [DepositsRepo.Default, WalletsRepo.Default, Deposits.Default, Metrics.Default]
 }) {}

@@ -11,7 +11,7 @@ import type { AuthenticatedMerchant } from "../Domain/Merchant.js"
 import { isValidAddress, type Network } from "../Domain/WalletAddress.js"
 import { Metrics } from "../Ops/Metrics.js"
 import { type ProviderWallet, WalletProvider, type WalletProviderUnavailable } from "../Providers/WalletProvider.js"
-import { idempotencyKeyOf, WalletRequests, type WalletRow } from "./WalletRequests.js"
+import { idempotencyKeyOf, type WalletRow, WalletsRepo } from "./WalletsRepo.js"
 
 export class WalletIssuanceOff extends Data.TaggedError("WalletIssuanceOff")<{ readonly reason: string }> {}
 export class WalletMissing extends Data.TaggedError("WalletMissing") {}
@@ -22,7 +22,7 @@ export class WalletUnverified extends Data.TaggedError("WalletUnverified")<{ rea
 export class Wallets extends Effect.Service<Wallets>()("Wallets", {
   effect: Effect.gen(function*() {
     const settings = yield* Settings
-    const requests = yield* WalletRequests
+    const requests = yield* WalletsRepo
     const provider = yield* WalletProvider
     const metrics = yield* Metrics
 
@@ -155,5 +155,5 @@ export class Wallets extends Effect.Service<Wallets>()("Wallets", {
 
     return { list, request, reconcile, view } as const
   }),
-  dependencies: [WalletRequests.Default, Metrics.Default]
+  dependencies: [WalletsRepo.Default, Metrics.Default]
 }) {}

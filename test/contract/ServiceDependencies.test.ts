@@ -33,8 +33,8 @@ import { Deposits } from "../../src/Deposits/Deposits.js"
 import { DepositsLive } from "../../src/Deposits/Layer.js"
 import { DepositsRepo } from "../../src/Deposits/Repo.js"
 import { WalletPayments } from "../../src/Deposits/WalletPayments.js"
-import { WalletRequests } from "../../src/Deposits/WalletRequests.js"
 import { Wallets } from "../../src/Deposits/Wallets.js"
+import { WalletsRepo } from "../../src/Deposits/WalletsRepo.js"
 import { BalanceCache } from "../../src/Ledger/BalanceCache.js"
 import { LedgerLive } from "../../src/Ledger/Layer.js"
 import { Ledger } from "../../src/Ledger/Ledger.js"
@@ -119,7 +119,7 @@ const services = {
   Settings: needsOnlyTheOutsideWorld(Settings.Default),
   SimulatorRepo: needsOnlyTheOutsideWorld(SimulatorRepo.Default),
   WalletPayments: needsOnlyTheOutsideWorld(WalletPayments.Default),
-  WalletRequests: needsOnlyTheOutsideWorld(WalletRequests.Default),
+  WalletsRepo: needsOnlyTheOutsideWorld(WalletsRepo.Default),
   Wallets: needsOnlyTheOutsideWorld(Wallets.Default),
   WebSocketUpgrades: needsOnlyTheOutsideWorld(WebSocketUpgrades.Default),
   WebhookDeliveries: needsOnlyTheOutsideWorld(WebhookDeliveries.Default),

@@ -8,7 +8,7 @@ import { expect, layer } from "@effect/vitest"
 import { Effect, Either, Layer } from "effect"
 import { createHash } from "node:crypto"
 import { WalletPayments } from "../../src/Deposits/WalletPayments.js"
-import { WalletRequests } from "../../src/Deposits/WalletRequests.js"
+import { WalletsRepo } from "../../src/Deposits/WalletsRepo.js"
 import { tronAddress } from "../../src/Domain/WalletAddress.js"
 import { type PaymentNotice, WalletProvider } from "../../src/Providers/WalletProvider.js"
 import { inProcess } from "../support/in-process.js"
@@ -22,7 +22,7 @@ const ProviderTest = Layer.succeed(WalletProvider, {
   verifyCallback: () => Effect.sync(() => verdict)
 })
 
-const PaymentsTest = inProcess(Layer.merge(WalletPayments.Default, WalletRequests.Default).pipe(Layer.provide(ProviderTest)))
+const PaymentsTest = inProcess(Layer.merge(WalletPayments.Default, WalletsRepo.Default).pipe(Layer.provide(ProviderTest)))
 
 const address = tronAddress(createHash("sha256").update("payments").digest())
 const notice = (over: Partial<PaymentNotice>): PaymentNotice => ({

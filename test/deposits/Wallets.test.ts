@@ -9,8 +9,8 @@ import { PgClient } from "@effect/sql-pg"
 import { expect, layer } from "@effect/vitest"
 import { Effect, Either, Layer } from "effect"
 import { createHash } from "node:crypto"
-import { idempotencyKeyOf, WalletRequests } from "../../src/Deposits/WalletRequests.js"
 import { Wallets } from "../../src/Deposits/Wallets.js"
+import { idempotencyKeyOf, WalletsRepo } from "../../src/Deposits/WalletsRepo.js"
 import type { AuthenticatedMerchant, MerchantId } from "../../src/Domain/Merchant.js"
 import { bscAddress, tronAddress } from "../../src/Domain/WalletAddress.js"
 import { type ProviderWallet, WalletProvider, WalletProviderUnavailable } from "../../src/Providers/WalletProvider.js"
@@ -48,13 +48,13 @@ const bound = (address: string, status: "active" | "disabled" = "active"): Provi
 const pending: ProviderWallet = { providerWalletId: "wp_pending", state: "pending", address: null, memo: null, status: "active" }
 const lost = new WalletProviderUnavailable({ detail: "lost", maybeReached: true })
 
-const walletsWith = (env: Record<string, string>) => inProcess(Layer.merge(Wallets.Default, WalletRequests.Default).pipe(Layer.provide(ProviderTest)), env)
+const walletsWith = (env: Record<string, string>) => inProcess(Layer.merge(Wallets.Default, WalletsRepo.Default).pipe(Layer.provide(ProviderTest)), env)
 const WalletsTest = walletsWith({ WALLET_ISSUANCE_ENABLED: "true" })
 
 /** A bound wallet as saved (made without the provider: these layers' switches forbid creation). */
 const boundWallet = (merchantId: string, address: string) =>
   Effect.gen(function*() {
-    const requests = yield* WalletRequests
+    const requests = yield* WalletsRepo
     const saved = yield* requests.prepare(merchantId, "tron")
     yield* requests.move(saved.id, ["prepared"], "creation_started")
     return (yield* requests.move(saved.id, ["creation_started"], "bound", {
@@ -78,7 +78,7 @@ layer(WalletsTest, { timeout: 60_000, excludeTestServices: true })("wallet reque
   it.effect("a creation that never reached the provider: reconcile finds nothing and makes it prepared; the next request creates under the same key", () =>
     Effect.gen(function*() {
       const wallets = yield* Wallets
-      const requests = yield* WalletRequests
+      const requests = yield* WalletsRepo
       const m = yield* merchant("never-reached")
       // a process that died after saving creation_started and before calling the provider
       const saved = yield* requests.prepare(m.id, "tron")

@@ -42,7 +42,7 @@ const Move = Schema.Struct({
   providerStatus: Schema.optional(Schema.NullOr(ProviderStatus))
 })
 
-export class WalletRequests extends Effect.Service<WalletRequests>()("WalletRequests", {
+export class WalletsRepo extends Effect.Service<WalletsRepo>()("WalletsRepo", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const columns = sql`
