@@ -6,10 +6,10 @@
  * details) and changes nothing; none is a 5xx, and the process lives on.
  */
 import { randomUUID } from "node:crypto"
-import { request as httpRequest } from "node:http"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { PurchaseCreated } from "../../src/Purchases/Api.js"
 import { bodyOf, codeOf, errorBody, field } from "../support/expectations.js"
+import { buyTextWith, forgedCursor, nested, NUL } from "../support/hostile-input.js"
 import {
   balanceOf,
   buyBody,
@@ -24,6 +24,7 @@ import {
   settledBalanceOf,
   uniqueName
 } from "../support/purchases.js"
+import { rawPost, streamedPost } from "../support/raw-http.js"
 import { type RunningServer, startServer } from "../support/server.js"
 
 let server: RunningServer
@@ -38,32 +39,7 @@ afterAll(async () => {
   await server?.stop()
 })
 
-const NUL = "\u0000"
-const cursorOf = (position: unknown) => Buffer.from(JSON.stringify(position)).toString("base64url")
-
 const outcome = (what: string, res: { status: number; json: unknown }) => `${what}: ${res.status} ${codeOf(res)}`
-
-/** A POST of raw bytes (fetch would re-encode a string as UTF-8); `chunked`: without Content-Length. */
-const rawPost = (url: string, body: Buffer, headers: Record<string, string>, chunked = false) =>
-  new Promise<{ status: number; contentType: string | undefined; text: string; json: unknown }>((resolve, reject) => {
-    const req = httpRequest(url, {
-      method: "POST",
-      headers: { "content-type": "application/json", ...headers, ...(chunked ? {} : { "content-length": String(body.length) }) }
-    }, (res) => {
-      const chunks: Array<Buffer> = []
-      res.on("data", (c: Buffer) => chunks.push(c))
-      res.on("end", () => {
-        const text = Buffer.concat(chunks).toString("utf8")
-        resolve({ status: res.statusCode!, contentType: res.headers["content-type"], text, json: text === "" ? undefined : JSON.parse(text) })
-      })
-    })
-    // a server that answers before the whole body is sent may reset the rest of it: the answer came first
-    req.on("error", reject)
-    req.end(body)
-  })
-
-/** `[[[…]]]` nested `depth` deep, as JSON text. */
-const nested = (depth: number) => "[".repeat(depth) + "]".repeat(depth)
 
 describe("merchant API", () => {
   it("a NUL character in a purchase body field is that field's 400, and nothing is bought", async () => {
@@ -93,10 +69,10 @@ describe("merchant API", () => {
       "/purchases?from=2026-02-30T00:00:00Z",
       "/purchases?to=2026-01-01T24:00:00Z",
       "/purchases?from=2026-01-01T12:60:00Z",
-      `/purchases?cursor=${cursorOf(["0000-01-01T00:00:00.000000Z", randomUUID()])}`,
-      `/purchases?cursor=${cursorOf(["2026-13-45T00:00:00.000000Z", randomUUID()])}`,
-      `/deposits?cursor=${cursorOf(["0000-01-01T00:00:00.000000Z", randomUUID()])}`,
-      `/webhook-events?cursor=${cursorOf(["2026-02-30T00:00:00.000000Z", randomUUID()])}`
+      `/purchases?cursor=${forgedCursor(["0000-01-01T00:00:00.000000Z", randomUUID()])}`,
+      `/purchases?cursor=${forgedCursor(["2026-13-45T00:00:00.000000Z", randomUUID()])}`,
+      `/deposits?cursor=${forgedCursor(["0000-01-01T00:00:00.000000Z", randomUUID()])}`,
+      `/webhook-events?cursor=${forgedCursor(["2026-02-30T00:00:00.000000Z", randomUUID()])}`
     ]
     for (const path of cases) {
       expect(outcome(path, await server.api(path, { key: m.apiKey }))).toBe(`${path}: 400 MERCHANT_INVALID_QUERY`)
@@ -111,12 +87,7 @@ describe("merchant API", () => {
 describe("request bodies refused as they are read", () => {
   const api = (path: string) => `${server.baseUrl}/api/v1/merchant${path}`
   const auth = () => ({ authorization: `Bearer ${m.apiKey}` })
-  const buyText = (fields: Record<string, string>) => {
-    const body = { ...buyBody({ itemId, maxPrice: 5 }), ...Object.fromEntries(Object.keys(fields).map((k) => [k, 0])) }
-    let text = JSON.stringify(body)
-    for (const [k, raw] of Object.entries(fields)) text = text.replace(`"${k}":0`, `"${k}":${raw}`)
-    return text
-  }
+  const buyText = (fields: Record<string, string>) => buyTextWith(itemId, fields)
 
   it("a value nested thousands deep is its field's 400 (it was a 500), an unknown field's is problem details; nothing is bought", async () => {
     const before = await balanceOf(server, m)
@@ -173,27 +144,6 @@ describe("request bodies refused as they are read", () => {
     const ok = await rawPost(api("/buy"), Buffer.from(JSON.stringify(buyBody({ itemId: another, maxPrice: 5, customId }))), auth())
     expect([ok.status, bodyOf(ok, PurchaseCreated).custom_id]).toEqual([201, customId])
   })
-
-  /** POSTs `mebibytes` MiB of a JSON string's inside, streamed without Content-Length: the status. */
-  const streamedPost = (url: string, headers: Record<string, string>, mebibytes: number) =>
-    new Promise<number>((resolve, reject) => {
-      const req = httpRequest(url, { method: "POST", headers: { "content-type": "application/json", ...headers } }, (res) => {
-        res.resume()
-        res.on("end", () => resolve(res.statusCode!))
-      })
-      req.on("error", reject)
-      const mebibyte = Buffer.alloc(1024 * 1024, 0x61)
-      let sent = 0
-      const write = () => {
-        while (sent < mebibytes) {
-          sent++
-          if (!req.write(mebibyte)) return void req.once("drain", write)
-        }
-        req.end("\"}")
-      }
-      req.write("{\"name\":\"")
-      write()
-    })
 
   it("a body over 1 MiB (256 MiB on the admin API) is 413, with or without Content-Length, and the service lives on", async () => {
     const huge = Buffer.from(JSON.stringify({ ...byNameBody({ name: "A", maxPrice: 5 }), market_hash_name: "x".repeat(2 * 1024 * 1024) }))
