@@ -9,8 +9,9 @@ import { randomUUID } from "node:crypto"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { WebhookSecretIssued } from "../../src/Ops/AdminApi.js"
 import { bodyOf as decodedBody, codeOf } from "../support/expectations.js"
-import { bought, buyBody, fund, loadItem, type Merchant, pollUntil, PURCHASE_ENV } from "../support/purchases.js"
+import { bought, buyBody, fund, loadItem, pollUntil, PURCHASE_ENV } from "../support/purchases.js"
 import { metricValue, type RunningServer, startServer } from "../support/server.js"
+import { depositTo, eventsOf, merchantAt, settledEvent } from "../support/webhook-events.js"
 import { awaitDeliveries, bodyOf, deliveriesTo, headerOf, type Receiver, startReceiver, verdictOf } from "../support/webhooks.js"
 
 /** Three attempts, 0.2 s apart; 1 s per attempt. */
@@ -32,40 +33,10 @@ afterAll(async () => {
   await receiver?.close()
 })
 
-interface HookMerchant extends Merchant {
-  readonly webhookSecret: string
-  readonly path: string
-}
-
-/** A merchant whose webhooks go to `path` on the receiver (unique per merchant). */
-const merchantAt = async (path: string | null): Promise<HookMerchant> => {
-  const unique = path === null ? null : `${path}/${randomUUID()}`
-  const m = await server.createMerchant(undefined, unique === null ? null : receiver.url(unique))
-  return { id: m.id, apiKey: m.apiKey, webhookSecret: m.webhookSecret, path: unique ?? "" }
-}
-
-/** A credited deposit (one balance.deposited event); its tx_id. */
-const depositTo = async (m: Merchant, amount = 10) => {
-  const txId = `tx-${randomUUID()}`
-  await server.adminApi.call((client) => client.deposits.creditDeposit({ payload: { merchant_id: m.id, network: "tron", amount, tx_id: txId } }))
-  return txId
-}
-
-const eventsOf = async (m: Merchant, query: { readonly status?: "pending" | "delivered" | "failed"; readonly order_id?: string } = {}) =>
-  (await server.merchant(m.apiKey).call((client) => client.webhooks.listWebhookEvents({ urlParams: { limit: 200, ...query } }))).events
-
-/** Waits until the merchant's only event (or the one with `id`) is in a final state; returns it. */
-const settledEvent = (m: Merchant, id?: string) =>
-  pollUntil("a settled webhook event", async () => {
-    const events = await eventsOf(m)
-    const event = id === undefined ? events[0] : events.find((e) => e.id === id)
-    return event !== undefined && (event.delivery_status === "delivered" || event.delivery_status === "failed") ? event : undefined
-  })
-
 describe("delivery", () => {
   it("a credited deposit's balance.deposited arrives signed, with every header; the audit log shows it delivered at the 2xx", async () => {
-    const m = await merchantAt("/ok")
-    const txId = await depositTo(m, 102.5)
+    const m = await merchantAt(server, receiver, "/ok")
+    const txId = await depositTo(server, m, 102.5)
     const [delivery] = await awaitDeliveries(receiver, m.path, 1)
     const body = bodyOf(delivery!)
     expect(body).toMatchObject({
@@ -83,7 +54,7 @@ describe("delivery", () => {
     expect(headerOf(delivery!.headers, "x-signature")).toMatch(/^[0-9a-f]{64}$/)
     expect(Math.abs(Number(headerOf(delivery!.headers, "x-timestamp")) - Date.now() / 1000)).toBeLessThan(300)
     expect(delivery!.headers["x-signature-previous"]).toBeUndefined()
-    const event = await settledEvent(m)
+    const event = await settledEvent(server, m)
     expect(event).toMatchObject({
       id: body.event_id,
       event_type: "balance.deposited",
@@ -96,7 +67,7 @@ describe("delivery", () => {
   })
 
   it("a purchase's events all arrive, each signed, its X-Event equal to its type and X-Event-Id to its event_id", async () => {
-    const m = await merchantAt("/ok")
+    const m = await merchantAt(server, receiver, "/ok")
     await fund(server, m, 1_000)
     const itemId = await loadItem(server, 150)
     const created = await bought(server, m, buyBody({ itemId, maxPrice: 5 }))
@@ -111,14 +82,14 @@ describe("delivery", () => {
       expect([headerOf(delivery.headers, "x-event"), headerOf(delivery.headers, "x-event-id")]).toEqual([body.event_type, body.event_id])
       expect(body.data).toMatchObject({ purchase_id: created.purchase_id, custom_id: created.custom_id, price: 1.5 })
     }
-    const events = await eventsOf(m, { order_id: created.purchase_id })
+    const events = await eventsOf(server, m, { order_id: created.purchase_id })
     expect(new Set(deliveries.map((d) => bodyOf(d).event_id))).toEqual(new Set(events.map((e) => e.id)))
   })
 
   it("a receiver that answers 500 gets every attempt of the schedule with the same bytes, then the event is failed", async () => {
-    const m = await merchantAt("/fail/500")
-    await depositTo(m)
-    const event = await settledEvent(m)
+    const m = await merchantAt(server, receiver, "/fail/500")
+    await depositTo(server, m)
+    const event = await settledEvent(server, m)
     expect(event).toMatchObject({ delivery_status: "failed", delivery_attempts: 3, last_response_code: 500, delivered_at: null })
     const attempts = deliveriesTo(receiver, m.path)
     expect(attempts).toHaveLength(3)
@@ -132,10 +103,10 @@ describe("delivery", () => {
 
   it("a receiver that hangs past the timeout, resets the connection or redirects: 0, 0 and 302, failed; the redirect is not followed", async () => {
     const cases = [["/hang", 0], ["/reset", 0], ["/redirect", 302]] as const
-    const merchants = await Promise.all(cases.map(async ([path]) => merchantAt(path)))
-    await Promise.all(merchants.map((m) => depositTo(m)))
+    const merchants = await Promise.all(cases.map(async ([path]) => merchantAt(server, receiver, path)))
+    await Promise.all(merchants.map((m) => depositTo(server, m)))
     for (const [i, [path, code]] of cases.entries()) {
-      const event = await settledEvent(merchants[i]!)
+      const event = await settledEvent(server, merchants[i]!)
       expect([path, event.delivery_status, event.delivery_attempts, event.last_response_code]).toEqual([path, "failed", 3, code])
     }
     expect(deliveriesTo(receiver, "/ok/redirected")).toEqual([])
@@ -143,23 +114,23 @@ describe("delivery", () => {
   })
 
   it("a 2xx that comes slowly but within the timeout is a delivery", async () => {
-    const m = await merchantAt("/slow/300")
-    await depositTo(m)
-    expect(await settledEvent(m)).toMatchObject({ delivery_status: "delivered", delivery_attempts: 1, last_response_code: 200 })
+    const m = await merchantAt(server, receiver, "/slow/300")
+    await depositTo(server, m)
+    expect(await settledEvent(server, m)).toMatchObject({ delivery_status: "delivered", delivery_attempts: 1, last_response_code: 200 })
   })
 
   it("a merchant without a webhook URL has its events recorded, refused before any byte (0) and failed after the schedule", async () => {
-    const m = await merchantAt(null)
-    await depositTo(m)
-    expect(await settledEvent(m)).toMatchObject({ delivery_status: "failed", delivery_attempts: 3, last_response_code: 0 })
+    const m = await merchantAt(server, receiver, null)
+    await depositTo(server, m)
+    expect(await settledEvent(server, m)).toMatchObject({ delivery_status: "failed", delivery_attempts: 3, last_response_code: 0 })
   })
 })
 
 describe("support procedures", () => {
   it("replay sends a failed event again with the same event_id and bytes; delivery_attempts grows; a delivered one can be replayed too", async () => {
-    const m = await merchantAt("/fail/503")
-    await depositTo(m)
-    const failed = await settledEvent(m)
+    const m = await merchantAt(server, receiver, "/fail/503")
+    await depositTo(server, m)
+    const failed = await settledEvent(server, m)
     expect(failed.delivery_status).toBe("failed")
     const original = deliveriesTo(receiver, m.path)[0]!
     // the merchant fixes its receiver
@@ -171,12 +142,12 @@ describe("support procedures", () => {
     expect(again!.body.equals(original.body)).toBe(true)
     expect(headerOf(again!.headers, "x-event-id")).toBe(failed.id)
     expect(verdictOf(again!, m.webhookSecret)).toBe("valid")
-    const delivered = await settledEvent(m, failed.id)
+    const delivered = await settledEvent(server, m, failed.id)
     expect(delivered).toMatchObject({ id: failed.id, delivery_status: "delivered", delivery_attempts: 4, last_response_code: 200 })
     // a delivered event replayed: delivered again, one more attempt
     await server.adminApi.call((client) => client.webhooks.replayEvent({ path: { id: failed.id } }))
     await awaitDeliveries(receiver, okPath, 2)
-    await pollUntil("the fifth attempt recorded", async () => (await settledEvent(m, failed.id)).delivery_attempts === 5 ? true : undefined)
+    await pollUntil("the fifth attempt recorded", async () => (await settledEvent(server, m, failed.id)).delivery_attempts === 5 ? true : undefined)
   })
 
   it("replay of an unknown or malformed id is 404 ADMIN_NOT_FOUND and changes nothing", async () => {
@@ -187,15 +158,15 @@ describe("support procedures", () => {
   })
 
   it("recover requeues the merchant's failed events created since the time given, keeping their ids; older ones stay failed", async () => {
-    const m = await merchantAt("/fail/500")
-    await depositTo(m)
-    const old = await settledEvent(m)
+    const m = await merchantAt(server, receiver, "/fail/500")
+    await depositTo(server, m)
+    const old = await settledEvent(server, m)
     await new Promise((r) => setTimeout(r, 50))
     const since = new Date().toISOString()
-    await depositTo(m)
-    await depositTo(m)
+    await depositTo(server, m)
+    await depositTo(server, m)
     const failedSince = await pollUntil("two more failed events", async () => {
-      const events = (await eventsOf(m, { status: "failed" })).filter((e) => e.id !== old.id)
+      const events = (await eventsOf(server, m, { status: "failed" })).filter((e) => e.id !== old.id)
       return events.length === 2 ? events : undefined
     })
     const okPath = `/ok/${randomUUID()}`
@@ -204,14 +175,14 @@ describe("support procedures", () => {
     expect(res).toEqual({ requeued: 2 })
     const redelivered = await awaitDeliveries(receiver, okPath, 2)
     expect(new Set(redelivered.map((d) => headerOf(d.headers, "x-event-id")))).toEqual(new Set(failedSince.map((e) => e.id)))
-    for (const e of failedSince) expect(await settledEvent(m, e.id)).toMatchObject({ delivery_status: "delivered", delivery_attempts: 4 })
-    expect((await eventsOf(m)).find((e) => e.id === old.id)).toMatchObject({ delivery_status: "failed", delivery_attempts: 3 })
+    for (const e of failedSince) expect(await settledEvent(server, m, e.id)).toMatchObject({ delivery_status: "delivered", delivery_attempts: 4 })
+    expect((await eventsOf(server, m)).find((e) => e.id === old.id)).toMatchObject({ delivery_status: "failed", delivery_attempts: 3 })
   })
 
   it("recover with a bad body or an unknown merchant is 400 or 404 and requeues nothing", async () => {
-    const m = await merchantAt("/fail/500")
-    await depositTo(m)
-    await settledEvent(m)
+    const m = await merchantAt(server, receiver, "/fail/500")
+    await depositTo(server, m)
+    await settledEvent(server, m)
     for (const body of [{}, { since: "yesterday" }, { since: "2026-01-01" }, { since: 5 }, { since: "2026-02-30T00:00:00Z" }]) {
       const res = await server.admin(`/admin/merchants/${m.id}/webhook-events/recover`, { method: "POST", body })
       expect([JSON.stringify(body), res.status, codeOf(res)]).toEqual([JSON.stringify(body), 400, "ADMIN_INVALID_REQUEST"])
@@ -221,13 +192,13 @@ describe("support procedures", () => {
     )
     // the typed error of the wire's {"error": {"code": "ADMIN_NOT_FOUND"}} (its decoding requires that code)
     expect(Either.isLeft(unknown) ? unknown.left._tag : unknown).toBe("AdminNotFound")
-    expect((await eventsOf(m))[0]).toMatchObject({ delivery_status: "failed", delivery_attempts: 3 })
+    expect((await eventsOf(server, m))[0]).toMatchObject({ delivery_status: "failed", delivery_attempts: 3 })
   })
 })
 
 describe("secret rotation", () => {
   it("with an overlap, deliveries carry X-Signature (new secret) and X-Signature-Previous (old); a rotation with 0 ends the overlap", async () => {
-    const m = await merchantAt("/ok")
+    const m = await merchantAt(server, receiver, "/ok")
     // raw: the endpoint declares no body (the handler reads the optional one), so the typed client cannot send it
     const rotate = async () => {
       const res = await server.admin(`/admin/merchants/${m.id}/webhook-secret`, { method: "POST", body: { previous_valid_seconds: 600 } })
@@ -236,7 +207,7 @@ describe("secret rotation", () => {
     }
     const secret2 = await rotate()
     expect(secret2).not.toBe(m.webhookSecret)
-    await depositTo(m)
+    await depositTo(server, m)
     const [first] = await awaitDeliveries(receiver, m.path, 1)
     expect(verdictOf(first!, secret2)).toBe("valid")
     expect(verdictOf(first!, m.webhookSecret, "x-signature-previous")).toBe("valid")
@@ -244,28 +215,28 @@ describe("secret rotation", () => {
 
     // only the immediate predecessor overlaps: a second rotation with overlap signs with secret2 as the previous
     const secret3 = await rotate()
-    await depositTo(m)
+    await depositTo(server, m)
     const [, second] = await awaitDeliveries(receiver, m.path, 2)
     expect(verdictOf(second!, secret3)).toBe("valid")
     expect(verdictOf(second!, secret2, "x-signature-previous")).toBe("valid")
 
     // no body: the old secret ends at once
     const fourth = await server.adminApi.call((client) => client.merchants.rotateWebhookSecret({ path: { id: m.id } }))
-    await depositTo(m)
+    await depositTo(server, m)
     const [, , last] = await awaitDeliveries(receiver, m.path, 3)
     expect(verdictOf(last!, fourth.webhook_secret)).toBe("valid")
     expect(last!.headers["x-signature-previous"]).toBeUndefined()
   })
 
   it("a bad previous_valid_seconds is 400 ADMIN_INVALID_REQUEST and the secret is unchanged", async () => {
-    const m = await merchantAt("/ok")
+    const m = await merchantAt(server, receiver, "/ok")
     for (
       const body of [{ previous_valid_seconds: -1 }, { previous_valid_seconds: 604_801 }, { previous_valid_seconds: 1.5 }, { previous_valid_seconds: "60" }]
     ) {
       const res = await server.admin(`/admin/merchants/${m.id}/webhook-secret`, { method: "POST", body })
       expect([JSON.stringify(body), res.status, codeOf(res)]).toEqual([JSON.stringify(body), 400, "ADMIN_INVALID_REQUEST"])
     }
-    await depositTo(m)
+    await depositTo(server, m)
     const [delivery] = await awaitDeliveries(receiver, m.path, 1)
     expect(verdictOf(delivery!, m.webhookSecret)).toBe("valid")
   })
