@@ -1,62 +1,20 @@
 /**
  * The operator CLI (CONTRACT 2) against the real service: each command runs as a child process
  * (`node dist/bundle/cli.mjs ...`, built by globalSetup when stale, as `npm run cli` runs it) and
- * talks to the ops listener over HTTP.
+ * talks to the ops listener over HTTP. Its help and typing mistakes: cli-usage.test.ts.
  */
-import { spawn } from "node:child_process"
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
+import { cliJson as json, type CliResult, runCli } from "../support/cli.js"
 import { expectError } from "../support/expectations.js"
-import { ROOT, TMP } from "../support/paths.js"
+import { TMP } from "../support/paths.js"
 import { type RunningServer, startServer } from "../support/server.js"
-
-interface CliResult {
-  readonly code: number | null
-  readonly stdout: string
-  readonly stderr: string
-}
-
-/** The environment without the variables the CLI reads, plus `env` (an undefined value removes one). */
-const cleanEnv = (env: Record<string, string | undefined>) => {
-  const base: Record<string, string> = { ...process.env as Record<string, string>, NO_COLOR: "1" }
-  for (const name of ["OPS_URL", "ADMIN_TOKEN", "DATA_DIR"]) delete base[name]
-  for (const [name, value] of Object.entries(env)) {
-    if (value === undefined) delete base[name]
-    else base[name] = value
-  }
-  return base
-}
-
-const runCli = (args: ReadonlyArray<string>, env: Record<string, string | undefined> = {}): Promise<CliResult> =>
-  new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["dist/bundle/cli.mjs", ...args], {
-      cwd: ROOT,
-      env: cleanEnv(env),
-      stdio: ["ignore", "pipe", "pipe"]
-    })
-    let stdout = ""
-    let stderr = ""
-    child.stdout.on("data", (chunk) => {
-      stdout += chunk
-    })
-    child.stderr.on("data", (chunk) => {
-      stderr += chunk
-    })
-    child.once("error", reject)
-    child.once("close", (code) => resolve({ code, stdout, stderr }))
-  })
+import { failedEvent } from "../support/webhook-events.js"
 
 describe("operator CLI", () => {
   let server: RunningServer
   /** `args` with the connection options of this server. */
   let cli: (...args: Array<string>) => Promise<CliResult>
-  /** Parses the stdout of a successful --json run. */
-  const json = (result: CliResult) => {
-    expect(result.stderr, result.stderr).toBe("")
-    expect(result.code).toBe(0)
-    return JSON.parse(result.stdout)
-  }
-
   beforeAll(async () => {
     server = await startServer({ env: { WALLET_ISSUANCE_ENABLED: "true", WEBHOOK_RETRY_SCHEDULE: "0" } })
     cli = (...args) => runCli([...args, "--ops-url", server.opsUrl, "--admin-token", server.adminToken])
@@ -196,12 +154,6 @@ describe("operator CLI", () => {
     expect(result.stderr).toContain("ADMIN_UNAUTHORIZED")
   })
 
-  it("an unreachable ops listener: exit code 1", async () => {
-    const result = await runCli(["merchant", "show", "x", "--ops-url", "http://127.0.0.1:1", "--admin-token", "t"])
-    expect(result.code).toBe(1)
-    expect(result.stderr).toContain("cannot reach the ops listener")
-  })
-
   it("reads OPS_URL and ADMIN_TOKEN from the environment, and options before the command", async () => {
     const m = await createMerchant()
     const fromEnv = await runCli(["merchant", "show", m.merchant_id, "--json"], { OPS_URL: server.opsUrl, ADMIN_TOKEN: server.adminToken })
@@ -265,44 +217,6 @@ describe("operator CLI", () => {
     expect([badLimit.code, badLimit.stderr]).toEqual([1, expect.stringContaining("ADMIN_INVALID_REQUEST")])
   })
 
-  it("help reads well when piped: no ANSI codes, no generic filler, usage lines as typed", async () => {
-    for (const args of [["--help"], ["merchant", "create", "--help"], ["webhook", "replay", "--help"]]) {
-      // NO_COLOR unset: the output is a pipe, and that alone must turn colours off
-      const help = await runCli(args, { NO_COLOR: undefined })
-      expect(help.code, args.join(" ")).toBe(0)
-      expect(help.stdout).not.toContain("\u001b[")
-      expect(help.stdout).not.toContain("This setting is optional.")
-      expect(help.stdout).not.toContain("A true or false value.")
-      const usage = help.stdout.split("\n").find((line) => line.startsWith("$ "))
-      const typed = args.filter((a) => !a.startsWith("-")).join(" ")
-      expect(usage, args.join(" ")).toMatch(new RegExp(`^\\$ npm run cli -- ${typed}`.trimEnd()))
-    }
-  })
-
-  it("a command word typed wrong is answered at its own level with the closest command; every refusal begins with error:", async () => {
-    const group = await runCli(["merchnt", "list"])
-    expect(group.code).toBe(1)
-    expect(group.stderr.trim()).toBe(
-      `error: unknown command "merchnt" for the CLI; did you mean "merchant"? (one of: merchant, deposit, wallet, catalogue, webhook)`
-    )
-    const command = await runCli(["merchant", "lst"])
-    expect(command.code).toBe(1)
-    expect(command.stderr).toMatch(/^error: unknown command "lst" for "merchant"; did you mean "list"\? \(one of: .*\blist\b.*\)$/m)
-    // nothing close: no guess
-    const far = await runCli(["webhook", "zzzzzz"])
-    expect(far.stderr).toMatch(/^error: unknown command "zzzzzz" for "webhook" \(one of: /m)
-    const missing = await runCli(["merchant", "create"])
-    expect(missing.code).toBe(1)
-    expect(missing.stderr.trim()).toBe("error: Missing argument <NAME>")
-  })
-
-  it("help shows each option's default, and no line that repeats its choices", async () => {
-    const help = await runCli(["deposit", "simulate", "--help"])
-    expect(help.stdout).toContain("the network the USDT came over (default: tron)")
-    expect(help.stdout).not.toContain("One of the following")
-    expect((await runCli(["webhook", "listen", "--help"])).stdout).toContain("port to listen on (default: 4000)")
-  })
-
   it("merchant invite prints a single-use cabinet link; a second invite voids the first", async () => {
     const m = json(await cli("merchant", "create", `cli-invite-${Date.now()}`, "--json"))
     const first = json(await cli("merchant", "invite", m.merchant_id, "--json"))
@@ -337,25 +251,15 @@ describe("operator CLI", () => {
     // no webhook URL: the one attempt of the schedule fails before any byte, and the event is failed
     const m = json(await cli("merchant", "create", `cli-hook-${Date.now()}`, "--json"))
     await server.deposit(m.merchant_id, 10)
-    const failed = await pollUntilFailed(m.api_key)
+    const failed = await failedEvent(server, m.api_key)
     const replay = await cli("webhook", "replay", failed.id)
     expect([replay.code, replay.stdout]).toEqual([0, expect.stringContaining(`replay of webhook event ${failed.id} queued`)])
-    await pollUntilFailed(m.api_key, 2)
+    await failedEvent(server, m.api_key, 2)
     const recover = await cli("webhook", "recover", m.merchant_id, "--since", "2020-01-01T00:00:00Z", "--json")
     expect(json(recover)).toEqual({ requeued: 1 })
     const bad = await cli("webhook", "recover", m.merchant_id, "--since", "yesterday")
     expect([bad.code, bad.stderr]).toEqual([1, expect.stringContaining("ADMIN_INVALID_REQUEST")])
   })
-
-  /** The merchant's only event once failed after `attempts` attempts. */
-  const pollUntilFailed = async (apiKey: string, attempts = 1) => {
-    for (let i = 0; i < 600; i++) {
-      const [event] = (await server.merchant(apiKey).call((client) => client.webhooks.listWebhookEvents({ urlParams: {} }))).events
-      if (event?.delivery_status === "failed" && event.delivery_attempts === attempts) return event
-      await new Promise((r) => setTimeout(r, 50))
-    }
-    throw new Error("the event did not fail")
-  }
 
   it("wallet list shows a merchant's wallets; wallet pay credits through the simulated provider's callback", async () => {
     const m = json(await cli("merchant", "create", `cli-wallet-${Date.now()}`, "--json"))
