@@ -8,14 +8,14 @@
 import { Schema } from "effect"
 import { randomUUID } from "node:crypto"
 import { once } from "node:events"
-import { Agent, request } from "node:http"
+import { Agent } from "node:http"
 import { connect } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { ItemPage, SearchResults } from "../../src/Catalogue/Api.js"
-import { asciiJson } from "../../src/Domain/CatalogItem.js"
 import { Balance } from "../../src/Merchants/Api.js"
 import { deleteItem, putItems, simpleItem } from "../support/catalogue.js"
 import { bodyOf, expectError } from "../support/expectations.js"
+import { comparable, getOnAgent, pipelinedBodies, reencode, remaining } from "../support/fast-lane.js"
 import type { JsonResponse, RunningServer } from "../support/server.js"
 import { fastLaneAnswers, setMerchantStatus, startServer } from "../support/server.js"
 
@@ -31,28 +31,6 @@ afterAll(async () => {
 })
 
 const fastAnswers = (route: string) => fastLaneAnswers(server, route)
-
-const remaining = (res: JsonResponse) => Number(res.headers.get("x-ratelimit-remaining"))
-
-/** What must be equal whichever path answered: everything but the request id and the tokens left. */
-const comparable = (res: JsonResponse) => ({
-  status: res.status,
-  text: res.text,
-  contentType: res.headers.get("content-type"),
-  contentLength: res.headers.get("content-length"),
-  limit: res.headers.get("x-ratelimit-limit")
-})
-
-/** A body decoded by a success schema and encoded again, as the service stores and sends it (characters beyond ASCII as \u escapes). */
-const reencoded = <A, I>(schema: Schema.Schema<A, I>) => (text: string) =>
-  asciiJson(JSON.stringify(Schema.encodeSync(schema)(Schema.decodeUnknownSync(schema)(JSON.parse(text)))))
-
-/** Each route's body through the success schema it declares in the contract. */
-const reencode: Record<string, (text: string) => string> = {
-  "/balance": reencoded(Balance),
-  "/items": reencoded(ItemPage),
-  "/items/search": reencoded(SearchResults)
-}
 
 const routes = [
   "/balance",
@@ -155,18 +133,11 @@ describe("fast lane", () => {
     // the fast lane remembers a connection's last key by its header; a different header must be read anew
     const agent = new Agent({ keepAlive: true, maxSockets: 1 })
     const ports = new Set<number>()
-    const balanceOn = (key: string) =>
-      new Promise<{ status: number; text: string }>((resolve, reject) => {
-        const sent = request(`${server.baseUrl}/api/v1/merchant/balance`, { agent, headers: { authorization: `Bearer ${key}` } }, (res) => {
-          ports.add(sent.socket!.localPort!)
-          let text = ""
-          res.setEncoding("utf8")
-          res.on("data", (chunk: string) => text += chunk)
-          res.on("end", () => resolve({ status: res.statusCode!, text }))
-        })
-        sent.on("error", reject)
-        sent.end()
-      })
+    const balanceOn = async (key: string) => {
+      const answer = await getOnAgent(agent, `${server.baseUrl}/api/v1/merchant/balance`, key)
+      ports.add(answer.localPort)
+      return answer
+    }
     const available = (answer: { status: number; text: string }) =>
       answer.status === 200 ? Schema.decodeUnknownSync(Balance)(JSON.parse(answer.text)).available : answer.text
     const a = await server.createMerchant()
@@ -234,30 +205,7 @@ describe("fast lane", () => {
     const others = await Promise.all(busy.flatMap((m) => Array.from({ length: BURST - 1 }, () => server.api(other, { key: m.apiKey }))))
     for (const res of others) expect(res.text).toBe(expectedOther)
 
-    const chunks: Array<Buffer> = []
-    socket.on("data", (chunk: Buffer) => chunks.push(chunk))
-    socket.resume()
-    const bodies: Array<string> = []
-    await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`only ${bodies.length} responses`)), 20_000)
-      socket.on("data", () => {
-        let data = Buffer.concat(chunks)
-        for (;;) {
-          const end = data.indexOf("\r\n\r\n")
-          if (end < 0) break
-          const length = Number(/content-length: (\d+)/i.exec(data.subarray(0, end).toString("latin1"))?.[1])
-          if (data.length < end + 4 + length) break
-          bodies.push(data.subarray(end + 4, end + 4 + length).toString("latin1"))
-          data = data.subarray(end + 4 + length)
-        }
-        chunks.length = 0
-        chunks.push(data)
-        if (bodies.length === pipelined.length) {
-          clearTimeout(timer)
-          resolve()
-        }
-      })
-    })
+    const bodies = await pipelinedBodies(socket, pipelined.length)
     socket.destroy()
     expect(expected.length).toBeGreaterThan(50_000)
     for (const body of bodies) expect(body === expected).toBe(true)
