@@ -8,24 +8,17 @@
  * elsewhere and the strict CSP. Screenshots of each page at both sizes go to .tmp/screenshots/ (not
  * committed) for a person to look at.
  */
-import jsQRModule from "jsqr"
 import { mkdirSync } from "node:fs"
 import { createServer, type Server } from "node:http"
-import type { Browser, Page } from "playwright-core"
-import { PNG } from "pngjs"
+import type { Browser } from "playwright-core"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { losesCreationAnswer } from "../../src/Providers/Simulator/WalletProviderSim.js"
 import { hasBrowser, launchChromium } from "../support/browser.js"
-import { AuthenticatorApp, invite, onboard } from "../support/cabinet.js"
+import { decodeQr, finishInvite, labelsOfEveryInput, openPage, shoot, SHOTS, visibleText } from "../support/cabinet-page.js"
+import { invite, onboard } from "../support/cabinet.js"
 import { field } from "../support/expectations.js"
-import { ROOT } from "../support/paths.js"
 import { bought, buyBody, loadItem, PURCHASE_ENV, TOKENS, watchPurchase } from "../support/purchases.js"
 import { freePort, type RunningServer, startServer } from "../support/server.js"
-
-// jsqr is CommonJS: its default export arrives as the module itself or as its `default`
-const jsQR = ((jsQRModule as unknown as { default?: unknown }).default ?? jsQRModule) as unknown as typeof jsQRModule.default
-
-const SHOTS = `${ROOT}/.tmp/screenshots`
 
 let server: RunningServer
 let browser: Browser
@@ -40,87 +33,6 @@ afterAll(async () => {
   await server?.stop()
 })
 
-/** A page that records every request it makes and every error it meets (console, script, HTTP). */
-const openPage = async () => {
-  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } })
-  await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: server.baseUrl })
-  const page = await context.newPage()
-  const requests: Array<string> = []
-  const problems: Array<string> = []
-  page.on("request", (request) => requests.push(request.url()))
-  page.on("console", (message) => {
-    if (message.type() === "error") problems.push(message.text())
-  })
-  page.on("pageerror", (error) => problems.push(String(error)))
-  page.on("response", (response) => {
-    if (response.status() >= 400) problems.push(`${response.status()} ${response.url()}`)
-  })
-  return { page, requests, problems }
-}
-
-// evaluated in the page (the tests compile without the DOM's types)
-const labelsOfEveryInput = (page: Page) =>
-  page.evaluate("[...document.querySelectorAll('input, select')].map((input) => input.labels?.length ?? 0)") as Promise<Array<number>>
-
-const SIZES = [{ width: 1280, height: 800 }, { width: 390, height: 844 }] as const
-const PHONE = SIZES[1]
-
-/** Words of a value the page failed to fill in, as they would show (a missing field, a bad number or date). */
-const BROKEN_TEXT = /\b(?:null|undefined|NaN|Invalid Date)\b|\[object /
-
-/** The page's visible text (innerText leaves out what is hidden). */
-const visibleText = (page: Page) => page.evaluate("document.body.innerText") as Promise<string>
-
-/**
- * Sideways overflow at the current size: the page's, each table box's (a table that would scroll
- * inside its box), and the innermost elements that reach past the screen's right edge (to name in a failure).
- */
-const overflow = (page: Page) =>
-  page.evaluate(`({
-    page: document.documentElement.scrollWidth - document.documentElement.clientWidth,
-    tables: [...document.querySelectorAll(".scroll")].map((box) => box.scrollWidth - box.clientWidth),
-    past: [...document.body.querySelectorAll("*")]
-      .filter((e) => e.getBoundingClientRect().right > document.documentElement.clientWidth && e.children.length === 0)
-      .slice(0, 5)
-      .map((e) => e.tagName.toLowerCase() + (e.className ? "." + e.className : "") + " " + (e.textContent ?? "").slice(0, 40))
-  })`) as Promise<{ page: number; tables: Array<number>; past: Array<string> }>
-
-/**
- * The page as it is at 1280x800 and at 390x844: no broken value shown at either, and on the phone
- * nothing wider than the screen, tables included (their rows stack); `check` runs at each size;
- * a full-page screenshot of each.
- */
-const shoot = async (page: Page, name: string, check?: () => Promise<void>) => {
-  for (const size of SIZES) {
-    await page.setViewportSize(size)
-    const text = await visibleText(page)
-    expect(text.match(BROKEN_TEXT)?.[0], `${name} at ${size.width} px shows a broken value in:\n${text}`).toBeUndefined()
-    if (size === PHONE) {
-      const wider = await overflow(page)
-      expect(wider.page, `${name}: the page is wider than a phone's screen (${wider.past.join("; ")})`).toBeLessThanOrEqual(0)
-      expect(wider.tables.filter((by) => by > 0), `${name}: a table scrolls sideways on a phone`).toEqual([])
-    }
-    await check?.()
-    await page.screenshot({ path: `${SHOTS}/cabinet-${name}-${size.width}.png`, fullPage: true })
-  }
-  await page.setViewportSize(SIZES[0])
-}
-
-/** The text a QR code on the page holds, decoded from a screenshot of it. */
-const decodeQr = async (page: Page, selector: string) => {
-  const png = PNG.sync.read(await page.locator(selector).screenshot())
-  return jsQR(new Uint8ClampedArray(png.data), png.width, png.height)?.data
-}
-
-const finishInvite = async (page: Page, login: string, password: string) => {
-  await page.getByRole("heading", { name: /Set up the cabinet of/ }).waitFor()
-  const app = new AuthenticatorApp((await page.locator(".secret").textContent())!.trim())
-  await page.getByLabel("Login (email)").fill(login)
-  await page.getByLabel(/^Password/).fill(password)
-  await page.getByLabel("Code from your authenticator app").fill(await app.code())
-  return app
-}
-
 describe.skipIf(!hasBrowser)("the cabinet page in chromium", { timeout: 180_000 }, () => {
   it("goes from the invite to every section: QR codes that decode, purchases in the list, a failed one's reason, a new key once, sign-out and sign-in", async () => {
     let merchant = await server.createMerchant()
@@ -130,7 +42,7 @@ describe.skipIf(!hasBrowser)("the cabinet page in chromium", { timeout: 180_000 
     await server.adminApi.call((client) => client.merchants.setLegacyAddresses({ path: { id: merchant.id }, payload: { trc20: earlierAddress, bep20: null } }))
     await server.deposit(merchant.id, 102.5)
     const token = await invite(server, merchant.id)
-    const { page, problems, requests } = await openPage()
+    const { page, problems, requests } = await openPage(browser, server)
 
     const response = await page.goto(`${server.baseUrl}/cabinet/invite#${token}`)
     expect(response!.headers()["content-security-policy"]).toContain("default-src 'self'")
@@ -246,7 +158,7 @@ describe.skipIf(!hasBrowser)("the cabinet page in chromium", { timeout: 180_000 
     let merchant = await server.createMerchant()
     while (!losesCreationAnswer(merchant.id, "bsc")) merchant = await server.createMerchant()
     const token = await invite(server, merchant.id)
-    const { page, problems } = await openPage()
+    const { page, problems } = await openPage(browser, server)
     await page.goto(`${server.baseUrl}/cabinet/invite#${token}`)
     await finishInvite(page, "lost@page.example", "a third long password")
     await page.getByRole("button", { name: "Finish set-up" }).click()
@@ -273,7 +185,7 @@ describe.skipIf(!hasBrowser)("the cabinet page in chromium", { timeout: 180_000 
 
   it("signed out: the sign-in page, and one message for a refused sign-in whichever part was wrong", async () => {
     const { login, password, app } = await onboard(server, `signin-${Date.now()}@page.example`)
-    const { page, problems } = await openPage()
+    const { page, problems } = await openPage(browser, server)
     await page.goto(`${server.baseUrl}/cabinet`)
     await page.getByRole("heading", { name: "Sign in" }).waitFor()
     await shoot(page, "0-sign-in")
@@ -311,7 +223,7 @@ describe.skipIf(!hasBrowser)("the cabinet page in chromium", { timeout: 180_000 
   it("a form posted from another origin, with the merchant's cookie, is refused and changes nothing", async () => {
     const merchant = await server.createMerchant()
     const token = await invite(server, merchant.id)
-    const { page } = await openPage()
+    const { page } = await openPage(browser, server)
     await page.goto(`${server.baseUrl}/cabinet/invite#${token}`)
     await finishInvite(page, "target@page.example", "a fourth long password")
     await page.getByRole("button", { name: "Finish set-up" }).click()
