@@ -4,6 +4,8 @@
  */
 import { Schema } from "effect"
 import * as OTPAuth from "otpauth"
+import { Profile } from "../../src/Cabinet/Api.js"
+import { DepositWalletList } from "../../src/Deposits/Api.js"
 import { bodyOf } from "./expectations.js"
 import type { RunningServer } from "./server.js"
 
@@ -174,3 +176,13 @@ export const afterLockout = async (attempt: () => Promise<CabinetResponse>, dead
     await new Promise((resolve) => setTimeout(resolve, Math.max(1, retryAfterOf(response)) * 1000))
   }
 }
+
+/** GET /cabinet/api/me, which must answer 200: the decoded Profile. */
+export const profileOf = async (server: RunningServer, init: CabinetInit) => bodyOf(await cabinet(server, "/me", init), Profile)
+
+/** The wallets of GET /api/v1/merchant/deposits/wallets through the session, which must answer 200. */
+export const sessionWalletsOf = async (server: RunningServer, init: CabinetInit) =>
+  bodyOf(await merchantApi(server, "/deposits/wallets", init), DepositWalletList).wallets
+
+/** The API key still works (a 200 through the typed client). */
+export const keyWorks = (server: RunningServer, apiKey: string) => server.merchant(apiKey).call((client) => client.balance.getBalance())

@@ -54,3 +54,15 @@ export const serverPool = (url: string | undefined, max: number): pg.Pool => {
   pool.on("error", () => undefined)
   return pool
 }
+
+/** Rows of `query` on the database when it is on the PostgreSQL server; undefined on PGlite (its files are the server process's). */
+export const serverRows = async (database: FreshDatabase, query: string): Promise<Array<any> | undefined> => {
+  if (database.url === undefined) return undefined
+  const client = new pg.Client({ connectionString: database.url })
+  await client.connect()
+  try {
+    return (await client.query(query)).rows
+  } finally {
+    await client.end()
+  }
+}

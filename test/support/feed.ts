@@ -144,3 +144,18 @@ export const applyChanges = (items: Map<string, unknown>, changes: ReadonlyArray
   }
   return items
 }
+
+/** The status a WebSocket upgrade is answered with (101: opened, then closed at once). */
+export const upgradeStatus = (url: string, headers: Record<string, string>) =>
+  new Promise<number>((resolve, reject) => {
+    const socket = new WebSocket(url, { headers })
+    socket.once("upgrade", () => {
+      socket.terminate()
+      resolve(101)
+    })
+    socket.once("unexpected-response", (_request, response) => {
+      resolve(response.statusCode ?? 0)
+      response.resume()
+    })
+    socket.once("error", reject)
+  })
