@@ -14,735 +14,42 @@
  *
  * The test fails on: any 5xx, on either path; any response Prism reports as violating the document
  * (a 500 VIOLATIONS problem of its own, or a `response` entry in its sl-violations header: an
- * undeclared status is only a Warning there, see below); any response our ajv finds off the document;
+ * undeclared status is only a Warning there: support/prism.ts); any response our ajv finds off the document;
  * any status the operation does not declare; Prism refusing a request our ajv finds valid (two
  * readings of the document disagreeing); the stateful sequence (list, buy, read back by id and in
  * the list) going wrong; and after the run, money not conserved in GET /balance.
  *
- * How Prism 5.16.0 answers in proxy mode with --errors (read in @stoplight/prism-core factory.js,
- * prism-http forwarder/index.js, validator/index.js, prism-http-server server.js):
- *  - a request that breaks the document (security first: no `Authorization: Bearer …` is a 401;
- *    then body, query, path and header parameters) is answered by Prism and NOT forwarded: an
- *    `application/problem+json` body whose `type` is `https://stoplight.io/prism/errors#UNAUTHORIZED`
- *    (401) or `#UNPROCESSABLE_ENTITY` (422, also for a content type the operation does not accept);
- *    a path or method outside the document is `#NO_PATH_MATCHED_ERROR` / `#NO_METHOD_MATCHED_ERROR`.
- *  - a forwarded request's response is validated: status, media type, body and headers. With
- *    --errors, an Error-severity violation replaces the response with a 500 problem
- *    `#VIOLATIONS` listing them (locations start with "response"). A status the operation does not
- *    declare is an Error only for a 2xx: any other undeclared status is a Warning, the service's
- *    response is passed through unchanged and the warning is only in the `sl-violations` header
- *    (a JSON array of {location, severity, code, message}), so that header is read on every response.
- *  - an upstream that cannot be reached is a 500 problem with `type: "FetchError"`.
- * A response of the service always carries X-Request-Id; none of Prism's own answers does, which
- * tells (a) a forwarded response (judged by the header and our status check) from (b) Prism's own
- * refusal of an invalid request (fine, the direct copy of the request tests the service) apart.
- *
- * Prism defect worked around: Prism 5.16.0 declares Node >= 24.18 (this repository runs Node 20), and
- * on Node 20 it never answers a request whose JSON body does not parse: prism-http-server's
- * parseRequestBody catch waits for the request's 'end' or 'close' after the body was read, and on
- * Node 20 neither comes, so the connection hangs (no option avoids it: the body is parsed before
- * any validation). Malformed JSON bodies are therefore sent only straight to the service, where our
- * ajv judges the answer; every other request goes both ways.
- * Prism leniency, harmless here: it drops an empty query value (`from=`) as if the parameter were
- * absent and forwards the request; the service's answer (400) is judged like any other.
- * Prism reads this OpenAPI 3.1 document (no jsonSchemaDialect) with its draft-07 ajv; every response
- * schema of the document compiles and is applied there (checked by giving it a copy in which each
- * was made unsatisfiable: every response came back as a VIOLATIONS), so it gets the document as is.
+ * How Prism answers, and the defect of Prism worked around: support/prism.ts.
  */
-import formats from "ajv-formats"
-import { Ajv2020, type ValidateFunction } from "ajv/dist/2020.js"
 import * as fc from "fast-check"
-import { type ChildProcess, spawn } from "node:child_process"
 import { rmSync, writeFileSync } from "node:fs"
 import * as http from "node:http"
-import { gunzipSync } from "node:zlib"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { ContractDocument, label, parseJson, PREFIX, short } from "../support/contract-document.js"
+import { ContractFuzzRun, describeRequest } from "../support/contract-findings.js"
 import { arrayField, field } from "../support/expectations.js"
-import { ROOT, TMP } from "../support/paths.js"
-import { freePort, type RunningServer, startServer } from "../support/server.js"
+import { TMP } from "../support/paths.js"
+import { type RunningPrism, startPrism } from "../support/prism.js"
+import { type Generated, operationArb } from "../support/request-arbitraries.js"
+import { type Hints, SchemaValues } from "../support/schema-arbitraries.js"
+import { type RunningServer, startServer } from "../support/server.js"
 
 const SEED = 26
 /** Generated requests: each goes through Prism and straight to the service. */
 const RUNS = 2_000
 const CONCURRENCY = 6
-const PREFIX = "/api/v1/merchant"
 const TRADE_URL = "https://steamcommunity.com/tradeoffer/new/?partner=12345678&token=abcdEFGH"
 /** The simulator's trade-URL tokens (CONTRACT 5.1): each picks an outcome of the purchase. */
 const TOKENS = ["complete", "declined", "expired0", "private0", "badtoken", "slowack0", "topup000", "revbuyer", "revselr0", "review00"]
 
 let server: RunningServer
 let merchant: { id: string; apiKey: string }
-let prism: ChildProcess | undefined
-let prismOutput = ""
-let prismUrl: URL
+let prism: RunningPrism
 let docFile: string
-let doc: any
+let document: ContractDocument
+let fuzz: ContractFuzzRun
 
 const agent = new http.Agent({ keepAlive: true, maxSockets: CONCURRENCY + 2 })
-
-// ---- HTTP ----------------------------------------------------------------------------------------
-
-interface Outgoing {
-  readonly method: string
-  /** Path with its query, from the root (`/api/v1/merchant/...`). */
-  readonly path: string
-  readonly headers: Record<string, string>
-  readonly body?: string
-}
-
-interface Reply {
-  readonly status: number
-  readonly headers: http.IncomingHttpHeaders
-  readonly text: string
-}
-
-/** One request over node:http (fetch would add Accept-Encoding), retried once when a kept-alive socket was closed under it. */
-const send = (base: URL, out: Outgoing): Promise<Reply> => {
-  const attempt = (retry: boolean): Promise<Reply> =>
-    new Promise((resolve, reject) => {
-      const headers: Record<string, string> = { ...out.headers }
-      if (out.method !== "GET") headers["content-length"] = String(Buffer.byteLength(out.body ?? ""))
-      const req = http.request({ host: base.hostname, port: base.port, method: out.method, path: out.path, headers, agent }, (res) => {
-        const chunks: Array<Buffer> = []
-        res.on("data", (c: Buffer) => chunks.push(c))
-        res.on("error", reject)
-        res.on("end", () => {
-          let bytes = Buffer.concat(chunks)
-          if (res.headers["content-encoding"] === "gzip") bytes = gunzipSync(bytes)
-          resolve({ status: res.statusCode!, headers: res.headers, text: bytes.toString("utf8") })
-        })
-      })
-      req.setTimeout(20_000, () => req.destroy(new Error("no answer in 20 s")))
-      req.on("error", (error: NodeJS.ErrnoException) => {
-        if (retry && req.reusedSocket && (error.code === "ECONNRESET" || error.code === "EPIPE")) resolve(attempt(false))
-        else reject(error)
-      })
-      req.end(out.body)
-    })
-  return attempt(true)
-}
-
-// ---- the document --------------------------------------------------------------------------------
-
-const pointer = (...parts: Array<string | number>) => parts.map((p) => String(p).replaceAll("~", "~0").replaceAll("/", "~1")).join("/")
-const at = (ref: string): any => ref.replace(/^#\//, "").split("/").reduce((node: any, part) => node?.[part.replaceAll("~1", "/").replaceAll("~0", "~")], doc)
-/** A schema with its $ref followed (siblings of the $ref kept over the target's keywords). */
-const deref = (schema: any): any => {
-  if (schema === undefined || typeof schema.$ref !== "string") return schema
-  const { $ref, ...siblings } = schema
-  return { ...deref(at($ref)), ...siblings }
-}
-
-interface Operation {
-  readonly template: string
-  readonly method: string
-  readonly operation: any
-}
-/** How the report names an operation: `GET /purchases/{purchaseId}`. */
-const label = (op: Operation) => `${op.method.toUpperCase()} ${op.template.startsWith(PREFIX) ? op.template.slice(PREFIX.length) : op.template}`
-/** The parts of the operation's pointer in the document. */
-const opPath = (op: Operation) => ["paths", op.template, op.method]
-
-/** Our own validators: plain (bodies, responses) and coercing, as Prism reads query, path and header strings. */
-let ajv: Ajv2020
-let coercing: Ajv2020
-const compiled = new Map<string, ValidateFunction>()
-const validatorAt = (instance: Ajv2020, key: string, schema: object): ValidateFunction => {
-  const cacheKey = `${instance === coercing ? "c" : "p"}:${key}`
-  let validate = compiled.get(cacheKey)
-  if (validate === undefined) {
-    validate = instance.compile(schema)
-    compiled.set(cacheKey, validate)
-  }
-  return validate
-}
-/** Validates a value against the schema at a pointer of the document. */
-const conforms = (schemaPointer: string, value: unknown) => validatorAt(ajv, schemaPointer, { $ref: `doc#/${schemaPointer}` })(value)
-/** Validates a parameter's wire string(s) the way Prism does: coerced to the schema's type first. */
-const paramConforms = (schemaPointer: string, raw: string | Array<string>) =>
-  validatorAt(coercing, schemaPointer, { type: "object", properties: { v: { $ref: `doc#/${schemaPointer}` } } })({ v: structuredClone(raw) })
-
-const responseFor = (operation: any, status: number): any =>
-  operation.responses?.[String(status)] ?? operation.responses?.[`${String(status)[0]}XX`] ?? operation.responses?.default
-
-// ---- generated requests --------------------------------------------------------------------------
-
-type Auth = "merchant" | "none" | "wrong" | "basic"
-
-interface Generated {
-  readonly op: Operation
-  readonly path: string
-  readonly headers: Record<string, string>
-  readonly auth: Auth
-  readonly body?: string
-  /** What was made invalid (or "valid"): for the report. */
-  readonly note: string
-  /** A body that is not JSON: not sent through Prism (see the top of the file). */
-  readonly malformedJson: boolean
-}
-
-/** Real values the generators mix in, so valid requests reach real items, cursors and purchases. */
-interface Hints {
-  readonly byName: Record<string, ReadonlyArray<unknown>>
-}
-
-const JUNK_STRINGS = [
-  "",
-  " ",
-  "abc",
-  "-1",
-  "1e999",
-  "NaN",
-  "Infinity",
-  "0x10",
-  " 1",
-  "1,5",
-  "１",
-  "null",
-  "true",
-  "[]",
-  "{}",
-  "%00",
-  "\u0000",
-  "😀",
-  "a".repeat(300)
-]
-
-const stringArb = (minLength: number, maxLength: number) =>
-  fc.oneof(
-    fc.string({ unit: "grapheme-ascii", minLength, maxLength }),
-    fc.string({ unit: "grapheme", minLength, maxLength })
-  )
-
-const dateTimeArb = fc.date({ min: new Date("1990-01-01T00:00:00Z"), max: new Date("2100-01-01T00:00:00Z"), noInvalidDate: true }).chain((d) => {
-  const iso = d.toISOString()
-  const shifted = new Date(d.getTime() + 330 * 60_000).toISOString().slice(0, 19)
-  return fc.constantFrom(iso, `${iso.slice(0, 19)}Z`, `${shifted}+05:30`)
-})
-
-/** Valid values of a schema (then filtered by our validator: what the schema says is the judge). */
-const validArb = (schema: any, name: string, hints: Hints): fc.Arbitrary<unknown> => {
-  const generic = validGeneric(deref(schema), hints)
-  const real = hints.byName[name]
-  return real !== undefined && real.length > 0 ? fc.oneof({ weight: 2, arbitrary: fc.constantFrom(...real) }, { weight: 1, arbitrary: generic }) : generic
-}
-
-const validGeneric = (s: any, hints: Hints): fc.Arbitrary<unknown> => {
-  if (s === undefined || s === true) return fc.jsonValue({ maxDepth: 1 })
-  if (s.const !== undefined) return fc.constant(s.const)
-  if (Array.isArray(s.enum)) return fc.constantFrom(...s.enum)
-  const branches = s.anyOf ?? s.oneOf
-  if (Array.isArray(branches)) return fc.oneof(...branches.map((b: any) => validGeneric(deref(b), hints)))
-  const type = Array.isArray(s.type) ? s.type : [s.type]
-  if (type.length > 1) return fc.oneof(...type.map((t: string) => validGeneric({ ...s, type: t }, hints)))
-  switch (type[0]) {
-    case "string": {
-      if (s.format === "uuid") return fc.uuid().chain((u) => fc.constantFrom(u, u.toUpperCase()))
-      if (s.format === "date-time") return dateTimeArb
-      if (typeof s.pattern === "string") return fc.stringMatching(new RegExp(s.pattern, "u"))
-      return stringArb(s.minLength ?? 0, Math.min(s.maxLength ?? 30, 300))
-    }
-    case "integer": {
-      const min = s.minimum ?? (s.exclusiveMinimum !== undefined ? Math.floor(s.exclusiveMinimum) + 1 : -1_000_000)
-      const max = s.maximum ?? (s.exclusiveMaximum !== undefined ? Math.ceil(s.exclusiveMaximum) - 1 : 1_000_000)
-      return fc.integer({ min, max })
-    }
-    case "number": {
-      const min = s.minimum ?? s.exclusiveMinimum ?? -1_000_000
-      const max = s.maximum ?? s.exclusiveMaximum ?? 1_000_000
-      return fc.oneof(
-        fc.double({
-          min,
-          max,
-          noNaN: true,
-          noDefaultInfinity: true,
-          minExcluded: s.exclusiveMinimum !== undefined,
-          maxExcluded: s.exclusiveMaximum !== undefined
-        }),
-        fc.integer({ min: Math.ceil(min * 100), max: Math.floor(max * 100) }).map((cents) => cents / 100)
-      )
-    }
-    case "boolean":
-      return fc.boolean()
-    case "null":
-      return fc.constant(null)
-    case "array":
-      return fc.array(validArb(s.items, "", hints), { maxLength: 3 })
-    case "object": {
-      const properties: Record<string, fc.Arbitrary<unknown>> = {}
-      for (const [key, sub] of Object.entries(s.properties ?? {})) properties[key] = validArb(sub, key, hints)
-      return fc.record(properties, { requiredKeys: s.required ?? [] })
-    }
-    default:
-      return fc.jsonValue({ maxDepth: 1 })
-  }
-}
-
-/** Values meant to break a schema (filtered by our validator: only those it refuses are kept). */
-const invalidArb = (schema: any, validator: (v: unknown) => boolean, hints: Hints): fc.Arbitrary<unknown> => {
-  const s = deref(schema) ?? {}
-  const candidates: Array<fc.Arbitrary<unknown>> = [
-    // another JSON type
-    fc.oneof(
-      fc.integer(),
-      fc.double({ noNaN: true, noDefaultInfinity: true }),
-      fc.boolean(),
-      fc.constant(null),
-      stringArb(0, 12),
-      fc.array(fc.integer(), { maxLength: 2 }),
-      fc.dictionary(fc.string({ maxLength: 4 }), fc.integer(), { maxKeys: 2 })
-    )
-  ]
-  const bounds = [s.minimum, s.maximum, s.exclusiveMinimum, s.exclusiveMaximum].filter((b) => typeof b === "number")
-  if (bounds.length > 0 || s.type === "number" || s.type === "integer") {
-    // out of range: just past each bound, far past it, the excluded bound itself, a fraction for an integer
-    candidates.push(fc.constantFrom(...bounds.flatMap((b) => [b - 1, b + 1, b - 0.001, b + 0.001, b, b - 1e9, b + 1e9]), -1, 0, 0.5, -0.01, 1e308, -1e308))
-  }
-  const valid = validGeneric(s, hints)
-  if (s.type === "string" || s.pattern !== undefined || s.enum !== undefined || s.format !== undefined || s.anyOf !== undefined) {
-    // a valid string with one character dropped, added or replaced, its case changed, padded, cut, or far too long
-    candidates.push(
-      fc.tuple(valid, fc.nat(), fc.constantFrom("!", "g", " ", "-", "0", "é", "\u0000", "/")).map(([v, i, c]) => {
-        const text = typeof v === "string" ? v : JSON.stringify(v)
-        const k = text.length === 0 ? 0 : i % text.length
-        return [
-          text.slice(0, k) + text.slice(k + 1),
-          text.slice(0, k) + c + text.slice(k),
-          text.slice(0, k) + c + text.slice(k + 1),
-          text.toUpperCase(),
-          text.toLowerCase(),
-          ` ${text}`,
-          text.slice(0, k)
-        ][i % 7]
-      }),
-      fc.constantFrom(...JUNK_STRINGS),
-      stringArb(0, 40)
-    )
-    if (typeof s.maxLength === "number") candidates.push(fc.integer({ min: s.maxLength + 1, max: s.maxLength + 40 }).map((n) => "x".repeat(n)))
-  }
-  return fc.oneof(...candidates).filter((v) => !validator(v))
-}
-
-const encodeQuery = (pairs: ReadonlyArray<readonly [string, string]>) =>
-  pairs.length === 0 ? "" : `?${pairs.map(([k, v]) => `${encodeURIComponent(k)}=${encodeURIComponent(v)}`).join("&")}`
-
-const wire = (v: unknown) => (typeof v === "string" ? v : typeof v === "number" || typeof v === "boolean" || v === null ? String(v) : JSON.stringify(v))
-
-/** A generated request for one operation: parameters, body and key from its schemas, one thing broken or none. */
-const operationArb = (op: Operation, hints: Hints, keys: { good: string }): fc.Arbitrary<Generated> => {
-  const parameters: Array<any> = (op.operation.parameters ?? []).map(deref)
-    // the dump may be gzip when asked: Accept-Encoding is never sent (the document lists it as a parameter)
-    .filter((p: any) => !(p.in === "header" && p.name.toLowerCase() === "accept-encoding"))
-  const paramPointer = (p: any) =>
-    pointer(
-      ...opPath(op),
-      "parameters",
-      (op.operation.parameters ?? []).findIndex((q: any) => deref(q).name === p.name),
-      "schema"
-    )
-  const paramValue = (p: any): fc.Arbitrary<string> => {
-    if (p.in === "header") return fc.oneof(fc.constantFrom(...(hints.byName[p.name] ?? ["\"x\""]) as Array<string>), fc.stringMatching(/^[\x21-\x7e]{1,40}$/))
-    return validArb(p.schema, p.name, hints).map(wire).filter((raw) => paramConforms(paramPointer(p), raw))
-  }
-  const paramsArb = fc.record(
-    Object.fromEntries(parameters.map((p) => [`${p.in}:${p.name}`, p.required ? paramValue(p) : fc.option(paramValue(p), { nil: undefined, freq: 2 })]))
-  ) as fc.Arbitrary<Record<string, string | undefined>>
-
-  type ParamMutation = { kind: "none" } | { kind: "invalid"; param: any; raw: string } | { kind: "drop"; param: any } | {
-    kind: "extra"
-    name: string
-    raw: string
-  } | {
-    kind: "repeat"
-    param: any
-  }
-  const mutations: Array<{ weight: number; arbitrary: fc.Arbitrary<ParamMutation> }> = [{ weight: 8, arbitrary: fc.constant({ kind: "none" }) }]
-  // a parameter can be broken only if some string is refused (any string is a valid `cursor`)
-  const breakable = parameters.filter((p) => p.in !== "header" && JUNK_STRINGS.some((raw) => !paramConforms(paramPointer(p), raw)))
-  if (breakable.length > 0) {
-    mutations.push({
-      weight: 4,
-      arbitrary: fc.constantFrom(...breakable).chain((param) =>
-        invalidArb(param.schema, (v) => paramConforms(paramPointer(param), wire(v)), hints).map(wire)
-          // an empty, "." or ".." path segment makes another URL (another route), not a bad id for this one
-          .filter((raw) => !paramConforms(paramPointer(param), raw) && (param.in !== "path" || !["", ".", ".."].includes(raw)))
-          .map((raw): ParamMutation => ({ kind: "invalid", param, raw }))
-      )
-    })
-  }
-  const required = parameters.filter((p) => p.required && p.in === "query")
-  if (required.length > 0) mutations.push({ weight: 1, arbitrary: fc.constantFrom(...required).map((param): ParamMutation => ({ kind: "drop", param })) })
-  if (op.method === "get") {
-    mutations.push({
-      weight: 1,
-      arbitrary: fc.tuple(fc.stringMatching(/^[a-z_]{1,12}$/), stringArb(0, 10)).filter(([name]) => !parameters.some((p) => p.name.toLowerCase() === name))
-        .map(([name, raw]): ParamMutation => ({ kind: "extra", name, raw }))
-    })
-    const queries = parameters.filter((p) => p.in === "query")
-    if (queries.length > 0) mutations.push({ weight: 1, arbitrary: fc.constantFrom(...queries).map((param): ParamMutation => ({ kind: "repeat", param })) })
-  }
-
-  // the body: valid, or one field broken, a required field missing, extra fields, another JSON type, empty, not JSON, not declared JSON
-  const content = op.operation.requestBody?.content?.["application/json"]
-  const bodyPointer = content === undefined
-    ? ""
-    : pointer(...opPath(op), "requestBody", "content", "application/json", "schema")
-  type Body = { text?: string; contentType?: string; note: string }
-  let bodyArb: fc.Arbitrary<Body> = fc.constant({ note: "" })
-  if (content !== undefined) {
-    const schema = deref(content.schema)
-    const valid = validArb(schema, "", hints).filter((v) => conforms(bodyPointer, v)) as fc.Arbitrary<Record<string, unknown>>
-    const fields = Object.keys(schema.properties ?? {})
-    const bodies: Array<{ weight: number; arbitrary: fc.Arbitrary<Body> }> = [
-      { weight: 8, arbitrary: valid.map((v) => ({ text: JSON.stringify(v), note: "valid body" })) },
-      {
-        weight: 2,
-        arbitrary: fc.tuple(valid, fc.dictionary(fc.stringMatching(/^[a-z_]{1,10}$/), fc.jsonValue({ maxDepth: 1 }), { minKeys: 1, maxKeys: 3 })).map((
-          [v, extra]
-        ) => ({
-          text: JSON.stringify({ ...extra, ...v }),
-          note: "extra fields"
-        }))
-      },
-      {
-        weight: 1,
-        arbitrary: fc.constantFrom("[]", "null", "0", "-1", "1e400", "\"item\"", "true", "[{}]", "[[[[[[]]]]]]").map((text) => ({
-          text,
-          note: "another JSON type"
-        }))
-      },
-      { weight: 1, arbitrary: fc.constant({ text: "", note: "empty body" }) },
-      {
-        weight: 1,
-        arbitrary: fc.oneof(
-          fc.constantFrom("{", "{\"item_id\": ", "{'a': 1}", "[1, 2", "nul", "{\"a\": 1}}", "{\"a\": 01}", "\u0000", "{\"a\": NaN}"),
-          valid.chain((v) => {
-            const text = JSON.stringify(v)
-            return fc.integer({ min: 1, max: Math.max(1, text.length - 1) }).map((n) => text.slice(0, n))
-          })
-        ).filter((text) => {
-          try {
-            JSON.parse(text)
-            return false
-          } catch {
-            return text !== ""
-          }
-        }).map((text) => ({ text, note: "malformed JSON" }))
-      },
-      { weight: 1, arbitrary: valid.map((v) => ({ text: JSON.stringify(v), contentType: "text/plain", note: "text/plain body" })) }
-    ]
-    if (fields.length > 0) {
-      bodies.push({
-        weight: 4,
-        arbitrary: fc.tuple(valid, fc.constantFrom(...fields)).chain(([v, field]) =>
-          invalidArb(schema.properties[field], (x) => conforms(bodyPointer, { ...v, [field]: x }), hints).map((x) => ({
-            text: JSON.stringify({ ...v, [field]: x }),
-            note: `invalid ${field}`
-          }))
-        )
-      })
-    }
-    if ((schema.required ?? []).length > 0) {
-      bodies.push({
-        weight: 2,
-        arbitrary: fc.tuple(valid, fc.constantFrom(...(schema.required as Array<string>))).map(([v, field]) => {
-          const { [field]: _dropped, ...rest } = v
-          return { text: JSON.stringify(rest), note: `missing ${field}` }
-        })
-      })
-    }
-    bodyArb = fc.oneof(...bodies)
-  }
-
-  const authArb = fc.oneof(
-    { weight: 16, arbitrary: fc.constant<Auth>("merchant") },
-    { weight: 1, arbitrary: fc.constant<Auth>("none") },
-    { weight: 1, arbitrary: fc.constant<Auth>("wrong") },
-    { weight: 1, arbitrary: fc.constant<Auth>("basic") }
-  )
-
-  return fc.record({
-    params: paramsArb,
-    mutation: fc.oneof(...mutations),
-    body: bodyArb,
-    auth: authArb,
-    wrongKey: fc.stringMatching(/^mer_live_[A-Za-z0-9_-]{32}$/)
-  }).map(
-    ({ auth, body, mutation, params, wrongKey }): Generated => {
-      const values = { ...params }
-      const notes: Array<string> = []
-      if (mutation.kind === "invalid") {
-        values[`${mutation.param.in}:${mutation.param.name}`] = mutation.raw
-        notes.push(`invalid ${mutation.param.in} ${mutation.param.name}`)
-      }
-      if (mutation.kind === "drop") {
-        delete values[`query:${mutation.param.name}`]
-        notes.push(`missing query ${mutation.param.name}`)
-      }
-      let path = op.template
-      const query: Array<[string, string]> = []
-      const headers: Record<string, string> = {}
-      for (const p of parameters) {
-        const value = values[`${p.in}:${p.name}`]
-        if (value === undefined) continue
-        if (p.in === "path") path = path.replace(`{${p.name}}`, encodeURIComponent(value))
-        if (p.in === "query") query.push([p.name, value])
-        if (p.in === "header") headers[p.name] = value
-      }
-      if (mutation.kind === "extra") {
-        query.push([mutation.name, mutation.raw])
-        notes.push(`extra query ${mutation.name}`)
-      }
-      if (mutation.kind === "repeat") {
-        const first = query.find(([k]) => k === mutation.param.name)
-        if (first !== undefined) {
-          query.push([first[0], first[1]])
-          notes.push(`repeated query ${mutation.param.name}`)
-        }
-      }
-      if (body.note !== "") notes.push(body.note)
-      if (auth === "merchant") headers["authorization"] = `Bearer ${keys.good}`
-      if (auth === "wrong") headers["authorization"] = `Bearer ${wrongKey}`
-      if (auth === "basic") headers["authorization"] = `Basic ${Buffer.from(`merchant:${keys.good}`).toString("base64")}`
-      if (auth !== "merchant") notes.push(`auth ${auth}`)
-      if (body.text !== undefined) headers["content-type"] = body.contentType ?? "application/json"
-      return {
-        op,
-        path: path + encodeQuery(query),
-        headers,
-        auth,
-        ...(body.text !== undefined ? { body: body.text } : {}),
-        note: notes.join(", ") || "valid",
-        malformedJson: body.text !== undefined && body.contentType === undefined && !parsesAsJson(body.text)
-      }
-    }
-  )
-}
-
-/** An empty body is no body; anything else must parse. */
-const parsesAsJson = (text: string) => {
-  if (text === "") return true
-  try {
-    JSON.parse(text)
-    return true
-  } catch {
-    return false
-  }
-}
-
-/**
- * Whether a request carries what one of its operation's security requirements names: a Bearer key,
- * or the cabinet's session cookie (which generated requests never have). No requirement: any request.
- */
-const meetsSecurity = (g: Generated): boolean => {
-  const requirements: Array<Record<string, unknown>> = g.op.operation.security ?? []
-  if (requirements.length === 0) return true
-  return requirements.some((requirement) =>
-    Object.keys(requirement).every((scheme) =>
-      scheme === "bearer" ? /^Bearer\s.+$/.test(g.headers["authorization"] ?? "") : /(^|;\s*)mer_session=/.test(g.headers["cookie"] ?? "")
-    )
-  )
-}
-
-/** Whether a generated request conforms to the document, by our validators (Prism is expected to agree). */
-const conformsToDocument = (g: Generated): boolean => {
-  if (!meetsSecurity(g)) return false
-  const url = new URL(g.path, "http://x")
-  const templateParts = g.op.template.split("/")
-  const pathParts = url.pathname.split("/")
-  if (templateParts.length !== pathParts.length) return false
-  const opParts = opPath(g.op)
-  for (const [index, raw] of (g.op.operation.parameters ?? []).entries()) {
-    const p = deref(raw)
-    const schemaPointer = pointer(...opParts, "parameters", index, "schema")
-    if (p.in === "path") {
-      const value = decodeURIComponent(pathParts[templateParts.indexOf(`{${p.name}}`)]!)
-      if (!paramConforms(schemaPointer, value)) return false
-    }
-    if (p.in === "query") {
-      const values = url.searchParams.getAll(p.name)
-      if (values.length === 0 && p.required) return false
-      if (values.length > 0 && !paramConforms(schemaPointer, values.length === 1 ? values[0]! : values)) return false
-    }
-  }
-  const requestBody = g.op.operation.requestBody
-  if (requestBody === undefined) return g.body === undefined || g.body === ""
-  if (g.body === undefined || g.body === "") return !requestBody.required
-  if (!(g.headers["content-type"] ?? "").startsWith("application/json")) return false
-  let parsed: unknown
-  try {
-    parsed = JSON.parse(g.body)
-  } catch {
-    return false
-  }
-  return conforms(pointer(...opParts, "requestBody", "content", "application/json", "schema"), parsed)
-}
-
-// ---- judging answers -----------------------------------------------------------------------------
-
-interface Finding {
-  readonly rule: string
-  /** The operation, as in the document (`GET /purchases/{purchaseId}`). */
-  readonly operation: string
-  readonly via: "prism" | "direct"
-  readonly request: string
-  readonly status: number | string
-  readonly detail: string
-}
-
-const findings: Array<Finding> = []
-const stats = {
-  generated: 0,
-  prism: 0,
-  direct: 0,
-  forwarded: 0,
-  refused: 0,
-  validRequests: 0,
-  forwardedInvalid: 0,
-  malformedDirectOnly: 0,
-  statuses: new Map<string, number>()
-}
-
-/** The service's statuses by operation (direct path): what the run reached. */
-const byOperation = new Map<string, Map<number, number>>()
-/** Requests our ajv refuses but Prism passed on (Prism more lenient than the document): shown in the summary. */
-const forwardedInvalid: Array<string> = []
-const short = (text: string, n = 400) => (text.length > n ? `${text.slice(0, n)}…(${text.length} chars)` : text)
-const describeRequest = (g: { op: Operation; path: string; auth?: Auth; body?: string; note?: string }) =>
-  `${g.op.method.toUpperCase()} ${g.path}${g.auth !== undefined && g.auth !== "merchant" ? ` [auth: ${g.auth}]` : ""}${
-    g.body !== undefined ? ` body=${short(JSON.stringify(g.body), 300)}` : ""
-  }${g.note !== undefined ? ` (${g.note})` : ""}`
-const count = (key: string) => stats.statuses.set(key, (stats.statuses.get(key) ?? 0) + 1)
-const parseJson = (text: string): unknown => {
-  try {
-    return JSON.parse(text)
-  } catch {
-    return undefined
-  }
-}
-const PRISM_ERROR = "https://stoplight.io/prism/errors#"
-/** Prism's own refusals of a request that breaks the document (never forwarded to the service). */
-const REFUSALS = new Set(["UNAUTHORIZED", "UNPROCESSABLE_ENTITY", "INVALID_CONTENT_TYPE", "NO_PATH_MATCHED_ERROR", "NO_METHOD_MATCHED_ERROR"])
-
-/** The service's answer against the document, by our ajv (errors.test.ts's check). */
-const checkAgainstDocument = (op: Operation, reply: Reply, report: (rule: string, detail: string) => void) => {
-  if (reply.status >= 500) report("5xx from the service", short(reply.text))
-  const declared = responseFor(op.operation, reply.status)
-  if (declared === undefined) {
-    report("status not declared for the operation", `declared: ${Object.keys(op.operation.responses).join(",")}; body ${short(reply.text)}`)
-    return
-  }
-  const media = (String(reply.headers["content-type"] ?? "").split(";")[0] ?? "").trim().toLowerCase()
-  const contents = declared.content ?? {}
-  if (Object.keys(contents).length === 0) {
-    if (reply.text !== "") report("a body where the document declares none", short(reply.text))
-    return
-  }
-  if (contents[media] === undefined) {
-    report("media type not declared for the status", `${media || "(none)"} not in ${Object.keys(contents).join(",")}; body ${short(reply.text)}`)
-    return
-  }
-  const body = parseJson(reply.text)
-  if (body === undefined) {
-    report("body is not JSON", short(reply.text))
-    return
-  }
-  const responsePointer = pointer(
-    ...opPath(op),
-    "responses",
-    String(reply.status),
-    "content",
-    media,
-    "schema"
-  )
-  const validate = validatorAt(ajv, responsePointer, { $ref: `doc#/${responsePointer}` })
-  if (!validate(body)) report("body does not match the declared schema", `${JSON.stringify(validate.errors?.slice(0, 4))}; body ${short(reply.text)}`)
-}
-
-/** A request straight to the service, judged by our ajv. */
-const direct = async (g: Generated): Promise<Reply | undefined> => {
-  stats.direct++
-  const request = describeRequest(g)
-  const report = (status: number | string) => (rule: string, detail: string) =>
-    findings.push({ rule, via: "direct", operation: label(g.op), request, status, detail })
-  let reply: Reply
-  try {
-    reply = await send(new URL(server.baseUrl), {
-      method: g.op.method.toUpperCase(),
-      path: g.path,
-      headers: g.headers,
-      ...(g.body !== undefined ? { body: g.body } : {})
-    })
-  } catch (error) {
-    report("no answer")("transport error", String(error))
-    return undefined
-  }
-  count(`direct ${reply.status}`)
-  const perOperation = label(g.op)
-  const statuses = byOperation.get(perOperation) ?? new Map<number, number>()
-  byOperation.set(perOperation, statuses.set(reply.status, (statuses.get(reply.status) ?? 0) + 1))
-  checkAgainstDocument(g.op, reply, report(reply.status))
-  return reply
-}
-
-/** The same request through Prism: its refusal, its violations, or the service's answer it passed on. */
-const throughPrism = async (g: Generated, valid: boolean): Promise<Reply | undefined> => {
-  stats.prism++
-  const request = describeRequest(g)
-  const report = (status: number | string) => (rule: string, detail: string) =>
-    findings.push({ rule, via: "prism", operation: label(g.op), request, status, detail })
-  let reply: Reply
-  try {
-    reply = await send(prismUrl, { method: g.op.method.toUpperCase(), path: g.path, headers: g.headers, ...(g.body !== undefined ? { body: g.body } : {}) })
-  } catch (error) {
-    report("no answer")("transport error", String(error))
-    return undefined
-  }
-  const fromService = reply.headers["x-request-id"] !== undefined
-  const body = parseJson(reply.text)
-  const prismType = field(body, "type")
-  const type = typeof prismType === "string" ? prismType : ""
-  if (!fromService && type.startsWith(PRISM_ERROR)) {
-    const kind = type.slice(PRISM_ERROR.length)
-    count(`prism ${reply.status} ${kind}`)
-    if (REFUSALS.has(kind)) {
-      stats.refused++
-      // (b) an invalid request refused before the service: fine, unless our reading finds it valid
-      if (valid) report(reply.status)("Prism refused a request our ajv finds valid", short(reply.text, 600))
-    } else if (kind === "VIOLATIONS") {
-      // (a) the service's response breaks the document (Prism replaced it with its 500)
-      report(reply.status)("Prism: response violates the document", short(JSON.stringify(field(body, "validation")), 800))
-    } else {
-      report(reply.status)(`Prism error ${kind}`, short(reply.text))
-    }
-    return reply
-  }
-  if (!fromService) {
-    count(`prism ${reply.status} ${type || "?"}`)
-    report(reply.status)("Prism could not get an answer from the service", short(reply.text))
-    return reply
-  }
-  stats.forwarded++
-  if (!valid) {
-    stats.forwardedInvalid++
-    if (forwardedInvalid.length < 5) forwardedInvalid.push(`${request} -> ${reply.status}`)
-  }
-  count(`prism-forwarded ${reply.status}`)
-  if (reply.status >= 500) report(reply.status)("5xx from the service", short(reply.text))
-  const header = reply.headers["sl-violations"]
-  if (header !== undefined) {
-    const violations = parseJson(String(header))
-    const list: ReadonlyArray<unknown> = Array.isArray(violations) ? violations : [{ location: ["response"], severity: "?", message: String(header) }]
-    const responseViolations = list.filter((v) => arrayField(v, "location")[0] === "response")
-    if (responseViolations.length > 0) {
-      report(reply.status)("Prism: response violates the document (sl-violations)", short(JSON.stringify(responseViolations), 800))
-    }
-  }
-  if (responseFor(g.op.operation, reply.status) === undefined) {
-    report(reply.status)("status not declared for the operation", `declared: ${Object.keys(g.op.operation.responses).join(",")}; body ${short(reply.text)}`)
-  }
-  return reply
-}
 
 /** Up to `limit` jobs at a time, in order of start. */
 const pool = async <A>(items: ReadonlyArray<A>, limit: number, job: (a: A) => Promise<void>) => {
@@ -750,48 +57,6 @@ const pool = async <A>(items: ReadonlyArray<A>, limit: number, job: (a: A) => Pr
   await Promise.all(Array.from({ length: limit }, async () => {
     while (next < items.length) await job(items[next++]!)
   }))
-}
-
-// ---- setup ---------------------------------------------------------------------------------------
-
-const startPrism = async (): Promise<void> => {
-  for (let attempt = 1;; attempt++) {
-    const port = await freePort()
-    prismOutput = ""
-    const child = spawn(process.execPath, [
-      `${ROOT}node_modules/.bin/prism`,
-      "proxy",
-      docFile,
-      server.baseUrl,
-      "--errors",
-      "--port",
-      String(port),
-      "--host",
-      "127.0.0.1",
-      "--verboseLevel",
-      "warn"
-    ], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] })
-    prism = child
-    const keep = (chunk: Buffer) => {
-      prismOutput = (prismOutput + chunk.toString()).slice(-20_000)
-    }
-    child.stdout!.on("data", keep)
-    child.stderr!.on("data", keep)
-    prismUrl = new URL(`http://127.0.0.1:${port}`)
-    const deadline = Date.now() + 60_000
-    for (;;) {
-      if (child.exitCode !== null) break
-      if (Date.now() > deadline) throw new Error(`Prism did not answer in 60 s:\n${prismOutput}`)
-      const ok = await send(prismUrl, { method: "GET", path: `${PREFIX}/balance`, headers: { authorization: `Bearer ${merchant.apiKey}` } }).then(
-        () => true,
-        () => false
-      )
-      // Prism listens (whatever it answered)
-      if (ok) return
-      await new Promise((r) => setTimeout(r, 200))
-    }
-    if (!prismOutput.includes("EADDRINUSE") || attempt === 3) throw new Error(`Prism exited with ${child.exitCode}:\n${prismOutput}`)
-  }
 }
 
 beforeAll(async () => {
@@ -811,45 +76,24 @@ beforeAll(async () => {
   const res = await fetch(`${server.baseUrl}${PREFIX}/openapi.json`)
   if (res.status !== 200) throw new Error(`openapi.json: ${res.status}`)
   const text = await res.text()
-  doc = JSON.parse(text)
+  document = new ContractDocument(JSON.parse(text))
   docFile = `${TMP}contract-fuzz-${process.pid}.openapi.json`
   writeFileSync(docFile, text)
-  ajv = new Ajv2020({ strict: false, allErrors: true })
-  coercing = new Ajv2020({ strict: false, allErrors: true, coerceTypes: true })
-  for (const instance of [ajv, coercing]) {
-    // a CommonJS module's default export, as TypeScript sees it from ESM
-    ;(formats as unknown as { default: (ajv: Ajv2020) => void }).default(instance)
-    instance.addSchema(doc, "doc")
-  }
-  await startPrism()
+  prism = await startPrism(docFile, server.baseUrl, { agent, path: `${PREFIX}/balance`, apiKey: merchant.apiKey })
+  fuzz = new ContractFuzzRun(document, agent, new URL(server.baseUrl), prism.url)
 })
 
 afterAll(async () => {
   agent.destroy()
-  if (prism !== undefined && prism.exitCode === null) {
-    const exited = new Promise((resolve) => prism!.once("exit", resolve))
-    prism.kill("SIGTERM")
-    const timer = setTimeout(() => prism!.kill("SIGKILL"), 5_000)
-    await exited
-    clearTimeout(timer)
-  }
+  await prism?.stop()
   if (docFile !== undefined) rmSync(docFile, { force: true })
   await server?.stop()
 })
 
-// ---- the run -------------------------------------------------------------------------------------
-
 describe("the service against its OpenAPI document, checked by Prism's validation proxy and by ajv", () => {
   it("generated requests (valid and invalid) get only declared, conforming, non-5xx answers; a buy reads back; money is conserved", async () => {
     const started = Date.now()
-    const operations: Array<Operation> = []
-    for (const [template, item] of Object.entries(doc.paths) as Array<[string, any]>) {
-      // the realtime feed is a WebSocket
-      if (template.endsWith("/items/stream")) continue
-      for (const method of ["get", "put", "post", "delete", "patch"]) {
-        if (item[method] !== undefined) operations.push({ template, method, operation: item[method] })
-      }
-    }
+    const operations = document.operations()
     const opOf = (method: string, template: string) => operations.find((o) => o.method === method && o.template === `${PREFIX}${template}`)!
 
     /** A fixed request (the stateful sequence) sent one way, judged like the generated ones. */
@@ -863,7 +107,7 @@ describe("the service against its OpenAPI document, checked by Prism's validatio
         note: "stateful sequence",
         malformedJson: false
       }
-      const reply = via === "prism" ? await throughPrism(g, true) : await direct(g)
+      const reply = via === "prism" ? await fuzz.throughPrism(g, true) : await fuzz.direct(g)
       return { status: reply?.status ?? 0, json: parseJson(reply?.text ?? ""), request: describeRequest(g), operation: label(g.op) }
     }
     /** List items, buy the cheapest, read it back by id and find it in the list: through Prism and straight. */
@@ -871,7 +115,7 @@ describe("the service against its OpenAPI document, checked by Prism's validatio
       const bought: Array<unknown> = []
       for (const via of ["prism", "direct"] as const) {
         const fail = (answer: { request: string; status: number; operation: string }, detail: string) =>
-          findings.push({ rule: "stateful sequence", via, operation: answer.operation, request: answer.request, status: answer.status, detail })
+          fuzz.findings.push({ rule: "stateful sequence", via, operation: answer.operation, request: answer.request, status: answer.status, detail })
         const list = await call(via, "get", "/items", "/items?limit=20&sort=price_asc")
         const item = arrayField(list.json, "items").find((i) => !bought.includes(field(i, "id")))
         if (list.status !== 200 || item === undefined) {
@@ -942,20 +186,21 @@ describe("the service against its OpenAPI document, checked by Prism's validatio
       }
     }
 
+    const schemaValues = new SchemaValues(document.deref, hints)
     const weights: Record<string, number> = { "/items/full-dump": 1, "/buy": 5, "/buy-sync": 3, "/buy-by-name": 3 }
     const requestArb = fc.oneof(...operations.map((op) => ({
       weight: weights[op.template.slice(PREFIX.length)] ?? 3,
-      arbitrary: operationArb(op, hints, { good: merchant.apiKey })
+      arbitrary: operationArb(op, document, schemaValues, { good: merchant.apiKey })
     })))
     const generated = fc.sample(requestArb, { seed: SEED, numRuns: RUNS })
-    stats.generated = generated.length
+    fuzz.stats.generated = generated.length
 
     await pool(generated, CONCURRENCY, async (g) => {
-      const valid = conformsToDocument(g)
-      if (valid) stats.validRequests++
-      if (g.malformedJson) stats.malformedDirectOnly++
-      else await throughPrism(g, valid)
-      await direct(g)
+      const valid = document.accepts(g)
+      if (valid) fuzz.stats.validRequests++
+      if (g.malformedJson) fuzz.stats.malformedDirectOnly++
+      else await fuzz.throughPrism(g, valid)
+      await fuzz.direct(g)
     })
 
     // funds for the last round whatever the generated buys spent
@@ -967,7 +212,7 @@ describe("the service against its OpenAPI document, checked by Prism's validatio
     const cents = (x: unknown) => Math.round(Number(x) * 100)
     const [available, totalSpent, totalDeposited, onHold] = ["available", "total_spent", "total_deposited", "on_hold"].map((k) => cents(field(balance.json, k)))
     if (balance.status !== 200 || available! + totalSpent! !== totalDeposited || onHold! > totalSpent!) {
-      findings.push({
+      fuzz.findings.push({
         rule: "money not conserved: available + total_spent == total_deposited, on_hold <= total_spent",
         operation: "GET /balance",
         via: "direct",
@@ -977,35 +222,10 @@ describe("the service against its OpenAPI document, checked by Prism's validatio
       })
     }
 
-    const seconds = ((Date.now() - started) / 1000).toFixed(1)
-    const summary =
-      `contract fuzz (seed ${SEED}): ${stats.generated} generated requests (${stats.validRequests} valid per the document), ${stats.prism} through Prism ` +
-      `(${stats.forwarded} forwarded, ${stats.refused} refused by Prism, ${stats.forwardedInvalid} invalid ones forwarded), ${stats.direct} straight to the service ` +
-      `(${stats.malformedDirectOnly} malformed JSON bodies only there), ${seconds} s; answers: ${
-        [...stats.statuses.entries()].sort().map(([k, v]) => `${k}: ${v}`).join(", ")
-      }`
-    const reached = [...byOperation.entries()].sort().map(([op, statuses]) => `${op}: ${[...statuses.entries()].sort().map(([s, n]) => `${s}x${n}`).join(" ")}`)
-    console.log(
-      `${summary}\nstraight to the service, by operation: ${reached.join("; ")}` +
-        (forwardedInvalid.length > 0 ? `\ninvalid per our ajv, yet forwarded by Prism: ${forwardedInvalid.join("; ")}` : "")
-    )
-
-    // every distinct problem once, with how often it came and its first example
-    const grouped = new Map<string, { finding: Finding; times: number }>()
-    for (const f of findings) {
-      const key = `${f.rule} | ${f.via} | ${f.operation} | ${f.status}`
-      const seen = grouped.get(key)
-      if (seen === undefined) grouped.set(key, { finding: f, times: 1 })
-      else seen.times++
-    }
-    const report = [...grouped.entries()].map(([key, { finding, times }]) =>
-      `${key} (x${times}) e.g. ${finding.request} -> ${finding.status}: ${finding.detail}`
-    )
+    const { headline, details } = fuzz.summary(SEED, ((Date.now() - started) / 1000).toFixed(1))
+    console.log(`${headline}\n${details}`)
     // Prism's own last words only when it failed to answer (its log otherwise lists every refusal)
-    const prismTrouble = findings.some((f) =>
-      f.via === "prism" && (f.rule === "transport error" || f.rule.startsWith("Prism error") || f.rule.startsWith("Prism could not"))
-    )
-    expect(report, prismTrouble ? `${summary}\nPrism's output:\n${prismOutput.slice(-3_000)}` : summary).toEqual([])
-    expect(stats.forwarded).toBeGreaterThan(stats.generated / 3)
+    expect(fuzz.problems(), fuzz.prismTrouble() ? `${headline}\nPrism's output:\n${prism.output().slice(-3_000)}` : headline).toEqual([])
+    expect(fuzz.stats.forwarded).toBeGreaterThan(fuzz.stats.generated / 3)
   }, 120_000)
 })
