@@ -1,13 +1,14 @@
 /**
  * The realtime catalogue feed (CONTRACT 3): hello first with the client's cursor and epoch;
  * changes in log order with gapless, strictly increasing cursors; heartbeats when idle; reset and
- * close 4409 for a wrong epoch or a cursor beyond the head; HTTP 400/401 before the upgrade; a
- * slow consumer is closed with 4408 without costing anyone else a change, and resumes from its
- * last applied cursor with nothing lost or repeated.
+ * close 4409 for a wrong epoch or a cursor beyond the head; closed sessions leave nothing behind; a
+ * restart keeps the epoch and resumes from the log; a slow consumer is closed with 4408 without
+ * costing anyone else a change, and resumes from its last applied cursor with nothing lost or
+ * repeated. Who may open a feed is in catalogue-stream-access.test.ts, the log's retention and
+ * outage in catalogue-stream-log.test.ts.
  */
 import { randomUUID } from "node:crypto"
 import type { Socket } from "node:net"
-import pg from "pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import {
   availableDump,
@@ -18,19 +19,15 @@ import {
   expectGaplessFeed,
   expectItemShape,
   Feed,
-  feedUrl,
+  FEED_ENV,
   type Item,
   metric,
   putItems,
   rawGet,
-  rawRequest,
-  refusedUpgrade,
   simpleItem
 } from "../support/catalogue.js"
 import { type FreshDatabase, freshDatabase } from "../support/database.js"
-import { type RunningServer, setMerchantStatus, startServer } from "../support/server.js"
-
-const ENV = { SIM_CATALOGUE_SIZE: "0", SIM_CHURN_PER_SECOND: "0", DUMP_INTERVAL_SECONDS: "1", RATE_LIMIT_RPS: "100000", RATE_LIMIT_BURST: "100000" }
+import { type RunningServer, startServer } from "../support/server.js"
 
 describe("catalogue realtime feed", () => {
   let database: FreshDatabase
@@ -68,7 +65,7 @@ describe("catalogue realtime feed", () => {
 
   beforeAll(async () => {
     database = await freshDatabase()
-    server = await startServer({ database, env: ENV })
+    server = await startServer({ database, env: FEED_ENV })
     key = (await server.createMerchant()).apiKey
     await upsert(Array.from({ length: 10 }, (_, i) => newItem(100 + i)))
     // a dump that has them gives the checkpoint every test starts from
@@ -151,27 +148,6 @@ describe("catalogue realtime feed", () => {
     idle.close()
   }, 60_000)
 
-  it("an open feed is closed with 1008 when its key is revoked or its merchant blocked; an inactive merchant's feed and other merchants' feeds go on", async () => {
-    const [rotated, blocked, inactive, bystander] = await Promise.all([1, 2, 3, 4].map(() => server.createMerchant()))
-    const opened = await Promise.all([rotated, blocked, inactive, bystander].map(async (m) => {
-      const feed = await Feed.open(server, m.apiKey, head, epoch)
-      feeds.push(feed)
-      await feed.waitFor((ms) => ms.length >= 1, "hello")
-      return feed
-    }))
-    const [rotatedFeed, blockedFeed, inactiveFeed, bystanderFeed] = opened as [Feed, Feed, Feed, Feed]
-    await server.adminApi.call((client) => client.merchants.rotateApiKey({ path: { id: rotated.id } }))
-    expect(await rotatedFeed.waitForClose(10_000)).toEqual({ code: 1008, reason: "api key revoked" })
-    await setMerchantStatus(server, inactive.id, "inactive")
-    await setMerchantStatus(server, blocked.id, "blocked")
-    expect(await blockedFeed.waitForClose(10_000)).toEqual({ code: 1008, reason: "merchant blocked" })
-    // the inactive merchant changed before the blocked one and may still read; the bystander never changed
-    expect([inactiveFeed.closed, bystanderFeed.closed]).toEqual([undefined, undefined])
-    for (const feed of [inactiveFeed, bystanderFeed]) expect(feed.messages[0]).toEqual({ type: "hello", epoch, cursor: head })
-    inactiveFeed.close()
-    bystanderFeed.close()
-  })
-
   it("a wrong epoch gets reset epoch_changed, then close 4409", async () => {
     for (const wrong of [epoch + 1, epoch === 0 ? 2 : epoch - 1]) {
       const feed = await open(head, wrong)
@@ -188,79 +164,6 @@ describe("catalogue realtime feed", () => {
       expect(feed.messages).toEqual([{ type: "reset", reason: "cursor_invalid" }])
       expect(closed.code).toBe(4409)
     }
-  })
-
-  it("a missing, malformed or repeated cursor or epoch is HTTP 400 MERCHANT_INVALID_QUERY before the upgrade", async () => {
-    const auth = { authorization: `Bearer ${key}` }
-    for (
-      const query of [
-        "",
-        `?epoch=${epoch}`,
-        `?cursor=${head}`,
-        `?cursor=abc&epoch=${epoch}`,
-        `?cursor=-1&epoch=${epoch}`,
-        `?cursor=1.5&epoch=${epoch}`,
-        `?cursor=1e3&epoch=${epoch}`,
-        `?cursor=&epoch=${epoch}`,
-        `?cursor=${head}&epoch=x`,
-        `?cursor=${head}&epoch=`,
-        `?cursor=${head}&epoch=-${epoch}`,
-        `?cursor=${head}&cursor=0&epoch=${epoch}`,
-        `?cursor=${head}&epoch=${epoch}&epoch=${epoch}`
-      ]
-    ) {
-      const res = await refusedUpgrade(server, query, auth)
-      expect({ query, status: res.status, body: res.json }).toEqual({
-        query,
-        status: 400,
-        body: { error: { code: "MERCHANT_INVALID_QUERY", message: expect.any(String) } }
-      })
-      expect(res.headers["content-type"]).toMatch(/^application\/json/)
-    }
-  })
-
-  it("an upgrade request without a valid Sec-WebSocket-Key or version 13 is 400 MERCHANT_INVALID_QUERY in the Error shape", async () => {
-    const base = { authorization: `Bearer ${key}`, connection: "Upgrade", upgrade: "websocket" }
-    const validKey = "dGhlIHNhbXBsZSBub25jZQ=="
-    for (
-      const headers of [
-        { ...base, "sec-websocket-version": "13" },
-        { ...base, "sec-websocket-version": "13", "sec-websocket-key": "short" },
-        { ...base, "sec-websocket-key": validKey },
-        { ...base, "sec-websocket-version": "8", "sec-websocket-key": validKey }
-      ]
-    ) {
-      const res = await rawRequest("GET", feedUrl(server, `?cursor=${head}&epoch=${epoch}`).replace(/^ws/, "http"), headers)
-      expect({ status: res.status, type: res.headers["content-type"], body: JSON.parse(res.body.toString()) })
-        .toEqual({
-          status: 400,
-          type: expect.stringMatching(/^application\/json/),
-          body: { error: { code: "MERCHANT_INVALID_QUERY", message: expect.any(String) } }
-        })
-    }
-  })
-
-  it("no key or an invalid key is HTTP 401 before the upgrade", async () => {
-    for (const headers of [{}, { authorization: "Bearer nope" }, { authorization: `Basic ${key}` }, { authorization: key }] as Array<Record<string, string>>) {
-      const res = await refusedUpgrade(server, `?cursor=${head}&epoch=${epoch}`, headers)
-      expect({ status: res.status, body: res.json }).toEqual({
-        status: 401,
-        body: { error: { code: "MERCHANT_API_KEY_MISSING", message: expect.any(String) } }
-      })
-    }
-  })
-
-  it("a blocked merchant gets 403 MERCHANT_BLOCKED before the upgrade; an inactive one may still read the feed", async () => {
-    const other = await server.createMerchant()
-    await setMerchantStatus(server, other.id, "blocked")
-    const refused = await refusedUpgrade(server, `?cursor=${head}&epoch=${epoch}`, { authorization: `Bearer ${other.apiKey}` })
-    expect({ status: refused.status, body: refused.json }).toEqual({ status: 403, body: { error: { code: "MERCHANT_BLOCKED", message: expect.any(String) } } })
-    await setMerchantStatus(server, other.id, "inactive")
-    const feed = await Feed.open(server, other.apiKey, head, epoch)
-    feeds.push(feed)
-    await feed.waitFor((ms) => ms.length >= 1, "hello")
-    expect(feed.messages[0]).toEqual({ type: "hello", epoch, cursor: head })
-    feed.close()
   })
 
   it("closed feed connections leave nothing behind (fibers, client gauge)", async () => {
@@ -297,7 +200,7 @@ describe("catalogue realtime feed", () => {
     try {
       exitCode = await server.stop()
     } finally {
-      server = await startServer({ database, env: ENV })
+      server = await startServer({ database, env: FEED_ENV })
     }
     const closed = await connected.waitForClose()
     expect({ close: closed.code, exitCode }).toEqual({ close: 1001, exitCode: 0 })
@@ -375,88 +278,4 @@ describe("catalogue realtime feed", () => {
     },
     180_000
   )
-})
-
-describe("catalogue realtime feed: retention", () => {
-  let server: RunningServer
-  // a retention of 3 s: the log is pruned every second
-  beforeAll(async () => {
-    server = await startServer({ env: { ...ENV, FEED_RETENTION_HOURS: String(3 / 3600) } })
-  })
-  afterAll(async () => {
-    await server?.stop()
-  })
-
-  it("a cursor whose next changes are past the retention gets reset cursor_expired, then close 4409; the prune point itself still resumes", async () => {
-    const key = (await server.createMerchant()).apiKey
-    const ids = Array.from({ length: 3 }, () => randomUUID())
-    await putItems(server, ids.map((id, i) => simpleItem(id, 100 + i, "Retention item")) as never)
-    const dump = await eventually(
-      async () => {
-        const res = await rawGet(`${server.baseUrl}/api/v1/merchant/items/full-dump`, { authorization: `Bearer ${key}` })
-        expect(JSON.parse(res.body.toString()).items_count).toBe(3)
-        return res
-      },
-      60_000,
-      200
-    )
-    const epoch = Number(dump.headers["x-catalog-epoch"])
-    const cursor = Number(dump.headers["x-catalog-cursor"])
-    expect(cursor).toBeGreaterThanOrEqual(3)
-    // right away, the cursor before the last change resumes
-    const early = await Feed.open(server, key, cursor - 1, epoch)
-    await early.waitForCursor(cursor)
-    early.ws.close()
-    // once its changes are pruned, it is expired; the cursor at the prune point is not
-    const expired = await eventually(
-      async () => {
-        const feed = await Feed.open(server, key, cursor - 1, epoch)
-        const closed = await feed.waitForClose(5_000).catch(() => undefined)
-        if (closed === undefined) feed.ws.close()
-        expect(closed?.code).toBe(4409)
-        return feed
-      },
-      30_000,
-      500
-    )
-    expect(expired.messages).toEqual([{ type: "reset", reason: "cursor_expired" }])
-    const atHead = await Feed.open(server, key, cursor, epoch)
-    await atHead.waitFor((ms) => ms.length >= 1, "hello")
-    expect(atHead.messages[0]).toEqual({ type: "hello", epoch, cursor })
-    atHead.ws.close()
-  }, 90_000)
-})
-
-describe.runIf(!!process.env["DATABASE_URL"])("catalogue realtime feed: the database out of reach (DATABASE_URL only)", () => {
-  let server: RunningServer
-  let database: FreshDatabase
-  beforeAll(async () => {
-    database = await freshDatabase()
-    server = await startServer({ env: ENV, database })
-  })
-  afterAll(async () => {
-    await server?.stop()
-    await database?.drop()
-  })
-
-  it("a feed whose session cannot read the log is closed with 1011 (it was left open and told nothing); it resumes once the log is back", async () => {
-    const key = (await server.createMerchant()).apiKey
-    const { cursor, epoch } = await availableDump(server, key)
-    const client = new pg.Client({ connectionString: database.url })
-    await client.connect()
-    try {
-      // the log's state out of reach, as in an outage, for the session's first read
-      await client.query("ALTER TABLE catalogue_state RENAME TO catalogue_state_away")
-      const cut = await Feed.open(server, key, cursor, epoch)
-      expect(await cut.waitForClose(10_000)).toMatchObject({ code: 1011 })
-      expect(cut.messages).toEqual([])
-    } finally {
-      await client.query("ALTER TABLE IF EXISTS catalogue_state_away RENAME TO catalogue_state")
-      await client.end()
-    }
-    const resumed = await Feed.open(server, key, cursor, epoch)
-    await resumed.waitFor((ms) => ms.length >= 1, "hello")
-    expect(resumed.messages[0]).toEqual({ type: "hello", epoch, cursor })
-    resumed.ws.close()
-  }, 90_000)
 })
