@@ -3,7 +3,7 @@
  * X-Catalog-Cursor, X-Catalog-Epoch, gzip when accepted, identity JSON otherwise), 304 on a
  * matching If-None-Match, 503 FEED_NOT_READY when download capacity is exhausted; and the
  * replay property: a dump at (cursor C, epoch E) plus the feed's changes after C, applied in
- * order, equals a later dump.
+ * order, equals a later dump. The dump built in pieces is in catalogue-dump-pieces.test.ts.
  */
 import * as fc from "fast-check"
 import { randomUUID } from "node:crypto"
@@ -24,35 +24,13 @@ import {
   putItems,
   rawGet,
   rawRequest,
-  type RawResponse,
   simpleItem
 } from "../support/catalogue.js"
 import { ISO_UTC } from "../support/expectations.js"
+import { type Dump, dumpWhere as dumpWhereOf, expectSameItems, fullDumpUrl, gzipDump, normaliseDumpItem } from "../support/full-dump.js"
 import { type RunningServer, startServer } from "../support/server.js"
 
 const SEED = Number(process.env["CATALOGUE_SEED"] ?? Date.now() % 1_000_000)
-
-/** Fields a dump may leave out when null (spec 2.6); the required ones are always there. */
-const REQUIRED = ["id", "market_hash_name", "price", "delivery_type", "is_stat_trak", "is_souvenir", "has_stickers", "stickers_count", "stickers"]
-
-/** A dump item with omitted nullable fields filled in with null, checked for unknown fields. */
-const normalise = (item: Record<string, unknown>): Item => {
-  for (const key of Object.keys(item)) expect(ITEM_FIELDS as ReadonlyArray<string>).toContain(key)
-  for (const key of REQUIRED) expect(item).toHaveProperty(key)
-  expect(Array.isArray(item["stickers"])).toBe(true)
-  const out: Record<string, unknown> = {}
-  for (const key of ITEM_FIELDS) out[key] = key in item ? item[key] : null
-  return out as unknown as Item
-}
-
-interface Dump {
-  readonly res: RawResponse
-  readonly etag: string
-  readonly cursor: number
-  readonly epoch: number
-  readonly body: { generated_at: string; items_count: number; items: Array<Record<string, unknown>> }
-  readonly items: Map<string, Item>
-}
 
 describe("catalogue full dump", () => {
   let server: RunningServer
@@ -60,46 +38,10 @@ describe("catalogue full dump", () => {
   /** The live catalogue, by id. */
   const model = new Map<string, Item>()
 
-  const dumpUrl = () => `${server.baseUrl}/api/v1/merchant/items/full-dump`
+  const dumpUrl = () => fullDumpUrl(server)
   const auth = () => ({ authorization: `Bearer ${key}` })
-
-  /** A gzip dump, decoded and checked for the headers every 200 carries. */
-  const dump = async (): Promise<Dump> => {
-    const res = await rawGet(dumpUrl(), { ...auth(), "accept-encoding": "gzip" })
-    expect(res.status, res.body.toString().slice(0, 300)).toBe(200)
-    expect(res.headers["content-encoding"]).toBe("gzip")
-    expect(res.body.subarray(0, 2)).toEqual(Buffer.from([0x1f, 0x8b]))
-    const body = JSON.parse(zlib.gunzipSync(res.body).toString("utf8"))
-    expect(res.headers["etag"]).toMatch(/^W\/"[^"]+"$/)
-    expect(res.headers["x-catalog-cursor"]).toMatch(/^\d+$/)
-    expect(res.headers["x-catalog-epoch"]).toMatch(/^\d+$/)
-    expect(Number(res.headers["x-items-count"])).toBe(body.items.length)
-    expect(body.items_count).toBe(body.items.length)
-    const items = new Map<string, Item>()
-    for (const raw of body.items) {
-      const item = normalise(raw)
-      expect(items.has(item.id)).toBe(false)
-      items.set(item.id, item)
-    }
-    return { res, etag: res.headers["etag"]!, cursor: Number(res.headers["x-catalog-cursor"]), epoch: Number(res.headers["x-catalog-epoch"]), body, items }
-  }
-
-  /** Waits for a regenerated dump that satisfies `check` (DUMP_INTERVAL_SECONDS=1). */
-  const dumpWhere = (check: (d: Dump) => void) =>
-    eventually(
-      async () => {
-        const d = await dump()
-        check(d)
-        return d
-      },
-      60_000,
-      200
-    )
-
-  const expectItems = (got: ReadonlyMap<string, unknown>, want: ReadonlyMap<string, unknown>) => {
-    expect([...got.keys()].sort()).toEqual([...want.keys()].sort())
-    for (const [id, item] of want) expect(got.get(id)).toEqual(item)
-  }
+  const dump = () => gzipDump(server, key)
+  const dumpWhere = (check: (d: Dump) => void) => dumpWhereOf(server, key, check)
 
   beforeAll(async () => {
     server = await startServer({
@@ -138,7 +80,7 @@ describe("catalogue full dump", () => {
     expect(Date.parse(h["last-modified"]!)).toBe(Math.floor(Date.parse(d.body.generated_at) / 1000) * 1000)
     expect(Number(h["x-items-count"])).toBe(model.size)
     if (h["content-length"] !== undefined) expect(Number(h["content-length"])).toBe(d.res.body.length)
-    expectItems(d.items, model)
+    expectSameItems(d.items, model)
     // the dump at its cursor is what the live list shows
     const listed = await server.merchant(key).call((client) => client.catalogue.listItems({ urlParams: { limit: 200 } }))
     expect(new Set(listed.items.map((i) => i.id))).toEqual(new Set(model.keys()))
@@ -167,7 +109,7 @@ describe("catalogue full dump", () => {
       expect(res.headers["x-catalog-epoch"]).toMatch(/^\d+$/)
       if (res.headers["content-length"] !== undefined) expect(Number(res.headers["content-length"])).toBe(res.body.length)
       // the same catalogue as the gzip answer (nothing changed meanwhile)
-      expectItems(new Map(body.items.map((i: Record<string, unknown>) => [i["id"] as string, normalise(i)])), gz.items)
+      expectSameItems(new Map(body.items.map((i: Record<string, unknown>) => [i["id"] as string, normaliseDumpItem(i)])), gz.items)
     }
   })
 
@@ -220,7 +162,7 @@ describe("catalogue full dump", () => {
         run++
         const before = await dump()
         // the previous run ended on a dump that had everything: this one is the live catalogue
-        expectItems(before.items, model)
+        expectSameItems(before.items, model)
         for (const batch of batches) {
           const upserts: Array<Record<string, unknown>> = []
           const deletes: Array<string> = []
@@ -265,7 +207,7 @@ describe("catalogue full dump", () => {
         const after = await dumpWhere((d) => expect(d.items.has(marker)).toBe(true))
         expect(after.epoch).toBe(before.epoch)
         expect(after.cursor).toBeGreaterThan(before.cursor)
-        expectItems(after.items, model)
+        expectSameItems(after.items, model)
 
         const feed = await Feed.open(server, key, before.cursor, before.epoch)
         try {
@@ -276,7 +218,7 @@ describe("catalogue full dump", () => {
             if (change.op === "upsert") expect(Object.keys(change.item!).sort()).toEqual([...ITEM_FIELDS].sort())
           }
           const replayed = applyChanges(new Map<string, unknown>(before.items), feed.changes())
-          expectItems(replayed, after.items)
+          expectSameItems(replayed, after.items)
         } finally {
           feed.close()
         }
@@ -345,84 +287,5 @@ describe("catalogue full dump", () => {
       expect(Number(head.headers["content-length"])).toBe(res.body.length)
       expect(JSON.parse(zlib.gunzipSync(res.body).toString()).items_count).toBe(big.body.items_count)
     }, 10_000)
-  })
-})
-
-describe("catalogue full dump of several pieces", () => {
-  const ITEMS = 5_000 // four pieces of about 1,250 items (grouped by id prefix)
-  let server: RunningServer
-  let key: string
-  beforeAll(async () => {
-    server = await startServer({
-      // every dump read from its file (the other server's are sent from memory)
-      env: { SIM_CATALOGUE_SIZE: "0", SIM_CHURN_PER_SECOND: "0", DUMP_INTERVAL_SECONDS: "1", DUMP_MEMORY_MAX_MB: "0", LOG_LEVEL: "info" }
-    })
-    key = (await server.createMerchant()).apiKey
-  })
-  afterAll(async () => {
-    await server?.stop()
-  })
-
-  /** The "catalogue dump built" log lines so far. */
-  const builds = () =>
-    server.output().split("\n").flatMap((line) => {
-      if (!line.includes("catalogue dump built")) return []
-      const annotations = JSON.parse(line).annotations
-      return [{ items: Number(annotations.items), pieces: Number(annotations.pieces), reused: Number(annotations.pieces_reused) }]
-    })
-
-  const gzipDump = async () => {
-    const res = await rawGet(`${server.baseUrl}/api/v1/merchant/items/full-dump`, { authorization: `Bearer ${key}`, "accept-encoding": "gzip" })
-    expect(res.status).toBe(200)
-    // gunzip checks the trailer: the CRC-32 combined from the pieces' and the length
-    const body = JSON.parse(zlib.gunzipSync(res.body).toString("utf8"))
-    expect(body.items_count).toBe(body.items.length)
-    return new Map<string, Record<string, unknown>>(body.items.map((item: Record<string, unknown>) => [String(item["id"]), item]))
-  }
-
-  it("reuses the pieces whose items did not change, and still gives exactly the live catalogue", async () => {
-    const ids = Array.from({ length: ITEMS }, () => randomUUID())
-    await putItems(server, ids.map((id, i) => simpleItem(id, 100 + i)))
-    const first = await eventually(
-      async () => {
-        const items = await gzipDump()
-        expect(items.size).toBe(ITEMS)
-        return items
-      },
-      60_000,
-      200
-    )
-    expect(first.get(ids[7]!)!["price"]).toBe(1.07)
-
-    // one item changes: its piece is rebuilt, the three others are reused
-    await putItems(server, [simpleItem(ids[7]!, 99_999)])
-    const second = await eventually(
-      async () => {
-        const items = await gzipDump()
-        expect(items.get(ids[7]!)!["price"]).toBe(999.99)
-        return items
-      },
-      60_000,
-      200
-    )
-    expect(second.size).toBe(ITEMS)
-    for (const [id, item] of first) if (id !== ids[7]) expect(second.get(id)).toEqual(item)
-    const full = builds().filter((b) => b.items === ITEMS)
-    expect(full.length).toBeGreaterThanOrEqual(2)
-    expect(full.every((b) => b.pieces === 4)).toBe(true)
-    // after the change, some build rebuilt exactly one piece
-    expect(full.some((b) => b.reused === 3)).toBe(true)
-
-    // nothing changes: every piece is reused, and the bytes decode the same
-    const before = builds().length
-    await eventually(() => expect(builds().length).toBeGreaterThan(before + 1), 10_000, 200)
-    expect(builds().at(-1)).toEqual({ items: ITEMS, pieces: 4, reused: 4 })
-    const third = await gzipDump()
-    expect(third).toEqual(second)
-
-    // a removal is a change of its piece too
-    await deleteItem(server, ids[9]!)
-    await eventually(async () => expect((await gzipDump()).has(ids[9]!)).toBe(false), 60_000, 200)
-    expect((await gzipDump()).size).toBe(ITEMS - 1)
   })
 })
