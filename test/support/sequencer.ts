@@ -2,24 +2,30 @@
  * The order test files start in. Two workers share the suite, so the longest files must start
  * first or the run ends with one worker alone on a long file. Vitest orders by the durations of its
  * last run when it has them (its cache); a clean clone (CI) has none, and file size is a poor
- * guess: the files below were the slowest in CI (2026-11-26), started first, in this order.
+ * guess: the files below were the slowest in a whole run on PGlite (2026-12-02), started first, in this order.
  */
 import { relative } from "node:path"
 import { BaseSequencer, type TestSpecification } from "vitest/node"
 
 const SLOWEST_FIRST = [
   "test/e2e/purchases-crash.test.ts",
+  "test/e2e/abuse.test.ts",
+  "test/e2e/purchases-crash-by-name.test.ts",
   "test/e2e/catalogue-stream.test.ts",
-  "test/e2e/webhooks-crash.test.ts",
-  "test/e2e/wallets.test.ts",
-  "test/e2e/catalogue-dump.test.ts",
-  "test/e2e/purchases-idempotency.test.ts",
   "test/cli/cli.test.ts",
+  "test/e2e/webhooks-delivery.test.ts",
+  "test/e2e/cabinet-page.test.ts",
   "test/e2e/smoke.test.ts",
+  "test/e2e/webhooks-crash.test.ts",
+  "test/e2e/graceful-stop.test.ts",
+  "test/e2e/wallets-switches.test.ts",
   "test/purchases/ledger-model.test.ts",
-  "test/e2e/purchases-shutdown.test.ts",
-  "test/e2e/purchases-flow.test.ts",
-  "test/e2e/webhooks-delivery.test.ts"
+  "test/e2e/buy-path.test.ts",
+  "test/e2e/contract-fuzz.test.ts",
+  "test/e2e/catalogue-dump.test.ts",
+  "test/e2e/webhooks-fairness.test.ts",
+  "test/e2e/pglite-crash.test.ts",
+  "test/e2e/purchases-shutdown.test.ts"
 ]
 
 export default class SlowestFirst extends BaseSequencer {
