@@ -38,7 +38,10 @@ const measure = async (opts, target, label) => {
   await sleep(200)
   const cpuBefore = cpuMs(target.child.pid)
   const ticksBefore = machineTicks()
+  // the measured run on the monotonic clock in µs, the clock of a CPU profile (--profile)
+  const from = Number(process.hrtime.bigint() / 1000n)
   const result = wrk(opts, target.baseUrl, target.apiKey, opts.duration)
+  const to = Number(process.hrtime.bigint() / 1000n)
   const cpuAfter = cpuMs(target.child.pid)
   const ticksAfter = machineTicks()
   const machineBusyMs = ((ticksAfter.busy - ticksBefore.busy) * 1000) / CLK_TCK
@@ -49,7 +52,8 @@ const measure = async (opts, target, label) => {
     machineBusyBefore: busyBefore,
     /** Cores busy over the run: all, and the server under test. */
     coresBusy: machineBusyMs / (opts.duration * 1000),
-    coresServer: (cpuAfter - cpuBefore) / (opts.duration * 1000)
+    coresServer: (cpuAfter - cpuBefore) / (opts.duration * 1000),
+    window: { from, to }
   }
 }
 
@@ -107,7 +111,8 @@ export const profileLoad = async (opts, { databaseUrl, dataDir, apiKey, dir }) =
   mkdirSync(dir, { recursive: true })
   log(`\nprofile: service under node --cpu-prof, same load (${opts.warmup} s + ${opts.duration} s)`)
   const profiled = await startService({ databaseUrl, dataDir, nodeArgs: ["--cpu-prof", "--cpu-prof-dir", dir] })
-  const r = await measure(opts, profiled, apiKey)
+  pinProcess(profiled.child.pid, 0)
+  const r = await measure(opts, { ...profiled, apiKey }, "service under the profiler")
   printRun("service", r)
   await profiled.stop()
   const file = readdirSync(dir).find((f) => f.endsWith(".cpuprofile"))
