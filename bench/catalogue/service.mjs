@@ -4,31 +4,25 @@
  * built; its log events (load, dumps, the sync's reconcile), its /metrics and the run's merchant.
  */
 import { join } from "node:path"
-import { admin, ADMIN_TOKEN, START } from "../lib/harness.mjs"
+import { admin, serviceEnv, START } from "../lib/harness.mjs"
 import { cpuMs, freePort, httpOk, parseMetrics, sleep, startChild } from "./lib.mjs"
 
-const serviceEnv = (opts, { port, opsPort, databaseUrl, dataDir, size, dumpInterval, nodeOptions }) => {
-  const env = {
-    ...process.env,
-    PORT: String(port),
-    OPS_PORT: String(opsPort),
-    HOST: "127.0.0.1",
-    OPS_HOST: "127.0.0.1",
-    DATA_DIR: dataDir,
-    ...(databaseUrl === undefined ? {} : { DATABASE_URL: databaseUrl }),
-    ADMIN_TOKEN,
-    DEMO_MERCHANT: "false",
-    LOG_LEVEL: "info",
-    RATE_LIMIT_RPS: "1000000000",
-    RATE_LIMIT_BURST: "1000000000",
-    SIM_CATALOGUE_SIZE: String(size),
-    SIM_CHURN_PER_SECOND: "0",
-    DUMP_INTERVAL_SECONDS: String(dumpInterval),
-    NODE_ENV: "production"
-  }
-  Object.assign(env, opts.serviceEnv)
+/** The shared service environment (bench/lib/service.mjs) with the catalogue's size, no churn, the dump's interval and info logs. */
+const catalogueServiceEnv = (opts, { port, opsPort, databaseUrl, dataDir, size, dumpInterval, nodeOptions }) => {
+  const env = serviceEnv({
+    port,
+    opsPort,
+    databaseUrl,
+    dataDir,
+    extra: {
+      LOG_LEVEL: "info",
+      SIM_CATALOGUE_SIZE: String(size),
+      SIM_CHURN_PER_SECOND: "0",
+      DUMP_INTERVAL_SECONDS: String(dumpInterval),
+      ...opts.serviceEnv
+    }
+  })
   delete env.SIM_CATALOGUE
-  if (databaseUrl === undefined) delete env.DATABASE_URL
   delete env.NODE_OPTIONS
   if (nodeOptions) env.NODE_OPTIONS = nodeOptions
   return env
@@ -50,7 +44,7 @@ export const startService = async (
   const port = await freePort()
   const opsPort = await freePort()
   const nodeOptions = size >= opts.largeHeapFrom ? `--max-old-space-size=${opts.largeHeapMb}` : undefined
-  const env = serviceEnv(opts, { port, opsPort, databaseUrl: db.url, dataDir: join(tmp, "data"), size, dumpInterval, nodeOptions })
+  const env = catalogueServiceEnv(opts, { port, opsPort, databaseUrl: db.url, dataDir: join(tmp, "data"), size, dumpInterval, nodeOptions })
   // --inspect: for a forced GC and exact memory figures (lib.mjs gcAndMeasure); idle otherwise
   // with npm start's node flags (the V8 settings the service ships with)
   const proc = startChild(process.execPath, [...START.nodeFlags, ...(inspect ? ["--inspect=127.0.0.1:0"] : []), ...nodeArgs, bench.build.main], {
