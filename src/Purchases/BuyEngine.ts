@@ -141,7 +141,7 @@ export class BuyEngine extends Effect.Service<BuyEngine>()("BuyEngine", {
      * runs once its transaction committed, and says whether it created a purchase; `direct` makes
      * it a buy the pipelined driver may buy.
      */
-    const unitOf = <A, E>(
+    const queuedBuyOf = <A, E>(
       keys: { readonly merchantId: string; readonly customId: string; readonly itemId: string },
       work: Effect.Effect<A, E | SqlError.SqlError>,
       after: (a: A) => boolean,
@@ -157,7 +157,7 @@ export class BuyEngine extends Effect.Service<BuyEngine>()("BuyEngine", {
             return Effect.as(Deferred.done(done, exit), created)
           })
         const inTransaction = mapSqlErrors<A, E, never>(sql.withTransaction(work))
-        const unit: QueuedBuy = {
+        const queued: QueuedBuy = {
           ...keys,
           byId: direct === undefined ? Option.none() : Option.some({
             input: direct.input,
@@ -178,7 +178,7 @@ export class BuyEngine extends Effect.Service<BuyEngine>()("BuyEngine", {
             Effect.asVoid
           )
         }
-        return [unit, done] as const
+        return [queued, done] as const
       })
 
     const batches = yield* makeBuyBatches
@@ -187,13 +187,13 @@ export class BuyEngine extends Effect.Service<BuyEngine>()("BuyEngine", {
 
     /** PGlite (and any one buy): one SqlClient transaction, a savepoint per buy. Nothing is left. */
     const sqlClientDriver = (batch: ReadonlyArray<QueuedBuy>): Effect.Effect<ReadonlyArray<QueuedBuy>> =>
-      batch.length === 1 ? Effect.as(batch[0]!.alone, []) : sql.withTransaction(Effect.forEach(batch, (unit) => unit.inBatch, { discard: true })).pipe(
+      batch.length === 1 ? Effect.as(batch[0]!.alone, []) : sql.withTransaction(Effect.forEach(batch, (queued) => queued.inBatch, { discard: true })).pipe(
         mapSqlErrors<void, never, never>,
         Effect.exit,
         Effect.flatMap((exit) => {
           // a batch rolled back after its buys ran: what they announced of their balances is undone too
-          if (Exit.isFailure(exit)) { for (const unit of batch) balances.changedNow(unit.merchantId) }
-          return Effect.forEach(batch, (unit) => unit.settle(exit))
+          if (Exit.isFailure(exit)) { for (const queued of batch) balances.changedNow(queued.merchantId) }
+          return Effect.forEach(batch, (queued) => queued.settle(exit))
         }),
         Effect.map((created) => {
           if (created.includes(true)) transactions.inc()
@@ -203,21 +203,21 @@ export class BuyEngine extends Effect.Service<BuyEngine>()("BuyEngine", {
 
     /** PostgreSQL: the buys by id in one pipelined transaction; the rest, and what it did not buy, are left to run alone. */
     const pipelinedDriver = (transaction: DirectTransaction) => (batch: ReadonlyArray<QueuedBuy>): Effect.Effect<ReadonlyArray<QueuedBuy>> => {
-      const byId = batch.filter((unit) => Option.isSome(unit.byId))
+      const byId = batch.filter((queued) => Option.isSome(queued.byId))
       if (byId.length === 0) return Effect.succeed(batch)
-      const inputs = byId.map((unit) => Option.getOrThrow(unit.byId).input)
+      const inputs = byId.map((queued) => Option.getOrThrow(queued.byId).input)
       return Effect.tryPromise(() => transaction((session) => pipelinedBatch(statements, session, inputs))).pipe(
         // the buys of a batch that failed (its outcome may be unknown) run alone: a committed one is then a repeat
         Effect.tapError((error) => Effect.logWarning("a batch of buys failed; its buys run alone", error.cause)),
         Effect.orElseSucceed(() => undefined),
         Effect.flatMap((bought) => {
           if (bought !== undefined && bought.size > 0) transactions.inc()
-          const left = batch.filter((unit) => Option.isNone(unit.byId))
+          const left = batch.filter((queued) => Option.isNone(queued.byId))
           return Effect.as(
-            Effect.forEach(byId, (unit, i) => {
+            Effect.forEach(byId, (queued, i) => {
               const got = bought?.get(inputs[i]!)
-              if (got !== undefined) return Option.getOrThrow(unit.byId).bought(got)
-              left.push(unit)
+              if (got !== undefined) return Option.getOrThrow(queued.byId).bought(got)
+              left.push(queued)
               return Effect.void
             }, { discard: true }),
             left
@@ -233,15 +233,15 @@ export class BuyEngine extends Effect.Service<BuyEngine>()("BuyEngine", {
       Effect.uninterruptible(
         driver(batch).pipe(
           Effect.ensuring(inFlight.release(1)),
-          Effect.flatMap((left) => Effect.forEach(left, (unit) => unit.alone, { concurrency: "unbounded", discard: true })),
-          Effect.ensuring(Effect.forEach(batch, (unit) => unit.abandon, { discard: true }))
+          Effect.flatMap((left) => Effect.forEach(left, (queued) => queued.alone, { concurrency: "unbounded", discard: true })),
+          Effect.ensuring(Effect.forEach(batch, (queued) => queued.abandon, { discard: true }))
         )
       )
 
     // at shutdown (finalizers run last first): the drainer stops, what is queued is abandoned, the batches under way end
     /** The batches under way, a fiber each: closing the set waits for them (they are uninterruptible). */
     const running = yield* FiberSet.make<void>()
-    yield* Effect.addFinalizer(() => Effect.flatMap(batches.takeEverything, (left) => Effect.forEach(left, (unit) => unit.abandon, { discard: true })))
+    yield* Effect.addFinalizer(() => Effect.flatMap(batches.takeEverything, (left) => Effect.forEach(left, (queued) => queued.abandon, { discard: true })))
     yield* fibers.supervise("purchase-buy-engine", (beat) =>
       Effect.forever(Effect.gen(function*() {
         yield* inFlight.take(1)
@@ -265,7 +265,7 @@ export class BuyEngine extends Effect.Service<BuyEngine>()("BuyEngine", {
     /** /buy and /buy-sync: created (or found) in full whether or not the caller still waits. */
     const buy = (input: BuyByIdRequest): Effect.Effect<CreateOutcome, CreateError> =>
       Effect.flatMap(
-        unitOf(
+        queuedBuyOf(
           input,
           createByIdIn(input),
           (outcome) => outcome._tag === "created" && afterCommit(outcome),
@@ -277,7 +277,7 @@ export class BuyEngine extends Effect.Service<BuyEngine>()("BuyEngine", {
     /** One by-name attempt: bought after `guard` (which holds the cycle's record), in the same transaction. */
     const attempt = <E>(input: BuyItemInput, guard: Effect.Effect<void, E>): Effect.Effect<Bought, E | Refusal | Conflict> =>
       Effect.flatMap(
-        unitOf(input, Effect.zipRight(guard, statements.buyItem(input).pipe(Effect.catchTag("ParseError", Effect.die))), afterCommit),
+        queuedBuyOf(input, Effect.zipRight(guard, statements.buyItem(input).pipe(Effect.catchTag("ParseError", Effect.die))), afterCommit),
         enqueue
       ).pipe(Effect.withSpan("BuyEngine.attempt", HOT_SPAN))
 
